@@ -1,0 +1,351 @@
+//! The one error type of picklewarden: a kind, its category, the absolute byte offset and the
+//! opcode it was found at.
+//!
+//! The shape follows wasmparser and serde_json: the error is one pointer wide
+//! (`Error(Box<Inner>)`) so that `Result<T, Error>` stays small on the hot path, and every
+//! constructor is `#[cold]`.
+
+use std::fmt;
+
+use crate::limits::LimitName;
+use crate::opcode::Opcode;
+
+/// The broad class of a refusal. Exhaustive: every [`ErrorKind`] belongs to exactly one.
+///
+/// The CLI's exit status and the service's answers are derived from it (see the README).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Category {
+    /// The bytes are not a well-formed pickle (CPython would also refuse them, or they break a
+    /// rule picklewarden enforces more strictly, such as frame boundaries).
+    Malformed,
+    /// The input ends before the pickle does.
+    Truncated,
+    /// A resource limit of [`crate::Limits`] would be passed.
+    LimitExceeded,
+    /// The pickle is well formed but names or does something the policy does not allow.
+    PolicyDenied,
+    /// Reading the input failed (CLI and service only).
+    Io,
+}
+
+impl Category {
+    /// The category's name in snake case, as used in JSON output (`"policy_denied"`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Category::Malformed => "malformed",
+            Category::Truncated => "truncated",
+            Category::LimitExceeded => "limit_exceeded",
+            Category::PolicyDenied => "policy_denied",
+            Category::Io => "io",
+        }
+    }
+}
+
+/// What exactly was refused. Public and `#[non_exhaustive]`, so callers can match on it and new
+/// kinds can be added without a breaking change. [`ErrorKind::category`] is exhaustive.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    // ---- Malformed ----
+    /// A byte that is not one of the 68 opcodes of `Lib/pickletools.py`.
+    #[error("unknown opcode")]
+    UnknownOpcode,
+    /// PROTO names a protocol above 5 (the highest CPython 3 writes).
+    #[error("unsupported pickle protocol {0} (highest is 5)")]
+    UnsupportedProtocol(u8),
+    /// An opcode needs more values than the stack holds above the topmost MARK.
+    #[error("stack underflow")]
+    StackUnderflow,
+    /// An opcode that works on the items after a MARK found no MARK open.
+    #[error("no MARK open")]
+    MarkMissing,
+    /// GET/BINGET/LONG_BINGET of a memo index that no PUT/BINPUT/LONG_BINPUT/MEMOIZE set.
+    #[error("memo index {0} was never set")]
+    MemoKeyMissing(u64),
+    /// Text that must be a number (INT, LONG, FLOAT, PUT, GET) is not one, or a count is negative.
+    #[error("invalid number text")]
+    InvalidNumber,
+    /// The argument of STRING is not quoted with matching quotes.
+    #[error("STRING argument is not quoted")]
+    InvalidString,
+    /// A bad escape in STRING (`\x` without two hex digits) or UNICODE (a truncated `\u`/`\U`
+    /// escape, or a code point above U+10FFFF).
+    #[error("invalid escape")]
+    InvalidEscape,
+    /// Text that must be UTF-8 (with lone surrogates allowed, as CPython's `surrogatepass`)
+    /// is not.
+    #[error("text is not valid UTF-8")]
+    InvalidUtf8,
+    /// An opcode found a value of the wrong type (APPEND onto a non-list, STACK_GLOBAL with a
+    /// non-str name, REDUCE of a value that is not a global, arguments that are not a tuple...).
+    #[error("type mismatch: {0}")]
+    TypeMismatch(&'static str),
+    /// SETITEMS with an odd number of items after its MARK.
+    #[error("odd number of items for SETITEMS")]
+    OddItemCount,
+    /// A list, dict, set or bytearray (or a tuple holding one) used as a dict key or set item;
+    /// CPython raises `TypeError: unhashable type`.
+    #[error("unhashable dict key or set item")]
+    UnhashableKey,
+    /// An opcode and its argument cross the end of a protocol-4 FRAME.
+    #[error("opcode crosses the end of its FRAME")]
+    FrameStraddle,
+    /// A FRAME opcode before the current frame is used up.
+    #[error("FRAME before the end of the current frame")]
+    FrameInsideFrame,
+    /// Bytes after the STOP that ends the pickle (outside stream mode).
+    #[error("trailing data after STOP")]
+    TrailingData,
+    /// STOP with more than the result on the stack, or with a MARK still open.
+    #[error("stack not empty at STOP")]
+    StackNotEmpty,
+
+    // ---- Truncated ----
+    /// The input ends inside an opcode, its argument, a text line or a frame, or a declared
+    /// length runs past the end of the input.
+    #[error("input truncated")]
+    Truncated,
+
+    // ---- LimitExceeded ----
+    /// A limit of [`crate::Limits`] would be passed.
+    #[error("limit {} exceeded: {seen} > {max} {}", limit.name(), limit.unit())]
+    LimitExceeded {
+        /// Which limit.
+        limit: LimitName,
+        /// The value that would have been reached.
+        seen: u64,
+        /// The configured maximum.
+        max: u64,
+    },
+
+    // ---- PolicyDenied ----
+    /// GLOBAL, STACK_GLOBAL, INST or an extension code names a global the policy lacks.
+    #[error("global {module}.{name} is not allowed by policy")]
+    GlobalNotAllowed {
+        /// Module name as written in the stream (escaped and truncated for display).
+        module: String,
+        /// Qualified name as written in the stream (escaped and truncated for display).
+        name: String,
+    },
+    /// An allowed global used in a form (REDUCE, NEWOBJ, NEWOBJ_EX, INST/OBJ, BUILD, items)
+    /// that its constructor does not accept.
+    #[error("{0} is not allowed on this global by policy")]
+    FormNotAllowed(&'static str),
+    /// BUILD on a value that is not a record object.
+    #[error("BUILD on a value that is not a record")]
+    BuildNotAllowed,
+    /// A constructor was given arguments it does not accept (shape or schema).
+    #[error("constructor rejected its arguments: {0}")]
+    ConstructorRejected(String),
+    /// PERSID or BINPERSID while the policy rejects persistent ids.
+    #[error("persistent ids are rejected by policy")]
+    PersistentIdRejected,
+    /// EXT1, EXT2 or EXT4 with a code the policy does not map.
+    #[error("extension code {0} is not mapped by policy")]
+    ExtensionCodeRejected(u32),
+    /// NEXT_BUFFER or READONLY_BUFFER while the caller supplied no out-of-band buffer for it.
+    #[error("out-of-band buffer requested but none supplied")]
+    BuffersNotSupplied,
+
+    // ---- Io ----
+    /// Reading the input failed.
+    #[error("I/O error: {0}")]
+    Io(String),
+}
+
+impl ErrorKind {
+    /// The category this kind belongs to.
+    pub fn category(&self) -> Category {
+        use ErrorKind::*;
+        match self {
+            UnknownOpcode
+            | UnsupportedProtocol(_)
+            | StackUnderflow
+            | MarkMissing
+            | MemoKeyMissing(_)
+            | InvalidNumber
+            | InvalidString
+            | InvalidEscape
+            | InvalidUtf8
+            | TypeMismatch(_)
+            | OddItemCount
+            | UnhashableKey
+            | FrameStraddle
+            | FrameInsideFrame
+            | TrailingData
+            | StackNotEmpty => Category::Malformed,
+            Truncated => Category::Truncated,
+            LimitExceeded { .. } => Category::LimitExceeded,
+            GlobalNotAllowed { .. }
+            | FormNotAllowed(_)
+            | BuildNotAllowed
+            | ConstructorRejected(_)
+            | PersistentIdRejected
+            | ExtensionCodeRejected(_)
+            | BuffersNotSupplied => Category::PolicyDenied,
+            Io(_) => Category::Io,
+        }
+    }
+
+    /// The kind's stable name in snake case, as used in JSON output and in the hostile corpus
+    /// manifest (`"global_not_allowed"`).
+    pub fn name(&self) -> &'static str {
+        use ErrorKind::*;
+        match self {
+            UnknownOpcode => "unknown_opcode",
+            UnsupportedProtocol(_) => "unsupported_protocol",
+            StackUnderflow => "stack_underflow",
+            MarkMissing => "mark_missing",
+            MemoKeyMissing(_) => "memo_key_missing",
+            InvalidNumber => "invalid_number",
+            InvalidString => "invalid_string",
+            InvalidEscape => "invalid_escape",
+            InvalidUtf8 => "invalid_utf8",
+            TypeMismatch(_) => "type_mismatch",
+            OddItemCount => "odd_item_count",
+            UnhashableKey => "unhashable_key",
+            FrameStraddle => "frame_straddle",
+            FrameInsideFrame => "frame_inside_frame",
+            TrailingData => "trailing_data",
+            StackNotEmpty => "stack_not_empty",
+            Truncated => "truncated",
+            LimitExceeded { .. } => "limit_exceeded",
+            GlobalNotAllowed { .. } => "global_not_allowed",
+            FormNotAllowed(_) => "form_not_allowed",
+            BuildNotAllowed => "build_not_allowed",
+            ConstructorRejected(_) => "constructor_rejected",
+            PersistentIdRejected => "persistent_id_rejected",
+            ExtensionCodeRejected(_) => "extension_code_rejected",
+            BuffersNotSupplied => "buffers_not_supplied",
+            Io(_) => "io",
+        }
+    }
+}
+
+#[derive(Debug)]
+struct Inner {
+    kind: ErrorKind,
+    offset: u64,
+    opcode: Option<u8>,
+    policy: Option<String>,
+}
+
+/// A refusal: its [`ErrorKind`], the absolute byte offset of the opcode it was found at (from the
+/// start of the input; for a stream, from the start of the whole stream) and that opcode's byte.
+///
+/// Display: `global os.system is not allowed by policy "data" at offset 0x2 (opcode 0x63 GLOBAL)`.
+/// Text taken from the input is escaped and truncated to 64 characters.
+#[derive(Debug)]
+pub struct Error(Box<Inner>);
+
+/// `Result` with picklewarden's [`Error`].
+pub type Result<T> = std::result::Result<T, Error>;
+
+impl Error {
+    /// A new error of `kind` at absolute byte `offset`, at the opcode byte `opcode` if any.
+    #[cold]
+    pub fn new(kind: ErrorKind, offset: u64, opcode: Option<u8>) -> Error {
+        Error(Box::new(Inner {
+            kind,
+            offset,
+            opcode,
+            policy: None,
+        }))
+    }
+
+    /// An I/O error (no offset into the pickle applies; offset 0).
+    #[cold]
+    pub fn io(err: &std::io::Error) -> Error {
+        Error::new(ErrorKind::Io(err.to_string()), 0, None)
+    }
+
+    /// Names the policy in the error's message (for policy refusals).
+    #[cold]
+    pub(crate) fn with_policy(mut self, name: &str) -> Error {
+        self.0.policy = Some(name.to_owned());
+        self
+    }
+
+    /// Moves the offset by `base` bytes (used when a payload sits inside a larger stream).
+    #[cold]
+    pub fn shifted(mut self, base: u64) -> Error {
+        self.0.offset = self.0.offset.saturating_add(base);
+        self
+    }
+
+    /// What was refused.
+    pub fn kind(&self) -> &ErrorKind {
+        &self.0.kind
+    }
+
+    /// The kind's category.
+    pub fn category(&self) -> Category {
+        self.0.kind.category()
+    }
+
+    /// Absolute byte offset of the opcode (or input position) where the refusal happened.
+    pub fn offset(&self) -> u64 {
+        self.0.offset
+    }
+
+    /// The opcode byte at [`Error::offset`], if the error happened at an opcode.
+    pub fn opcode(&self) -> Option<u8> {
+        self.0.opcode
+    }
+
+    /// The opcode's name as `Lib/pickletools.py` spells it, if it is a known opcode.
+    pub fn opcode_name(&self) -> Option<&'static str> {
+        self.0
+            .opcode
+            .and_then(Opcode::from_byte)
+            .map(|op| op.name())
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (&self.0.kind, &self.0.policy) {
+            (ErrorKind::GlobalNotAllowed { module, name }, Some(policy)) => write!(
+                f,
+                "global {module}.{name} is not allowed by policy \"{}\"",
+                escape_for_display(policy)
+            )?,
+            (kind, _) => write!(f, "{kind}")?,
+        }
+        if !matches!(self.0.kind, ErrorKind::Io(_)) {
+            write!(f, " at offset {:#x}", self.0.offset)?;
+            if let Some(op) = self.0.opcode {
+                match Opcode::from_byte(op) {
+                    Some(o) => write!(f, " (opcode {op:#04x} {})", o.name())?,
+                    None => write!(f, " (byte {op:#04x})")?,
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for Error {}
+
+/// Escapes attacker-supplied text for a message: non-printable and non-ASCII characters are
+/// written as Rust escapes, and the result is cut to 64 characters with `...` appended.
+pub(crate) fn escape_for_display(text: &str) -> String {
+    let mut out = String::new();
+    for (count, c) in text.chars().enumerate() {
+        if count >= 64 {
+            out.push_str("...");
+            break;
+        }
+        if c.is_ascii_graphic() || c == ' ' {
+            out.push(c);
+        } else {
+            out.extend(c.escape_default());
+        }
+    }
+    out
+}
+
+/// Escapes attacker-supplied bytes (lossy UTF-8) for a message, as [`escape_for_display`].
+pub(crate) fn escape_bytes_for_display(bytes: &[u8]) -> String {
+    escape_for_display(&String::from_utf8_lossy(bytes))
+}

@@ -1,0 +1,350 @@
+//! Typed JSON, picklewarden's lossless output format (`picklewarden-typed-json/1`, described in
+//! the repository's `docs/typed-json.md`).
+//!
+//! The writer walks an explicit stack (never the call stack), writes every node referenced more
+//! than once with an `"id"` on its first appearance and as `{"type":"ref","id":N}` after, so the
+//! output is linear in the size of the arena and cycles are representable. Set and frozenset
+//! items are sorted by the compact JSON text of each item written on its own.
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+
+use crate::text::float_repr;
+use crate::value::{Document, NodeId, PyStr, Value};
+
+/// The format tag written at the top of every document.
+pub const FORMAT: &str = "picklewarden-typed-json/1";
+
+/// The typed JSON text of a document: `{"format": ..., "value": node}` for one pickle, or
+/// `{"format": ..., "values": [...]}` for a document decoded as a stream.
+pub fn to_typed_json(doc: &Document<'_>) -> String {
+    let mut w = Writer::new(doc);
+    w.out.push_str("{\"format\":\"");
+    w.out.push_str(FORMAT);
+    if doc.stream {
+        w.out.push_str("\",\"values\":[");
+        for (i, &root) in doc.roots.iter().enumerate() {
+            if i > 0 {
+                w.out.push(',');
+            }
+            w.write(root);
+        }
+        w.out.push_str("]}");
+    } else {
+        w.out.push_str("\",\"value\":");
+        if let Some(root) = doc.root() {
+            w.write(root);
+        } else {
+            w.out.push_str("null");
+        }
+        w.out.push('}');
+    }
+    w.out
+}
+
+/// The typed JSON node of one value of a document (no `format` wrapper), with ids numbered
+/// from 0 within this text.
+pub fn node_to_typed_json(doc: &Document<'_>, id: NodeId) -> String {
+    let mut w = Writer::new(doc);
+    w.write(id);
+    w.out
+}
+
+enum Task {
+    Node(NodeId),
+    Raw(&'static str),
+}
+
+struct Writer<'d, 'a> {
+    doc: &'d Document<'a>,
+    out: String,
+    /// How many times each node is referenced (from containers and roots).
+    refs: Vec<u8>,
+    /// Ids given to nodes written so far (only nodes referenced twice or more).
+    ids: HashMap<NodeId, u64>,
+    next_id: u64,
+    /// The sorted item order of each set and frozenset.
+    set_orders: HashMap<NodeId, Vec<NodeId>>,
+}
+
+impl<'d, 'a> Writer<'d, 'a> {
+    fn new(doc: &'d Document<'a>) -> Writer<'d, 'a> {
+        let mut refs = vec![0u8; doc.nodes.len()];
+        let mut bump = |id: NodeId| {
+            if let Some(r) = refs.get_mut(id.index()) {
+                *r = r.saturating_add(1);
+            }
+        };
+        for v in &doc.nodes {
+            v.for_each_child(&mut bump);
+        }
+        for &r in &doc.roots {
+            bump(r);
+        }
+        let mut w = Writer {
+            doc,
+            out: String::new(),
+            refs,
+            ids: HashMap::new(),
+            next_id: 0,
+            set_orders: HashMap::new(),
+        };
+        w.sort_sets();
+        w
+    }
+
+    /// Computes every set's item order, in arena order: the items of a frozenset were created
+    /// before it, so their own orders are known when its items are rendered for sorting.
+    fn sort_sets(&mut self) {
+        for (i, v) in self.doc.nodes.iter().enumerate() {
+            let (Value::Set(s) | Value::FrozenSet(s)) = v else {
+                continue;
+            };
+            let mut keyed: Vec<(String, NodeId)> = s
+                .items
+                .iter()
+                .map(|&item| {
+                    let mut sub = Writer {
+                        doc: self.doc,
+                        out: String::new(),
+                        refs: Vec::new(),
+                        ids: HashMap::new(),
+                        next_id: 0,
+                        set_orders: HashMap::new(),
+                    };
+                    std::mem::swap(&mut sub.refs, &mut self.refs);
+                    std::mem::swap(&mut sub.set_orders, &mut self.set_orders);
+                    sub.write(item);
+                    std::mem::swap(&mut sub.refs, &mut self.refs);
+                    std::mem::swap(&mut sub.set_orders, &mut self.set_orders);
+                    (sub.out, item)
+                })
+                .collect();
+            keyed.sort();
+            self.set_orders
+                .insert(NodeId(i as u32), keyed.into_iter().map(|(_, id)| id).collect());
+        }
+    }
+
+    fn write(&mut self, root: NodeId) {
+        let mut tasks = vec![Task::Node(root)];
+        while let Some(task) = tasks.pop() {
+            match task {
+                Task::Raw(s) => self.out.push_str(s),
+                Task::Node(id) => self.node(id, &mut tasks),
+            }
+        }
+    }
+
+    fn node(&mut self, id: NodeId, tasks: &mut Vec<Task>) {
+        if let Some(n) = self.ids.get(&id) {
+            let _ = write!(self.out, "{{\"type\":\"ref\",\"id\":{n}}}");
+            return;
+        }
+        let Some(v) = self.doc.nodes.get(id.index()) else {
+            self.out.push_str("{\"type\":\"none\"}");
+            return;
+        };
+        let out = &mut self.out;
+        out.push_str("{\"type\":\"");
+        out.push_str(match v {
+            Value::None => "none",
+            Value::Bool(_) => "bool",
+            Value::Int(_) | Value::BigInt(_) => "int",
+            Value::Float(_) => "float",
+            Value::Complex(..) => "complex",
+            Value::Str(_) => "str",
+            Value::Bytes(_) => "bytes",
+            Value::ByteArray(_) => "bytearray",
+            Value::List(_) => "list",
+            Value::Tuple(_) => "tuple",
+            Value::Dict(_) => "dict",
+            Value::Set(_) => "set",
+            Value::FrozenSet(_) => "frozenset",
+            Value::Global(_) => "global",
+            Value::Object(_) => "object",
+        });
+        out.push('"');
+        if self.refs.get(id.index()).is_some_and(|&r| r >= 2) {
+            let n = self.next_id;
+            self.next_id += 1;
+            self.ids.insert(id, n);
+            let _ = write!(self.out, ",\"id\":{n}");
+        }
+        let out = &mut self.out;
+        match v {
+            Value::None => out.push('}'),
+            Value::Bool(b) => {
+                let _ = write!(out, ",\"value\":{b}}}");
+            }
+            Value::Int(i) => {
+                let _ = write!(out, ",\"value\":\"{i}\"}}");
+            }
+            Value::BigInt(b) => {
+                let _ = write!(out, ",\"value\":\"{b}\"}}");
+            }
+            Value::Float(x) => {
+                write_float_fields(out, *x);
+                out.push('}');
+            }
+            Value::Complex(re, im) => {
+                out.push_str(",\"real\":{\"type\":\"float\"");
+                write_float_fields(out, *re);
+                out.push_str("},\"imag\":{\"type\":\"float\"");
+                write_float_fields(out, *im);
+                out.push_str("}}");
+            }
+            Value::Str(PyStr::Utf8(s)) => {
+                out.push_str(",\"value\":");
+                write_json_string(out, s);
+                out.push('}');
+            }
+            Value::Str(PyStr::Surrogates(b)) => {
+                out.push_str(",\"surrogatepass_hex\":\"");
+                write_hex(out, b);
+                out.push_str("\"}");
+            }
+            Value::Bytes(b) => {
+                out.push_str(",\"hex\":\"");
+                write_hex(out, b);
+                out.push_str("\"}");
+            }
+            Value::ByteArray(b) => {
+                out.push_str(",\"hex\":\"");
+                write_hex(out, b);
+                out.push_str("\"}");
+            }
+            Value::Global(g) => {
+                out.push_str(",\"module\":");
+                write_json_string(out, &g.module);
+                out.push_str(",\"name\":");
+                write_json_string(out, &g.name);
+                out.push('}');
+            }
+            Value::List(items) | Value::Tuple(items) => {
+                out.push_str(",\"items\":[");
+                tasks.push(Task::Raw("]}"));
+                push_list(tasks, items);
+            }
+            Value::Set(s) | Value::FrozenSet(s) => {
+                out.push_str(",\"items\":[");
+                tasks.push(Task::Raw("]}"));
+                match self.set_orders.get(&id) {
+                    Some(order) => push_list(tasks, order),
+                    None => push_list(tasks, &s.items),
+                }
+            }
+            Value::Dict(d) => {
+                out.push_str(",\"items\":[");
+                tasks.push(Task::Raw("]}"));
+                push_pairs(tasks, &d.items);
+            }
+            Value::Object(o) => {
+                let _ = write!(out, ",\"kind\":\"{}\",\"callable\":", o.kind.name());
+                // Pushed in reverse order of writing.
+                tasks.push(Task::Raw("}"));
+                if !o.dictitems.is_empty() {
+                    tasks.push(Task::Raw("]"));
+                    push_pairs(tasks, &o.dictitems);
+                    tasks.push(Task::Raw(",\"dictitems\":["));
+                }
+                if !o.listitems.is_empty() {
+                    tasks.push(Task::Raw("]"));
+                    push_list(tasks, &o.listitems);
+                    tasks.push(Task::Raw(",\"listitems\":["));
+                }
+                if let Some(s) = o.state {
+                    tasks.push(Task::Node(s));
+                    tasks.push(Task::Raw(",\"state\":"));
+                }
+                if let Some(k) = o.kwargs {
+                    tasks.push(Task::Node(k));
+                    tasks.push(Task::Raw(",\"kwargs\":"));
+                }
+                tasks.push(Task::Node(o.args));
+                tasks.push(Task::Raw(",\"args\":"));
+                tasks.push(Task::Node(o.callable));
+            }
+        }
+    }
+}
+
+/// Pushes the tasks that write `items` comma-separated (in reverse, for the task stack).
+fn push_list(tasks: &mut Vec<Task>, items: &[NodeId]) {
+    for (i, &item) in items.iter().enumerate().rev() {
+        tasks.push(Task::Node(item));
+        if i > 0 {
+            tasks.push(Task::Raw(","));
+        }
+    }
+}
+
+/// Pushes the tasks that write `[k,v]` pairs comma-separated.
+fn push_pairs(tasks: &mut Vec<Task>, pairs: &[(NodeId, NodeId)]) {
+    for (i, &(k, v)) in pairs.iter().enumerate().rev() {
+        tasks.push(Task::Raw("]"));
+        tasks.push(Task::Node(v));
+        tasks.push(Task::Raw(","));
+        tasks.push(Task::Node(k));
+        tasks.push(Task::Raw("["));
+        if i > 0 {
+            tasks.push(Task::Raw(","));
+        }
+    }
+}
+
+fn write_float_fields(out: &mut String, x: f64) {
+    let _ = write!(out, ",\"bits\":\"{:016x}\",\"repr\":\"{}\"", x.to_bits(), float_repr(x));
+}
+
+const HEX: &[u8; 16] = b"0123456789abcdef";
+
+/// Appends the lowercase hex of `bytes`.
+pub(crate) fn write_hex(out: &mut String, bytes: &[u8]) {
+    out.reserve(bytes.len() * 2);
+    for &b in bytes {
+        for nibble in [b >> 4, b & 15] {
+            out.push(char::from(HEX.get(usize::from(nibble)).copied().unwrap_or(b'0')));
+        }
+    }
+}
+
+/// Appends `s` as a JSON string literal (RFC 8259): `"` and `\` escaped, control characters as
+/// `\n`, `\r`, `\t` or `\u00XX`; everything else as UTF-8.
+pub(crate) fn write_json_string(out: &mut String, s: &str) {
+    out.push('"');
+    let mut start = 0;
+    for (i, b) in s.bytes().enumerate() {
+        let esc: Option<&str> = match b {
+            b'"' => Some("\\\""),
+            b'\\' => Some("\\\\"),
+            b'\n' => Some("\\n"),
+            b'\r' => Some("\\r"),
+            b'\t' => Some("\\t"),
+            0..=0x1f => None,
+            _ => continue,
+        };
+        out.push_str(s.get(start..i).unwrap_or_default());
+        match esc {
+            Some(e) => out.push_str(e),
+            None => {
+                let _ = write!(out, "\\u{:04x}", b);
+            }
+        }
+        start = i + 1;
+    }
+    out.push_str(s.get(start..).unwrap_or_default());
+    out.push('"');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_strings_escape() {
+        let mut s = String::new();
+        write_json_string(&mut s, "a\"b\\c\n\u{1}é");
+        assert_eq!(s, "\"a\\\"b\\\\c\\n\\u0001é\"");
+    }
+}

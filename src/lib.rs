@@ -1,0 +1,38 @@
+//! picklewarden decodes Python pickle data from peers that are not trusted: no code ever runs,
+//! only globals a [`Policy`] allows are accepted and each maps to a small closed set of safe
+//! constructors, every resource is bounded by [`Limits`], memo indices are validated before use,
+//! and every refusal is a typed [`Error`] with its byte offset and opcode.
+//!
+//! ```
+//! use picklewarden::{decode, Policy};
+//! // pickle.dumps({"a": (1, 2.5)}, protocol=2)
+//! let bytes = b"\x80\x02}q\x00X\x01\x00\x00\x00aq\x01K\x01G@\x04\x00\x00\x00\x00\x00\x00\x86q\x02s.";
+//! let doc = decode(bytes, &Policy::data())?;
+//! let json = picklewarden::json::to_typed_json(&doc);
+//! assert!(json.starts_with("{\"format\":\"picklewarden-typed-json/1\""));
+//!
+//! // A global outside the policy is refused, with its offset and opcode.
+//! let err = decode(b"cos\nsystem\n(S'id'\ntR.", &Policy::data()).unwrap_err();
+//! assert_eq!(err.kind().name(), "global_not_allowed");
+//! assert_eq!(err.offset(), 0);
+//! # Ok::<(), picklewarden::Error>(())
+//! ```
+#![forbid(unsafe_code)]
+
+pub mod error;
+mod keys;
+pub mod json;
+pub mod limits;
+mod machine;
+pub mod opcode;
+pub mod policy;
+pub mod repr;
+pub mod text;
+pub mod value;
+
+pub use error::{Category, Error, ErrorKind, Result};
+pub use limits::{LimitName, Limits};
+pub use machine::{decode, Decoder};
+pub use opcode::Opcode;
+pub use policy::Policy;
+pub use value::{CallKind, Document, NodeId, PyStr, Value};

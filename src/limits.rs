@@ -1,0 +1,294 @@
+//! Resource limits: the configuration ([`Limits`]) and its defaults.
+//!
+//! Every limit is strict (never best-effort): reaching `max` is allowed, passing it is refused
+//! with [`crate::ErrorKind::LimitExceeded`], naming the limit, the value that would have been
+//! reached and the offset. One [`Limits::default()`] serves the library, the CLI and the service.
+//!
+//! Peak memory of a decode is bounded by `max_alloc_bytes` for the values built, plus the input
+//! itself, plus at most 16 bytes per stack entry (`max_stack_len`) and per memo entry
+//! (`max_memo_entries`).
+
+use std::fmt;
+use std::str::FromStr;
+
+/// Default for [`Limits::max_input_bytes`]: 256 MiB. Without it a peer could make the decoder
+/// read without end; 256 MiB is twice Mitogen's default maximum message size (128 MiB).
+pub const DEFAULT_MAX_INPUT_BYTES: u64 = 256 * 1024 * 1024;
+/// Default for [`Limits::max_nesting_depth`]: 1000 levels, CPython's default recursion limit
+/// (a deeper value cannot be pickled by CPython, and consumers that recurse would overflow).
+pub const DEFAULT_MAX_NESTING_DEPTH: u64 = 1000;
+/// Default for [`Limits::max_stack_len`]: 4 Mi entries (values and marks). Without it DUP or
+/// MARK bombs grow the stack by 4-16 bytes per input byte.
+pub const DEFAULT_MAX_STACK_LEN: u64 = 4 * 1024 * 1024;
+/// Default for [`Limits::max_memo_entries`]: 16 Mi entries set by PUT/BINPUT/LONG_BINPUT/MEMOIZE.
+pub const DEFAULT_MAX_MEMO_ENTRIES: u64 = 16 * 1024 * 1024;
+/// Default for [`Limits::max_container_items`]: 64 Mi items in one list, tuple, dict, set or
+/// record.
+pub const DEFAULT_MAX_CONTAINER_ITEMS: u64 = 64 * 1024 * 1024;
+/// Default for [`Limits::max_nodes`]: 64 Mi values created in one decode.
+pub const DEFAULT_MAX_NODES: u64 = 64 * 1024 * 1024;
+/// Default for [`Limits::max_alloc_bytes`]: 2 GiB charged for values (node slots, owned bytes
+/// and text, container item slots, big-int digits, dict indexes).
+pub const DEFAULT_MAX_ALLOC_BYTES: u64 = 2 * 1024 * 1024 * 1024;
+/// Default for [`Limits::max_long_text_digits`]: 4300 digits, CPython's own
+/// `sys.int_info.default_max_str_digits` (CVE-2020-10735): decimal-to-binary conversion is
+/// quadratic, so a megabyte of digits would take seconds.
+pub const DEFAULT_MAX_LONG_TEXT_DIGITS: u64 = 4300;
+/// Default for [`Limits::max_long_bytes`]: 4096 bytes of a LONG1/LONG4 payload (a 9864-digit
+/// number). Reading is linear, but writing it as decimal text (typed JSON, repr) is not.
+pub const DEFAULT_MAX_LONG_BYTES: u64 = 4096;
+/// Default for [`Limits::max_opcodes`]: 256 Mi opcodes executed in one decode.
+pub const DEFAULT_MAX_OPCODES: u64 = 256 * 1024 * 1024;
+
+/// The name of one limit; `name()` is the field name of [`Limits`] and the key accepted by
+/// `--limit NAME=VALUE` and by the `[limits]` table of a policy file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum LimitName {
+    /// [`Limits::max_input_bytes`].
+    MaxInputBytes,
+    /// [`Limits::max_nesting_depth`].
+    MaxNestingDepth,
+    /// [`Limits::max_stack_len`].
+    MaxStackLen,
+    /// [`Limits::max_memo_entries`].
+    MaxMemoEntries,
+    /// [`Limits::max_container_items`].
+    MaxContainerItems,
+    /// [`Limits::max_nodes`].
+    MaxNodes,
+    /// [`Limits::max_alloc_bytes`].
+    MaxAllocBytes,
+    /// [`Limits::max_long_text_digits`].
+    MaxLongTextDigits,
+    /// [`Limits::max_long_bytes`].
+    MaxLongBytes,
+    /// [`Limits::max_opcodes`].
+    MaxOpcodes,
+}
+
+impl LimitName {
+    /// Every limit, in documentation order.
+    pub const ALL: [LimitName; 10] = [
+        LimitName::MaxInputBytes,
+        LimitName::MaxNestingDepth,
+        LimitName::MaxStackLen,
+        LimitName::MaxMemoEntries,
+        LimitName::MaxContainerItems,
+        LimitName::MaxNodes,
+        LimitName::MaxAllocBytes,
+        LimitName::MaxLongTextDigits,
+        LimitName::MaxLongBytes,
+        LimitName::MaxOpcodes,
+    ];
+
+    /// The limit's name (the field name of [`Limits`]).
+    pub fn name(self) -> &'static str {
+        match self {
+            LimitName::MaxInputBytes => "max_input_bytes",
+            LimitName::MaxNestingDepth => "max_nesting_depth",
+            LimitName::MaxStackLen => "max_stack_len",
+            LimitName::MaxMemoEntries => "max_memo_entries",
+            LimitName::MaxContainerItems => "max_container_items",
+            LimitName::MaxNodes => "max_nodes",
+            LimitName::MaxAllocBytes => "max_alloc_bytes",
+            LimitName::MaxLongTextDigits => "max_long_text_digits",
+            LimitName::MaxLongBytes => "max_long_bytes",
+            LimitName::MaxOpcodes => "max_opcodes",
+        }
+    }
+
+    /// The unit the limit counts in.
+    pub fn unit(self) -> &'static str {
+        match self {
+            LimitName::MaxInputBytes | LimitName::MaxAllocBytes | LimitName::MaxLongBytes => {
+                "bytes"
+            }
+            LimitName::MaxNestingDepth => "levels",
+            LimitName::MaxStackLen | LimitName::MaxMemoEntries => "entries",
+            LimitName::MaxContainerItems => "items",
+            LimitName::MaxNodes => "values",
+            LimitName::MaxLongTextDigits => "digits",
+            LimitName::MaxOpcodes => "opcodes",
+        }
+    }
+
+    /// Why the limit exists: what an attacker could do without it.
+    pub fn reason(self) -> &'static str {
+        match self {
+            LimitName::MaxInputBytes => "bounds the reading itself and every cost linear in it",
+            LimitName::MaxNestingDepth => {
+                "deep values overflow consumers that recurse (CPython's own recursion limit is 1000)"
+            }
+            LimitName::MaxStackLen => "DUP and MARK bombs grow the stack without building values",
+            LimitName::MaxMemoEntries => "the memo keeps every PUT value alive",
+            LimitName::MaxContainerItems => "one huge container is a memory bomb for consumers",
+            LimitName::MaxNodes => "every value costs a node slot",
+            LimitName::MaxAllocBytes => "bounds the memory of the decoded document",
+            LimitName::MaxLongTextDigits => {
+                "decimal text to int is quadratic (CPython's max_str_digits, CVE-2020-10735)"
+            }
+            LimitName::MaxLongBytes => "big ints are quadratic to print as decimal",
+            LimitName::MaxOpcodes => "bounds CPU time independently of memory",
+        }
+    }
+
+    /// The built-in default value.
+    pub fn default_value(self) -> u64 {
+        Limits::default().get(self)
+    }
+}
+
+impl fmt::Display for LimitName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for LimitName {
+    type Err = String;
+    fn from_str(s: &str) -> Result<LimitName, String> {
+        LimitName::ALL
+            .into_iter()
+            .find(|l| l.name() == s)
+            .ok_or_else(|| {
+                let names: Vec<&str> = LimitName::ALL.iter().map(|l| l.name()).collect();
+                format!("unknown limit {s:?}; known: {}", names.join(", "))
+            })
+    }
+}
+
+/// The resource limits of one decode. Configuration only; the running counts live in the
+/// decoder. Every field is a strict maximum (the value itself is allowed, one more is refused).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// Bytes of input. Default [`DEFAULT_MAX_INPUT_BYTES`].
+    pub max_input_bytes: u64,
+    /// Depth of the decoded value tree (a scalar at top level is depth 1; each container adds
+    /// one; a value reached again through the memo counts where it first appears).
+    /// Default [`DEFAULT_MAX_NESTING_DEPTH`].
+    pub max_nesting_depth: u64,
+    /// Entries on the pickle machine's stack, values and MARKs together.
+    /// Default [`DEFAULT_MAX_STACK_LEN`].
+    pub max_stack_len: u64,
+    /// Distinct memo indices set. Default [`DEFAULT_MAX_MEMO_ENTRIES`].
+    pub max_memo_entries: u64,
+    /// Items of one container (a dict item is one key-value pair).
+    /// Default [`DEFAULT_MAX_CONTAINER_ITEMS`].
+    pub max_container_items: u64,
+    /// Values created in one decode. Default [`DEFAULT_MAX_NODES`].
+    pub max_nodes: u64,
+    /// Bytes charged for the decoded document. Default [`DEFAULT_MAX_ALLOC_BYTES`].
+    pub max_alloc_bytes: u64,
+    /// Digits of the decimal text of an INT or LONG opcode. Default
+    /// [`DEFAULT_MAX_LONG_TEXT_DIGITS`].
+    pub max_long_text_digits: u64,
+    /// Bytes of a LONG1 or LONG4 payload. Default [`DEFAULT_MAX_LONG_BYTES`].
+    pub max_long_bytes: u64,
+    /// Opcodes executed. Default [`DEFAULT_MAX_OPCODES`].
+    pub max_opcodes: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            max_input_bytes: DEFAULT_MAX_INPUT_BYTES,
+            max_nesting_depth: DEFAULT_MAX_NESTING_DEPTH,
+            max_stack_len: DEFAULT_MAX_STACK_LEN,
+            max_memo_entries: DEFAULT_MAX_MEMO_ENTRIES,
+            max_container_items: DEFAULT_MAX_CONTAINER_ITEMS,
+            max_nodes: DEFAULT_MAX_NODES,
+            max_alloc_bytes: DEFAULT_MAX_ALLOC_BYTES,
+            max_long_text_digits: DEFAULT_MAX_LONG_TEXT_DIGITS,
+            max_long_bytes: DEFAULT_MAX_LONG_BYTES,
+            max_opcodes: DEFAULT_MAX_OPCODES,
+        }
+    }
+}
+
+impl Limits {
+    /// The value of one limit.
+    pub fn get(&self, name: LimitName) -> u64 {
+        match name {
+            LimitName::MaxInputBytes => self.max_input_bytes,
+            LimitName::MaxNestingDepth => self.max_nesting_depth,
+            LimitName::MaxStackLen => self.max_stack_len,
+            LimitName::MaxMemoEntries => self.max_memo_entries,
+            LimitName::MaxContainerItems => self.max_container_items,
+            LimitName::MaxNodes => self.max_nodes,
+            LimitName::MaxAllocBytes => self.max_alloc_bytes,
+            LimitName::MaxLongTextDigits => self.max_long_text_digits,
+            LimitName::MaxLongBytes => self.max_long_bytes,
+            LimitName::MaxOpcodes => self.max_opcodes,
+        }
+    }
+
+    /// Sets one limit.
+    pub fn set(&mut self, name: LimitName, value: u64) {
+        let slot = match name {
+            LimitName::MaxInputBytes => &mut self.max_input_bytes,
+            LimitName::MaxNestingDepth => &mut self.max_nesting_depth,
+            LimitName::MaxStackLen => &mut self.max_stack_len,
+            LimitName::MaxMemoEntries => &mut self.max_memo_entries,
+            LimitName::MaxContainerItems => &mut self.max_container_items,
+            LimitName::MaxNodes => &mut self.max_nodes,
+            LimitName::MaxAllocBytes => &mut self.max_alloc_bytes,
+            LimitName::MaxLongTextDigits => &mut self.max_long_text_digits,
+            LimitName::MaxLongBytes => &mut self.max_long_bytes,
+            LimitName::MaxOpcodes => &mut self.max_opcodes,
+        };
+        *slot = value;
+    }
+
+    /// Parses `NAME=VALUE` (as `--limit` takes it) and sets that limit. VALUE is a decimal
+    /// integer, optionally with a binary suffix `K`, `M` or `G` (KiB, MiB, GiB).
+    ///
+    /// # Errors
+    /// A message naming the unknown limit or the bad value.
+    pub fn set_from_str(&mut self, assignment: &str) -> Result<(), String> {
+        let (name, value) = assignment
+            .split_once('=')
+            .ok_or_else(|| format!("expected NAME=VALUE, got {assignment:?}"))?;
+        let name: LimitName = name.trim().parse()?;
+        let value = parse_size(value.trim())
+            .ok_or_else(|| format!("bad value {value:?} for limit {name}"))?;
+        self.set(name, value);
+        Ok(())
+    }
+}
+
+fn parse_size(text: &str) -> Option<u64> {
+    let (digits, scale) = match text.as_bytes().last()? {
+        b'K' | b'k' => (text.get(..text.len() - 1)?, 1u64 << 10),
+        b'M' | b'm' => (text.get(..text.len() - 1)?, 1u64 << 20),
+        b'G' | b'g' => (text.get(..text.len() - 1)?, 1u64 << 30),
+        _ => (text, 1),
+    };
+    digits.replace('_', "").parse::<u64>().ok()?.checked_mul(scale)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn set_from_str_parses_names_and_suffixes() {
+        let mut l = Limits::default();
+        l.set_from_str("max_nesting_depth=10").unwrap();
+        assert_eq!(l.max_nesting_depth, 10);
+        l.set_from_str("max_input_bytes=2M").unwrap();
+        assert_eq!(l.max_input_bytes, 2 << 20);
+        assert!(l.set_from_str("max_bogus=1").is_err());
+        assert!(l.set_from_str("max_nodes=x").is_err());
+        assert!(l.set_from_str("max_nodes").is_err());
+    }
+
+    #[test]
+    fn every_limit_round_trips_by_name() {
+        for name in LimitName::ALL {
+            assert_eq!(name.name().parse::<LimitName>().unwrap(), name);
+            let mut l = Limits::default();
+            l.set(name, 7);
+            assert_eq!(l.get(name), 7);
+        }
+    }
+}

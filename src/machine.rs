@@ -1,0 +1,1330 @@
+//! The pickle machine: executes the opcodes of protocols 0-5 into a [`Document`], with the
+//! semantics of CPython 3's unpickler (`Modules/_pickle.c`, `Lib/pickle.py`), except that no
+//! code ever runs: globals resolve only through the policy, and calls only through the closed
+//! set of constructors it names.
+//!
+//! Where picklewarden is stricter than CPython (all of it on input CPython's own pickler never
+//! writes):
+//! - FRAME is enforced as `Lib/pickle.py`'s `_Unframer` enforces it: an opcode and its argument
+//!   may not cross the end of a frame, and a FRAME may not start before the current one is used
+//!   up. CPython's C unpickler (`_pickle.c`) does not check either.
+//! - INT/LONG/FLOAT/PUT/GET text must be plain decimal (`[+-]?[0-9]+`; leading zeros read as
+//!   decimal): no whitespace, underscores, NUL bytes, or base prefixes (CPython 3.11 reads INT
+//!   text with base 0 and stops at a NUL; later releases read decimal).
+//! - The memo is sparse: a huge index costs one map entry, not an array of that size.
+//! - STOP must leave nothing else on the stack (CPython ignores what is left).
+//! - Anything after STOP is refused unless the input is decoded as a stream.
+
+use std::borrow::Cow;
+use std::collections::{HashMap, VecDeque};
+use std::hash::RandomState;
+use std::mem;
+
+use num_bigint::BigInt;
+
+use crate::error::{escape_bytes_for_display, escape_for_display, Error, ErrorKind, Result};
+use crate::keys::{bigint_to_f64, index_insert, KeyOps};
+use crate::limits::{LimitName, Limits};
+use crate::opcode::Opcode;
+use crate::policy::{Constructor, Policy, Python2Str, TextEncoding};
+use crate::text::{self, NumberError, ParsedInt};
+use crate::value::{
+    CallKind, DictItems, Document, Global, NodeId, Object, PyStr, SetItems, Value,
+};
+
+/// Bytes charged per node (the arena slot).
+const NODE_BYTES: u64 = mem::size_of::<Value<'static>>() as u64;
+/// Bytes charged per list/tuple/set item slot.
+const ITEM_BYTES: u64 = 4;
+/// Bytes charged per dict pair or hashed set item (slot plus index entry).
+const KEYED_BYTES: u64 = 8 + 16;
+
+/// Decodes pickles under a policy. Build one with [`Decoder::new`], adjust it, then call
+/// [`Decoder::decode`] (one pickle) or [`Decoder::decode_stream`] (several pickles one after
+/// another sharing one memo, as Mitogen's `unpickle_iter` and CPython's `Unpickler.load()`
+/// called repeatedly read them).
+///
+/// ```
+/// use picklewarden::{Decoder, Policy, Value};
+/// let policy = Policy::data();
+/// // pickle.dumps([1, "a"], protocol=2)
+/// let doc = Decoder::new(b"\x80\x02]q\x00(K\x01X\x01\x00\x00\x00aq\x01e.", &policy).decode()?;
+/// let root = doc.get(doc.root().unwrap()).unwrap();
+/// assert!(matches!(root, Value::List(items) if items.len() == 2));
+/// # Ok::<(), picklewarden::Error>(())
+/// ```
+pub struct Decoder<'a, 'p> {
+    input: &'a [u8],
+    policy: &'p Policy,
+    limits: Limits,
+    buffers: Option<Vec<&'a [u8]>>,
+}
+
+impl<'a, 'p> Decoder<'a, 'p> {
+    /// A decoder of `input` under `policy`, with the policy's limits.
+    pub fn new(input: &'a [u8], policy: &'p Policy) -> Decoder<'a, 'p> {
+        Decoder {
+            input,
+            policy,
+            limits: policy.limits,
+            buffers: None,
+        }
+    }
+
+    /// Replaces the limits.
+    pub fn limits(mut self, limits: Limits) -> Decoder<'a, 'p> {
+        self.limits = limits;
+        self
+    }
+
+    /// Supplies out-of-band buffers for NEXT_BUFFER (protocol 5), in order, as CPython's
+    /// `pickle.loads(data, buffers=...)`. Each decodes to a bytes value. Without this,
+    /// NEXT_BUFFER and READONLY_BUFFER are refused with
+    /// [`ErrorKind::BuffersNotSupplied`].
+    pub fn buffers(mut self, buffers: Vec<&'a [u8]>) -> Decoder<'a, 'p> {
+        self.buffers = Some(buffers);
+        self
+    }
+
+    /// Decodes exactly one pickle; anything after its STOP is refused
+    /// ([`ErrorKind::TrailingData`]).
+    ///
+    /// # Errors
+    /// Any refusal, with its kind, offset and opcode.
+    pub fn decode(self) -> Result<Document<'a>> {
+        let mut m = Machine::new(self.input, self.policy, self.limits, self.buffers)?;
+        let root = m.run()?;
+        if m.pos < m.input.len() {
+            return Err(Error::new(ErrorKind::TrailingData, m.pos as u64, m.byte_at(m.pos)));
+        }
+        Ok(m.finish(vec![root], false))
+    }
+
+    /// Decodes every pickle in the input, one after another, sharing one memo; the input must
+    /// end right after a STOP. The document has one root per pickle.
+    ///
+    /// # Errors
+    /// Any refusal; an empty input is [`ErrorKind::Truncated`].
+    pub fn decode_stream(self) -> Result<Document<'a>> {
+        let mut m = Machine::new(self.input, self.policy, self.limits, self.buffers)?;
+        let mut roots = Vec::new();
+        loop {
+            roots.push(m.run()?);
+            if m.frame_end.is_some_and(|end| end > m.pos) {
+                return Err(m.err(ErrorKind::FrameStraddle));
+            }
+            m.frame_end = None;
+            m.proto = 0;
+            if m.pos >= m.input.len() {
+                break;
+            }
+        }
+        Ok(m.finish(roots, true))
+    }
+}
+
+/// Decodes one pickle under `policy` with the policy's limits.
+///
+/// # Errors
+/// Any refusal, with its kind, offset and opcode.
+pub fn decode<'a>(input: &'a [u8], policy: &Policy) -> Result<Document<'a>> {
+    Decoder::new(input, policy).decode()
+}
+
+/// The memo: dense for the indices CPython's pickler writes (0, 1, 2, ...), sparse beyond, so
+/// that one huge index costs one entry (CPython 3.11 allocates an array of that size).
+#[derive(Default)]
+struct Memo {
+    dense: Vec<u32>,
+    sparse: HashMap<u64, u32>,
+    count: u64,
+}
+
+const MEMO_EMPTY: u32 = u32::MAX;
+
+impl Memo {
+    fn get(&self, index: u64) -> Option<NodeId> {
+        let raw = match usize::try_from(index).ok().and_then(|i| self.dense.get(i)) {
+            Some(&v) => v,
+            None => *self.sparse.get(&index)?,
+        };
+        (raw != MEMO_EMPTY).then_some(NodeId(raw))
+    }
+
+    /// Sets an entry; returns whether the index was new.
+    fn put(&mut self, index: u64, id: NodeId) -> bool {
+        if let Some(slot) = usize::try_from(index)
+            .ok()
+            .and_then(|i| self.dense.get_mut(i))
+        {
+            let new = *slot == MEMO_EMPTY;
+            *slot = id.0;
+            self.count += u64::from(new);
+            return new;
+        }
+        if index < self.count.saturating_mul(2).saturating_add(256) && self.sparse.is_empty() {
+            if let Ok(i) = usize::try_from(index) {
+                self.dense.resize(i, MEMO_EMPTY);
+                self.dense.push(id.0);
+                self.count += 1;
+                return true;
+            }
+        }
+        let new = self.sparse.insert(index, id.0).is_none();
+        self.count += u64::from(new);
+        new
+    }
+}
+
+struct Machine<'a, 'p> {
+    input: &'a [u8],
+    pos: usize,
+    /// End of the current FRAME, while one is active.
+    frame_end: Option<usize>,
+    op_pos: usize,
+    op: u8,
+    policy: &'p Policy,
+    limits: Limits,
+    nodes: Vec<Value<'a>>,
+    stack: Vec<NodeId>,
+    marks: Vec<usize>,
+    memo: Memo,
+    opcodes: u64,
+    alloc: u64,
+    proto: u8,
+    hasher: RandomState,
+    buffers: Option<VecDeque<&'a [u8]>>,
+    /// Nodes already walked by the depth check (stream mode shares it across roots).
+    depth_seen: Vec<bool>,
+}
+
+fn internal() -> ErrorKind {
+    ErrorKind::TypeMismatch("dangling node id")
+}
+
+impl<'a, 'p> Machine<'a, 'p> {
+    fn new(
+        input: &'a [u8],
+        policy: &'p Policy,
+        limits: Limits,
+        buffers: Option<Vec<&'a [u8]>>,
+    ) -> Result<Machine<'a, 'p>> {
+        let len = input.len() as u64;
+        if len > limits.max_input_bytes {
+            return Err(Error::new(
+                ErrorKind::LimitExceeded {
+                    limit: LimitName::MaxInputBytes,
+                    seen: len,
+                    max: limits.max_input_bytes,
+                },
+                0,
+                None,
+            ));
+        }
+        Ok(Machine {
+            input,
+            pos: 0,
+            frame_end: None,
+            op_pos: 0,
+            op: 0,
+            policy,
+            limits,
+            nodes: Vec::new(),
+            stack: Vec::new(),
+            marks: Vec::new(),
+            memo: Memo::default(),
+            opcodes: 0,
+            alloc: 0,
+            proto: 0,
+            hasher: RandomState::new(),
+            buffers: buffers.map(VecDeque::from),
+            depth_seen: Vec::new(),
+        })
+    }
+
+    fn finish(self, roots: Vec<NodeId>, stream: bool) -> Document<'a> {
+        Document {
+            nodes: self.nodes,
+            roots,
+            stream,
+        }
+    }
+
+    fn byte_at(&self, pos: usize) -> Option<u8> {
+        self.input.get(pos).copied()
+    }
+
+    #[cold]
+    fn err(&self, kind: ErrorKind) -> Error {
+        let e = Error::new(kind, self.op_pos as u64, Some(self.op));
+        if e.category() == crate::Category::PolicyDenied {
+            e.with_policy(&self.policy.name)
+        } else {
+            e
+        }
+    }
+
+    #[cold]
+    fn limit(&self, limit: LimitName, seen: u64) -> Error {
+        self.err(ErrorKind::LimitExceeded {
+            limit,
+            seen,
+            max: self.limits.get(limit),
+        })
+    }
+
+    // ---------------------------------------------------------------- reading
+
+    fn read_end(&self) -> usize {
+        self.frame_end.unwrap_or(self.input.len())
+    }
+
+    #[cold]
+    fn overrun(&self) -> Error {
+        match self.frame_end {
+            Some(end) if end < self.input.len() => self.err(ErrorKind::FrameStraddle),
+            _ => self.err(ErrorKind::Truncated),
+        }
+    }
+
+    fn take(&mut self, n: u64) -> Result<&'a [u8]> {
+        let end = self.read_end();
+        let left = end.saturating_sub(self.pos) as u64;
+        if n > left {
+            return Err(self.overrun());
+        }
+        let start = self.pos;
+        let stop = start + n as usize;
+        let s = self.input.get(start..stop).ok_or_else(|| self.overrun())?;
+        self.pos = stop;
+        Ok(s)
+    }
+
+    fn take_array<const N: usize>(&mut self) -> Result<[u8; N]> {
+        let s = self.take(N as u64)?;
+        s.try_into().map_err(|_| self.overrun())
+    }
+
+    fn take_u8(&mut self) -> Result<u8> {
+        Ok(self.take_array::<1>()?[0])
+    }
+
+    fn read_line(&mut self) -> Result<&'a [u8]> {
+        let end = self.read_end();
+        let rest = self.input.get(self.pos..end).unwrap_or_default();
+        match rest.iter().position(|&b| b == b'\n') {
+            Some(n) => {
+                let line = rest.get(..n).unwrap_or_default();
+                self.pos += n + 1;
+                Ok(line)
+            }
+            None => Err(self.overrun()),
+        }
+    }
+
+    // ---------------------------------------------------------------- stack and nodes
+
+    fn fence(&self) -> usize {
+        self.marks.last().copied().unwrap_or(0)
+    }
+
+    fn push(&mut self, id: NodeId) -> Result<()> {
+        let depth = (self.stack.len() + self.marks.len()) as u64;
+        if depth >= self.limits.max_stack_len {
+            return Err(self.limit(LimitName::MaxStackLen, depth + 1));
+        }
+        self.stack.push(id);
+        Ok(())
+    }
+
+    fn pop(&mut self) -> Result<NodeId> {
+        if self.stack.len() <= self.fence() {
+            return Err(self.err(ErrorKind::StackUnderflow));
+        }
+        self.stack.pop().ok_or_else(|| self.err(ErrorKind::StackUnderflow))
+    }
+
+    fn top(&self) -> Result<NodeId> {
+        if self.stack.len() <= self.fence() {
+            return Err(self.err(ErrorKind::StackUnderflow));
+        }
+        self.stack
+            .last()
+            .copied()
+            .ok_or_else(|| self.err(ErrorKind::StackUnderflow))
+    }
+
+    fn pop_mark(&mut self) -> Result<Vec<NodeId>> {
+        let mark = self
+            .marks
+            .pop()
+            .ok_or_else(|| self.err(ErrorKind::MarkMissing))?;
+        Ok(self.stack.split_off(mark.min(self.stack.len())))
+    }
+
+    fn charge(&mut self, bytes: u64) -> Result<()> {
+        let total = self.alloc.saturating_add(bytes);
+        if total > self.limits.max_alloc_bytes {
+            return Err(self.limit(LimitName::MaxAllocBytes, total));
+        }
+        self.alloc = total;
+        Ok(())
+    }
+
+    fn check_items(&self, items: usize) -> Result<()> {
+        if items as u64 > self.limits.max_container_items {
+            return Err(self.limit(LimitName::MaxContainerItems, items as u64));
+        }
+        Ok(())
+    }
+
+    /// Adds a node, charging its slot plus `extra` bytes.
+    fn node(&mut self, v: Value<'a>, extra: u64) -> Result<NodeId> {
+        let n = self.nodes.len() as u64;
+        if n >= self.limits.max_nodes {
+            return Err(self.limit(LimitName::MaxNodes, n + 1));
+        }
+        self.charge(NODE_BYTES.saturating_add(extra))?;
+        let id = u32::try_from(n)
+            .ok()
+            .filter(|&i| i != MEMO_EMPTY)
+            .ok_or_else(|| self.limit(LimitName::MaxNodes, n + 1))?;
+        self.nodes.push(v);
+        Ok(NodeId(id))
+    }
+
+    fn push_new(&mut self, v: Value<'a>, extra: u64) -> Result<()> {
+        let id = self.node(v, extra)?;
+        self.push(id)
+    }
+
+    fn get(&self, id: NodeId) -> Result<&Value<'a>> {
+        self.nodes.get(id.index()).ok_or_else(|| self.err(internal()))
+    }
+
+    fn get_mut(&mut self, id: NodeId) -> Result<&mut Value<'a>> {
+        let e = self.err(internal());
+        self.nodes.get_mut(id.index()).ok_or(e)
+    }
+
+    fn keys(&self) -> KeyOps<'_, 'a, RandomState> {
+        KeyOps {
+            nodes: &self.nodes,
+            state: &self.hasher,
+        }
+    }
+
+    /// Inserts key-value pairs (a flat `[k, v, k, v, ...]` slice) into a detached dict.
+    fn dict_insert(&mut self, d: &mut DictItems, flat: &[NodeId]) -> Result<()> {
+        let pairs = flat.len() / 2;
+        self.check_items(d.items.len() + pairs)?;
+        self.charge(pairs as u64 * KEYED_BYTES)?;
+        d.items.try_reserve(pairs).map_err(|_| self.limit(LimitName::MaxAllocBytes, self.alloc))?;
+        let ops = self.keys();
+        for pair in flat.chunks_exact(2) {
+            let &[k, v] = pair else { continue };
+            let h = ops.hash(k).map_err(|_| self.err(ErrorKind::UnhashableKey))?;
+            let items = &d.items;
+            match ops.find(&d.index, h, k, |pos| items.get(pos as usize).map(|e| e.0)) {
+                Some(pos) => {
+                    if let Some(slot) = d.items.get_mut(pos as usize) {
+                        slot.1 = v;
+                    }
+                }
+                None => {
+                    index_insert(&mut d.index, h, d.items.len() as u32);
+                    d.items.push((k, v));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Inserts items into a detached set.
+    fn set_insert(&mut self, s: &mut SetItems, items: &[NodeId]) -> Result<()> {
+        self.check_items(s.items.len() + items.len())?;
+        self.charge(items.len() as u64 * KEYED_BYTES)?;
+        s.items.try_reserve(items.len()).map_err(|_| self.limit(LimitName::MaxAllocBytes, self.alloc))?;
+        let ops = self.keys();
+        for &k in items {
+            let h = ops.hash(k).map_err(|_| self.err(ErrorKind::UnhashableKey))?;
+            let existing = &s.items;
+            if ops.find(&s.index, h, k, |pos| existing.get(pos as usize).copied()).is_none() {
+                index_insert(&mut s.index, h, s.items.len() as u32);
+                s.items.push(k);
+            }
+        }
+        Ok(())
+    }
+
+    fn new_set(&mut self, items: &[NodeId], frozen: bool) -> Result<NodeId> {
+        let mut s = Box::<SetItems>::default();
+        self.set_insert(&mut s, items)?;
+        self.node(if frozen { Value::FrozenSet(s) } else { Value::Set(s) }, 0)
+    }
+
+    fn new_seq(&mut self, items: Vec<NodeId>, tuple: bool) -> Result<NodeId> {
+        self.check_items(items.len())?;
+        let extra = items.len() as u64 * ITEM_BYTES;
+        self.node(if tuple { Value::Tuple(items) } else { Value::List(items) }, extra)
+    }
+
+    // ---------------------------------------------------------------- values
+
+    fn int_value(&self, p: ParsedInt) -> Value<'a> {
+        match p {
+            ParsedInt::Small(v) => Value::Int(v),
+            ParsedInt::Big(b) => Value::BigInt(Box::new(b)),
+        }
+    }
+
+    fn parse_int_text(&self, text: &[u8]) -> Result<ParsedInt> {
+        text::parse_decimal_int(text, self.limits.max_long_text_digits).map_err(|e| match e {
+            NumberError::Invalid => self.err(ErrorKind::InvalidNumber),
+            NumberError::TooManyDigits(n) => self.limit(LimitName::MaxLongTextDigits, n),
+        })
+    }
+
+    fn memo_index_text(&self, text: &[u8]) -> Result<u64> {
+        if text.is_empty() || !text.iter().all(u8::is_ascii_digit) {
+            return Err(self.err(ErrorKind::InvalidNumber));
+        }
+        std::str::from_utf8(text)
+            .ok()
+            .and_then(|s| s.parse::<u64>().ok())
+            .ok_or_else(|| self.err(ErrorKind::InvalidNumber))
+    }
+
+    /// LONG1/LONG4 payload: little-endian two's complement.
+    fn long_bytes(&mut self, n: u64) -> Result<()> {
+        if n > self.limits.max_long_bytes {
+            return Err(self.limit(LimitName::MaxLongBytes, n));
+        }
+        let bytes = self.take(n)?;
+        let v = if bytes.len() <= 8 {
+            let fill = if bytes.last().is_some_and(|&b| b & 0x80 != 0) { 0xFF } else { 0 };
+            let mut buf = [fill; 8];
+            for (slot, &b) in buf.iter_mut().zip(bytes) {
+                *slot = b;
+            }
+            Value::Int(i64::from_le_bytes(buf))
+        } else {
+            let b = BigInt::from_signed_bytes_le(bytes);
+            match i64::try_from(&b) {
+                Ok(v) => Value::Int(v),
+                Err(_) => Value::BigInt(Box::new(b)),
+            }
+        };
+        self.push_new(v, n)
+    }
+
+    fn python2_string(&mut self, raw: Cow<'a, [u8]>) -> Result<()> {
+        let v = match self.policy.python2_str {
+            Python2Str::Bytes => Value::Bytes(raw),
+            Python2Str::Str(enc) => Value::Str(self.decode_python2(raw, enc)?),
+        };
+        let extra = match &v {
+            Value::Bytes(Cow::Owned(b)) => b.len() as u64,
+            Value::Str(PyStr::Utf8(Cow::Owned(s))) => s.len() as u64,
+            _ => 0,
+        };
+        self.push_new(v, extra)
+    }
+
+    fn decode_python2(&self, raw: Cow<'a, [u8]>, enc: TextEncoding) -> Result<PyStr<'a>> {
+        let bad = || self.err(ErrorKind::InvalidUtf8);
+        let ascii = raw.is_ascii();
+        match (enc, raw) {
+            (TextEncoding::Ascii, _) if !ascii => Err(bad()),
+            (TextEncoding::Latin1, raw) if !ascii => {
+                Ok(PyStr::Utf8(Cow::Owned(raw.iter().map(|&b| char::from(b)).collect())))
+            }
+            (_, Cow::Borrowed(b)) => std::str::from_utf8(b)
+                .map(|s| PyStr::Utf8(Cow::Borrowed(s)))
+                .map_err(|_| bad()),
+            (_, Cow::Owned(b)) => String::from_utf8(b)
+                .map(|s| PyStr::Utf8(Cow::Owned(s)))
+                .map_err(|_| bad()),
+        }
+    }
+
+    fn unicode(&mut self, bytes: &'a [u8]) -> Result<()> {
+        let s = text::decode_utf8_surrogatepass(bytes).map_err(|_| self.err(ErrorKind::InvalidUtf8))?;
+        self.push_new(Value::Str(s), 0)
+    }
+
+    fn memo_get(&mut self, index: u64) -> Result<()> {
+        let id = self
+            .memo
+            .get(index)
+            .ok_or_else(|| self.err(ErrorKind::MemoKeyMissing(index)))?;
+        self.push(id)
+    }
+
+    fn memo_put(&mut self, index: u64) -> Result<()> {
+        let top = self.top()?;
+        if self.memo.get(index).is_none() && self.memo.count >= self.limits.max_memo_entries {
+            return Err(self.limit(LimitName::MaxMemoEntries, self.memo.count + 1));
+        }
+        self.memo.put(index, top);
+        Ok(())
+    }
+
+    // ---------------------------------------------------------------- globals and calls
+
+    fn global(&mut self, module: Cow<'a, str>, name: Cow<'a, str>) -> Result<NodeId> {
+        let rule = self.policy.find(&module, &name).ok_or_else(|| {
+            self.err(ErrorKind::GlobalNotAllowed {
+                module: escape_for_display(&module),
+                name: escape_for_display(&name),
+            })
+        })?;
+        self.node(Value::Global(Box::new(Global { module, name, rule })), 0)
+    }
+
+    fn global_line(&mut self) -> Result<NodeId> {
+        let module = self.read_line()?;
+        let name = self.read_line()?;
+        let utf8 = |b: &'a [u8]| std::str::from_utf8(b).map(Cow::Borrowed);
+        match (utf8(module), utf8(name)) {
+            (Ok(m), Ok(n)) => self.global(m, n),
+            _ => Err(self.err(ErrorKind::InvalidUtf8)),
+        }
+    }
+
+    fn stack_global(&mut self) -> Result<()> {
+        let name = self.pop()?;
+        let module = self.pop()?;
+        let text = |v: &Value<'a>| match v {
+            Value::Str(s) => Some(s.clone()),
+            _ => None,
+        };
+        let (Some(m), Some(n)) = (text(self.get(module)?), text(self.get(name)?)) else {
+            return Err(self.err(ErrorKind::TypeMismatch("STACK_GLOBAL requires str")));
+        };
+        let id = match (m, n) {
+            (PyStr::Utf8(m), PyStr::Utf8(n)) => self.global(m, n)?,
+            (m, n) => {
+                return Err(self.err(ErrorKind::GlobalNotAllowed {
+                    module: escape_bytes_for_display(m.as_bytes()),
+                    name: escape_bytes_for_display(n.as_bytes()),
+                }))
+            }
+        };
+        self.push(id)
+    }
+
+    fn extension(&mut self, code: i64) -> Result<()> {
+        let target = u32::try_from(code)
+            .ok()
+            .filter(|&c| c > 0)
+            .and_then(|c| self.policy.extensions.get(&c));
+        let Some((module, name)) = target else {
+            return Err(self.err(ErrorKind::ExtensionCodeRejected(code.clamp(0, i64::from(u32::MAX)) as u32)));
+        };
+        let (module, name) = (Cow::Owned(module.clone()), Cow::Owned(name.clone()));
+        let id = self.global(module, name)?;
+        self.push(id)
+    }
+
+    /// The policy rule of a global node, or a type mismatch for anything else.
+    fn rule_of(&self, callable: NodeId) -> Result<usize> {
+        match self.get(callable)? {
+            Value::Global(g) => Ok(g.rule),
+            _ => Err(self.err(ErrorKind::TypeMismatch("callable is not a global"))),
+        }
+    }
+
+    fn tuple_items(&self, id: NodeId) -> Result<Vec<NodeId>> {
+        match self.get(id)? {
+            Value::Tuple(items) => Ok(items.clone()),
+            _ => Err(self.err(ErrorKind::TypeMismatch("arguments are not a tuple"))),
+        }
+    }
+
+    fn rejected(&self, why: &str) -> Error {
+        self.err(ErrorKind::ConstructorRejected(why.to_owned()))
+    }
+
+    /// Applies the constructor the policy names for `callable`.
+    fn call(
+        &mut self,
+        callable: NodeId,
+        args: NodeId,
+        kwargs: Option<NodeId>,
+        kind: CallKind,
+        inst: bool,
+    ) -> Result<NodeId> {
+        let rule_index = self.rule_of(callable)?;
+        let argv = self.tuple_items(args)?;
+        if let Some(k) = kwargs {
+            if !matches!(self.get(k)?, Value::Dict(_)) {
+                return Err(self.err(ErrorKind::TypeMismatch("NEWOBJ_EX kwargs are not a dict")));
+            }
+        }
+        let policy = self.policy;
+        let rule = policy
+            .rule(rule_index)
+            .ok_or_else(|| self.err(internal()))?;
+        let (allowed, form) = match (kind, inst) {
+            (_, true) => (rule.forms.inst, "INST/OBJ"),
+            (CallKind::Reduce, _) => (rule.forms.reduce, "REDUCE"),
+            (CallKind::NewObj, _) => (rule.forms.newobj, "NEWOBJ"),
+            (CallKind::NewObjEx, _) => (rule.forms.newobj_ex, "NEWOBJ_EX"),
+        };
+        if !allowed {
+            return Err(self.err(ErrorKind::FormNotAllowed(form)));
+        }
+        match rule.constructor {
+            Constructor::Record => {
+                if let Some(schema) = &rule.args {
+                    schema
+                        .check(&self.nodes, &argv)
+                        .map_err(|why| self.rejected(&why))?;
+                    if let Some(k) = kwargs {
+                        if matches!(self.get(k)?, Value::Dict(d) if !d.items.is_empty()) {
+                            return Err(self.rejected("keyword arguments are not in the schema"));
+                        }
+                    }
+                }
+                let object = Object {
+                    kind,
+                    callable,
+                    args,
+                    kwargs,
+                    state: None,
+                    listitems: Vec::new(),
+                    dictitems: Vec::new(),
+                };
+                self.node(Value::Object(Box::new(object)), mem::size_of::<Object>() as u64)
+            }
+            Constructor::Latin1Bytes => self.latin1_bytes(&argv),
+            Constructor::Bytes => match argv.as_slice() {
+                [] => self.node(Value::Bytes(Cow::Borrowed(b"")), 0),
+                [b] if matches!(self.get(*b)?, Value::Bytes(_)) => Ok(*b),
+                _ => Err(self.rejected("bytes() takes no argument or one bytes")),
+            },
+            Constructor::ByteArray => self.bytearray(&argv),
+            Constructor::Set | Constructor::FrozenSet => {
+                let frozen = rule.constructor == Constructor::FrozenSet;
+                let items = match argv.as_slice() {
+                    [] => Vec::new(),
+                    [it] => match self.get(*it)? {
+                        Value::List(v) | Value::Tuple(v) => v.clone(),
+                        Value::Set(s) | Value::FrozenSet(s) => s.items.clone(),
+                        _ => return Err(self.rejected("set() takes a list, tuple, set or frozenset")),
+                    },
+                    _ => return Err(self.rejected("set() takes at most one argument")),
+                };
+                self.new_set(&items, frozen)
+            }
+            Constructor::Complex => {
+                let part = |id: &NodeId| -> Result<f64> {
+                    match self.get(*id)? {
+                        Value::Bool(b) => Ok(f64::from(u8::from(*b))),
+                        Value::Int(i) => Ok(*i as f64),
+                        Value::BigInt(b) => {
+                            bigint_to_f64(b).ok_or_else(|| self.rejected("int too large for a float"))
+                        }
+                        Value::Float(x) => Ok(*x),
+                        _ => Err(self.rejected("complex() takes int or float parts")),
+                    }
+                };
+                let (re, im) = match argv.as_slice() {
+                    [] => (0.0, 0.0),
+                    [re] => (part(re)?, 0.0),
+                    [re, im] => (part(re)?, part(im)?),
+                    _ => return Err(self.rejected("complex() takes at most two arguments")),
+                };
+                self.node(Value::Complex(re, im), 0)
+            }
+        }
+    }
+
+    fn latin1_text(&self, text: NodeId, encoding: NodeId) -> Result<Cow<'a, [u8]>> {
+        let enc_ok = matches!(self.get(encoding)?, Value::Str(PyStr::Utf8(e)) if e == "latin1" || e == "latin-1");
+        if !enc_ok {
+            return Err(self.rejected("encoding must be 'latin1' or 'latin-1'"));
+        }
+        match self.get(text)? {
+            Value::Str(PyStr::Utf8(s)) => {
+                if s.is_ascii() {
+                    return Ok(match s {
+                        Cow::Borrowed(b) => Cow::Borrowed(b.as_bytes()),
+                        Cow::Owned(o) => Cow::Owned(o.as_bytes().to_vec()),
+                    });
+                }
+                latin1_encode(s).map(Cow::Owned).ok_or_else(|| self.rejected("code point above U+00FF"))
+            }
+            Value::Str(PyStr::Surrogates(_)) => Err(self.rejected("code point above U+00FF")),
+            _ => Err(self.rejected("text to encode is not a str")),
+        }
+    }
+
+    fn latin1_bytes(&mut self, argv: &[NodeId]) -> Result<NodeId> {
+        let [text, encoding] = argv else {
+            return Err(self.rejected("_codecs.encode takes (str, 'latin1')"));
+        };
+        let bytes = self.latin1_text(*text, *encoding)?;
+        let extra = match &bytes {
+            Cow::Owned(b) => b.len() as u64,
+            Cow::Borrowed(_) => 0,
+        };
+        self.node(Value::Bytes(bytes), extra)
+    }
+
+    fn bytearray(&mut self, argv: &[NodeId]) -> Result<NodeId> {
+        let data = match argv {
+            [] => Vec::new(),
+            [b] => match self.get(*b)? {
+                Value::Bytes(b) => b.to_vec(),
+                Value::ByteArray(b) => b.clone(),
+                _ => return Err(self.rejected("bytearray() takes bytes")),
+            },
+            [text, encoding] => self.latin1_text(*text, *encoding)?.into_owned(),
+            _ => return Err(self.rejected("bytearray() takes at most two arguments")),
+        };
+        let extra = data.len() as u64;
+        self.node(Value::ByteArray(data), extra)
+    }
+
+    /// APPEND/APPENDS: extend a list, or add listitems to a record that allows items.
+    fn extend(&mut self, target: NodeId, items: Vec<NodeId>) -> Result<()> {
+        let allowed = self.items_allowed(target)?;
+        let max = self.limits.max_container_items;
+        let extra = items.len() as u64 * ITEM_BYTES;
+        let current = match self.get(target)? {
+            Value::List(l) => l.len(),
+            Value::Object(o) => o.listitems.len(),
+            _ => return Err(self.err(ErrorKind::TypeMismatch("APPEND target is not a list"))),
+        };
+        if !allowed {
+            return Err(self.err(ErrorKind::FormNotAllowed("APPEND")));
+        }
+        let total = (current + items.len()) as u64;
+        if total > max {
+            return Err(self.limit(LimitName::MaxContainerItems, total));
+        }
+        self.charge(extra)?;
+        match self.get_mut(target)? {
+            Value::List(l) => l.extend(items),
+            Value::Object(o) => o.listitems.extend(items),
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// Whether APPEND/SETITEM may add to `target`: always for lists and dicts, for a record
+    /// only when its rule allows the `items` form.
+    fn items_allowed(&self, target: NodeId) -> Result<bool> {
+        match self.get(target)? {
+            Value::Object(o) => {
+                let rule = self.rule_of(o.callable)?;
+                Ok(self.policy.rule(rule).is_some_and(|r| r.forms.items))
+            }
+            _ => Ok(true),
+        }
+    }
+
+    /// SETITEM/SETITEMS with a flat `[k, v, ...]` slice.
+    fn set_items(&mut self, target: NodeId, flat: Vec<NodeId>) -> Result<()> {
+        if flat.len() % 2 != 0 {
+            return Err(self.err(ErrorKind::OddItemCount));
+        }
+        let allowed = self.items_allowed(target)?;
+        let slot = self.get_mut(target)?;
+        match slot {
+            Value::Dict(_) => {
+                let Value::Dict(mut d) = mem::replace(slot, Value::None) else {
+                    return Err(self.err(internal()));
+                };
+                let r = self.dict_insert(&mut d, &flat);
+                *self.get_mut(target)? = Value::Dict(d);
+                r
+            }
+            Value::Object(_) => {
+                if !allowed {
+                    return Err(self.err(ErrorKind::FormNotAllowed("SETITEM")));
+                }
+                let total = self.get(target).map(|v| match v {
+                    Value::Object(o) => o.dictitems.len(),
+                    _ => 0,
+                })? + flat.len() / 2;
+                self.check_items(total)?;
+                self.charge((flat.len() / 2) as u64 * 8)?;
+                if let Value::Object(o) = self.get_mut(target)? {
+                    o.dictitems
+                        .extend(flat.chunks_exact(2).filter_map(|p| match p {
+                            &[k, v] => Some((k, v)),
+                            _ => None,
+                        }));
+                }
+                Ok(())
+            }
+            _ => Err(self.err(ErrorKind::TypeMismatch("SETITEM target is not a dict"))),
+        }
+    }
+
+    fn build(&mut self) -> Result<()> {
+        let state = self.pop()?;
+        let target = self.top()?;
+        let rule = match self.get(target)? {
+            Value::Object(o) => self.rule_of(o.callable)?,
+            _ => return Err(self.err(ErrorKind::BuildNotAllowed)),
+        };
+        if !self.policy.rule(rule).is_some_and(|r| r.forms.build) {
+            return Err(self.err(ErrorKind::FormNotAllowed("BUILD")));
+        }
+        if let Value::Object(o) = self.get_mut(target)? {
+            o.state = Some(state);
+        }
+        Ok(())
+    }
+
+    // ---------------------------------------------------------------- the loop
+
+    /// Runs until STOP; returns the pickle's value.
+    fn run(&mut self) -> Result<NodeId> {
+        loop {
+            if self.frame_end == Some(self.pos) {
+                self.frame_end = None;
+            }
+            self.op_pos = self.pos;
+            let byte = match self.input.get(self.pos) {
+                Some(&b) => b,
+                None => {
+                    self.op = 0;
+                    return Err(Error::new(ErrorKind::Truncated, self.pos as u64, None));
+                }
+            };
+            self.op = byte;
+            self.pos += 1;
+            self.opcodes += 1;
+            if self.opcodes > self.limits.max_opcodes {
+                return Err(self.limit(LimitName::MaxOpcodes, self.opcodes));
+            }
+            let Some(op) = Opcode::from_byte(byte) else {
+                return Err(self.err(ErrorKind::UnknownOpcode));
+            };
+            if op == Opcode::Stop {
+                return self.stop();
+            }
+            self.step(op)?;
+        }
+    }
+
+    fn stop(&mut self) -> Result<NodeId> {
+        if !self.marks.is_empty() {
+            return Err(self.err(ErrorKind::StackNotEmpty));
+        }
+        let root = self.pop()?;
+        if !self.stack.is_empty() {
+            return Err(self.err(ErrorKind::StackNotEmpty));
+        }
+        self.check_depth(root)?;
+        Ok(root)
+    }
+
+    /// Enforces `max_nesting_depth` on the value tree as the typed-JSON writer walks it
+    /// (depth first, items in order, a node already written counts as a leaf).
+    fn check_depth(&mut self, root: NodeId) -> Result<()> {
+        let max = self.limits.max_nesting_depth;
+        let total = self.nodes.len();
+        if (total as u64) <= max && self.depth_seen.is_empty() {
+            return Ok(());
+        }
+        self.depth_seen.resize(total, false);
+        let mut work: Vec<(NodeId, u64)> = vec![(root, 1)];
+        while let Some((id, depth)) = work.pop() {
+            let Some(seen) = self.depth_seen.get_mut(id.index()) else {
+                continue;
+            };
+            if *seen {
+                continue;
+            }
+            *seen = true;
+            let Some(v) = self.nodes.get(id.index()) else {
+                continue;
+            };
+            let start = work.len();
+            let mut has_children = false;
+            v.for_each_child(|c| {
+                has_children = true;
+                work.push((c, depth + 1));
+            });
+            if has_children && depth + 1 > max {
+                return Err(self.limit(LimitName::MaxNestingDepth, depth + 1));
+            }
+            if let Some(added) = work.get_mut(start..) {
+                added.reverse();
+            }
+        }
+        Ok(())
+    }
+
+    fn step(&mut self, op: Opcode) -> Result<()> {
+        use Opcode as O;
+        match op {
+            O::Mark => {
+                let depth = (self.stack.len() + self.marks.len()) as u64;
+                if depth >= self.limits.max_stack_len {
+                    return Err(self.limit(LimitName::MaxStackLen, depth + 1));
+                }
+                self.marks.push(self.stack.len());
+            }
+            O::Stop => {}
+            O::Pop => {
+                if self.marks.last() == Some(&self.stack.len()) {
+                    self.marks.pop();
+                } else {
+                    self.pop()?;
+                }
+            }
+            O::PopMark => {
+                self.pop_mark()?;
+            }
+            O::Dup => {
+                let top = self.top()?;
+                self.push(top)?;
+            }
+            O::Float => {
+                let line = self.read_line()?;
+                let x = text::parse_float(line).map_err(|_| self.err(ErrorKind::InvalidNumber))?;
+                self.push_new(Value::Float(x), 0)?;
+            }
+            O::Binfloat => {
+                let b = self.take_array::<8>()?;
+                self.push_new(Value::Float(f64::from_be_bytes(b)), 0)?;
+            }
+            O::Int => {
+                let line = self.read_line()?;
+                let v = match line {
+                    b"00" => Value::Bool(false),
+                    b"01" => Value::Bool(true),
+                    _ => {
+                        let p = self.parse_int_text(line)?;
+                        self.int_value(p)
+                    }
+                };
+                self.push_new(v, 0)?;
+            }
+            O::Long => {
+                let line = self.read_line()?;
+                let digits = line.strip_suffix(b"L").unwrap_or(line);
+                let p = self.parse_int_text(digits)?;
+                let extra = match &p {
+                    ParsedInt::Big(b) => b.bits() / 8,
+                    ParsedInt::Small(_) => 0,
+                };
+                let v = self.int_value(p);
+                self.push_new(v, extra)?;
+            }
+            O::Binint => {
+                let b = self.take_array::<4>()?;
+                self.push_new(Value::Int(i64::from(i32::from_le_bytes(b))), 0)?;
+            }
+            O::Binint1 => {
+                let b = self.take_u8()?;
+                self.push_new(Value::Int(i64::from(b)), 0)?;
+            }
+            O::Binint2 => {
+                let b = self.take_array::<2>()?;
+                self.push_new(Value::Int(i64::from(u16::from_le_bytes(b))), 0)?;
+            }
+            O::Long1 => {
+                let n = self.take_u8()?;
+                self.long_bytes(u64::from(n))?;
+            }
+            O::Long4 => {
+                let n = i32::from_le_bytes(self.take_array::<4>()?);
+                let n = u64::try_from(n).map_err(|_| self.err(ErrorKind::InvalidNumber))?;
+                self.long_bytes(n)?;
+            }
+            O::None => self.push_new(Value::None, 0)?,
+            O::Newtrue => self.push_new(Value::Bool(true), 0)?,
+            O::Newfalse => self.push_new(Value::Bool(false), 0)?,
+            O::String => {
+                let line = self.read_line()?;
+                let body = match line {
+                    [q @ (b'\'' | b'"'), body @ .., last] if q == last => body,
+                    _ => return Err(self.err(ErrorKind::InvalidString)),
+                };
+                let raw = text::decode_string_escape(body).map_err(|_| self.err(ErrorKind::InvalidEscape))?;
+                self.python2_string(raw)?;
+            }
+            O::Binstring => {
+                let n = i32::from_le_bytes(self.take_array::<4>()?);
+                let n = u64::try_from(n).map_err(|_| self.err(ErrorKind::InvalidNumber))?;
+                let b = self.take(n)?;
+                self.python2_string(Cow::Borrowed(b))?;
+            }
+            O::ShortBinstring => {
+                let n = self.take_u8()?;
+                let b = self.take(u64::from(n))?;
+                self.python2_string(Cow::Borrowed(b))?;
+            }
+            O::Unicode => {
+                let line = self.read_line()?;
+                let s = text::decode_raw_unicode_escape(line).map_err(|_| self.err(ErrorKind::InvalidEscape))?;
+                let extra = match &s {
+                    PyStr::Utf8(Cow::Owned(o)) => o.len() as u64,
+                    PyStr::Surrogates(Cow::Owned(o)) => o.len() as u64,
+                    _ => 0,
+                };
+                self.push_new(Value::Str(s), extra)?;
+            }
+            O::Binunicode => {
+                let n = u32::from_le_bytes(self.take_array::<4>()?);
+                let b = self.take(u64::from(n))?;
+                self.unicode(b)?;
+            }
+            O::ShortBinunicode => {
+                let n = self.take_u8()?;
+                let b = self.take(u64::from(n))?;
+                self.unicode(b)?;
+            }
+            O::Binunicode8 => {
+                let n = u64::from_le_bytes(self.take_array::<8>()?);
+                let b = self.take(n)?;
+                self.unicode(b)?;
+            }
+            O::Binbytes => {
+                let n = u32::from_le_bytes(self.take_array::<4>()?);
+                let b = self.take(u64::from(n))?;
+                self.push_new(Value::Bytes(Cow::Borrowed(b)), 0)?;
+            }
+            O::ShortBinbytes => {
+                let n = self.take_u8()?;
+                let b = self.take(u64::from(n))?;
+                self.push_new(Value::Bytes(Cow::Borrowed(b)), 0)?;
+            }
+            O::Binbytes8 => {
+                let n = u64::from_le_bytes(self.take_array::<8>()?);
+                let b = self.take(n)?;
+                self.push_new(Value::Bytes(Cow::Borrowed(b)), 0)?;
+            }
+            O::Bytearray8 => {
+                let n = u64::from_le_bytes(self.take_array::<8>()?);
+                let b = self.take(n)?;
+                self.push_new(Value::ByteArray(b.to_vec()), n)?;
+            }
+            O::NextBuffer => {
+                let buf = self
+                    .buffers
+                    .as_mut()
+                    .and_then(VecDeque::pop_front)
+                    .ok_or_else(|| self.err(ErrorKind::BuffersNotSupplied))?;
+                self.push_new(Value::Bytes(Cow::Borrowed(buf)), 0)?;
+            }
+            O::ReadonlyBuffer => {
+                if self.buffers.is_none() {
+                    return Err(self.err(ErrorKind::BuffersNotSupplied));
+                }
+                let top = self.top()?;
+                match self.get(top)? {
+                    Value::Bytes(_) => {}
+                    Value::ByteArray(b) => {
+                        let copy = b.clone();
+                        let n = copy.len() as u64;
+                        self.pop()?;
+                        self.push_new(Value::Bytes(Cow::Owned(copy)), n)?;
+                    }
+                    _ => return Err(self.err(ErrorKind::TypeMismatch("READONLY_BUFFER on a non-buffer"))),
+                }
+            }
+            O::EmptyList => self.push_new(Value::List(Vec::new()), 0)?,
+            O::EmptyTuple => self.push_new(Value::Tuple(Vec::new()), 0)?,
+            O::EmptyDict => self.push_new(Value::Dict(Box::default()), 0)?,
+            O::EmptySet => self.push_new(Value::Set(Box::default()), 0)?,
+            O::List => {
+                let items = self.pop_mark()?;
+                let id = self.new_seq(items, false)?;
+                self.push(id)?;
+            }
+            O::Tuple => {
+                let items = self.pop_mark()?;
+                let id = self.new_seq(items, true)?;
+                self.push(id)?;
+            }
+            O::Tuple1 | O::Tuple2 | O::Tuple3 => {
+                let n = match op {
+                    O::Tuple1 => 1,
+                    O::Tuple2 => 2,
+                    _ => 3,
+                };
+                if self.stack.len() < self.fence() + n {
+                    return Err(self.err(ErrorKind::StackUnderflow));
+                }
+                let items = self.stack.split_off(self.stack.len() - n);
+                let id = self.new_seq(items, true)?;
+                self.push(id)?;
+            }
+            O::Dict => {
+                let flat = self.pop_mark()?;
+                if flat.len() % 2 != 0 {
+                    return Err(self.err(ErrorKind::OddItemCount));
+                }
+                let mut d = Box::<DictItems>::default();
+                self.dict_insert(&mut d, &flat)?;
+                self.push_new(Value::Dict(d), 0)?;
+            }
+            O::Frozenset => {
+                let items = self.pop_mark()?;
+                let id = self.new_set(&items, true)?;
+                self.push(id)?;
+            }
+            O::Append => {
+                let v = self.pop()?;
+                let target = self.top()?;
+                self.extend(target, vec![v])?;
+            }
+            O::Appends => {
+                let items = self.pop_mark()?;
+                let target = self.top()?;
+                self.extend(target, items)?;
+            }
+            O::Setitem => {
+                let v = self.pop()?;
+                let k = self.pop()?;
+                let target = self.top()?;
+                self.set_items(target, vec![k, v])?;
+            }
+            O::Setitems => {
+                let flat = self.pop_mark()?;
+                let target = self.top()?;
+                self.set_items(target, flat)?;
+            }
+            O::Additems => {
+                let items = self.pop_mark()?;
+                let target = self.top()?;
+                let slot = self.get_mut(target)?;
+                if !matches!(slot, Value::Set(_)) {
+                    return Err(self.err(ErrorKind::TypeMismatch("ADDITEMS target is not a set")));
+                }
+                let Value::Set(mut s) = mem::replace(slot, Value::None) else {
+                    return Err(self.err(internal()));
+                };
+                let r = self.set_insert(&mut s, &items);
+                *self.get_mut(target)? = Value::Set(s);
+                r?;
+            }
+            O::Get => {
+                let line = self.read_line()?;
+                let i = self.memo_index_text(line)?;
+                self.memo_get(i)?;
+            }
+            O::Binget => {
+                let i = self.take_u8()?;
+                self.memo_get(u64::from(i))?;
+            }
+            O::LongBinget => {
+                let i = u32::from_le_bytes(self.take_array::<4>()?);
+                self.memo_get(u64::from(i))?;
+            }
+            O::Put => {
+                let line = self.read_line()?;
+                let i = self.memo_index_text(line)?;
+                self.memo_put(i)?;
+            }
+            O::Binput => {
+                let i = self.take_u8()?;
+                self.memo_put(u64::from(i))?;
+            }
+            O::LongBinput => {
+                let i = u32::from_le_bytes(self.take_array::<4>()?);
+                self.memo_put(u64::from(i))?;
+            }
+            O::Memoize => {
+                let i = self.memo.count;
+                self.memo_put(i)?;
+            }
+            O::Global => {
+                let id = self.global_line()?;
+                self.push(id)?;
+            }
+            O::StackGlobal => self.stack_global()?,
+            O::Inst => {
+                if self.marks.is_empty() {
+                    return Err(self.err(ErrorKind::MarkMissing));
+                }
+                let cls = self.global_line()?;
+                let items = self.pop_mark()?;
+                let args = self.new_seq(items, true)?;
+                let id = self.call(cls, args, None, CallKind::Reduce, true)?;
+                self.push(id)?;
+            }
+            O::Obj => {
+                let mut items = self.pop_mark()?;
+                if items.is_empty() {
+                    return Err(self.err(ErrorKind::StackUnderflow));
+                }
+                let cls = items.remove(0);
+                let args = self.new_seq(items, true)?;
+                let id = self.call(cls, args, None, CallKind::Reduce, true)?;
+                self.push(id)?;
+            }
+            O::Reduce => {
+                let args = self.pop()?;
+                let callable = self.pop()?;
+                let id = self.call(callable, args, None, CallKind::Reduce, false)?;
+                self.push(id)?;
+            }
+            O::Newobj => {
+                let args = self.pop()?;
+                let cls = self.pop()?;
+                let id = self.call(cls, args, None, CallKind::NewObj, false)?;
+                self.push(id)?;
+            }
+            O::NewobjEx => {
+                let kwargs = self.pop()?;
+                let args = self.pop()?;
+                let cls = self.pop()?;
+                let id = self.call(cls, args, Some(kwargs), CallKind::NewObjEx, false)?;
+                self.push(id)?;
+            }
+            O::Build => self.build()?,
+            O::Ext1 => {
+                let c = self.take_u8()?;
+                self.extension(i64::from(c))?;
+            }
+            O::Ext2 => {
+                let c = u16::from_le_bytes(self.take_array::<2>()?);
+                self.extension(i64::from(c))?;
+            }
+            O::Ext4 => {
+                let c = i32::from_le_bytes(self.take_array::<4>()?);
+                self.extension(i64::from(c))?;
+            }
+            O::Persid | O::Binpersid => {
+                return Err(self.err(ErrorKind::PersistentIdRejected));
+            }
+            O::Proto => {
+                let p = self.take_u8()?;
+                if p > 5 {
+                    return Err(self.err(ErrorKind::UnsupportedProtocol(p)));
+                }
+                self.proto = p;
+            }
+            O::Frame => {
+                if self.frame_end.is_some() {
+                    return Err(self.err(ErrorKind::FrameInsideFrame));
+                }
+                let n = u64::from_le_bytes(self.take_array::<8>()?);
+                let left = (self.input.len() - self.pos.min(self.input.len())) as u64;
+                if n > left {
+                    return Err(self.err(ErrorKind::Truncated));
+                }
+                self.frame_end = Some(self.pos + n as usize);
+            }
+        }
+        Ok(())
+    }
+}
+
+fn latin1_encode(s: &str) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(s.len());
+    for c in s.chars() {
+        out.push(u8::try_from(u32::from(c)).ok()?);
+    }
+    Some(out)
+}

@@ -1,0 +1,343 @@
+//! Policies: the allowlist of globals, each mapped to one constructor from a closed set, plus
+//! how Python 2 strings, persistent ids and extension codes are treated, and the limits.
+//!
+//! A policy is a TOML file (the shipped ones live in `policy/` and are built in) or the same
+//! thing built in Rust. Globals are exact `(module, name)` pairs as written in the stream: no
+//! dotted-name walking, no wildcards, no implicit `__builtin__` -> `builtins` mapping (list
+//! both spellings where both are wanted).
+
+mod schema;
+mod toml_file;
+
+use std::collections::HashMap;
+
+pub use schema::{ArgSpec, ArgType, ArgsSchema};
+
+use crate::limits::Limits;
+
+/// The closed set of constructors a policy can map a global to. Nothing else can ever be
+/// called.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Constructor {
+    /// `_codecs.encode(text, 'latin1')` (or `'latin-1'`): bytes from text whose code points are
+    /// all below U+0100. How Python 3 writes `bytes` at protocols 0-2.
+    Latin1Bytes,
+    /// `bytes()` -> `b''`, `bytes(b)` -> `b`.
+    Bytes,
+    /// `bytearray()`, `bytearray(bytes)`, `bytearray(text, 'latin-1')`.
+    ByteArray,
+    /// `set()`, `set(list|tuple|set|frozenset)`.
+    Set,
+    /// `frozenset()`, `frozenset(list|tuple|set|frozenset)`.
+    FrozenSet,
+    /// `complex()`, `complex(re)`, `complex(re, im)` with int, bool or float parts.
+    Complex,
+    /// Keeps the call as plain data (a record object), with an optional argument schema.
+    Record,
+}
+
+impl Constructor {
+    /// The constructor's name as policy files spell it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Constructor::Latin1Bytes => "latin1_bytes",
+            Constructor::Bytes => "bytes",
+            Constructor::ByteArray => "bytearray",
+            Constructor::Set => "set",
+            Constructor::FrozenSet => "frozenset",
+            Constructor::Complex => "complex",
+            Constructor::Record => "record",
+        }
+    }
+
+    /// Parses a constructor name.
+    pub fn from_name(name: &str) -> Option<Constructor> {
+        [
+            Constructor::Latin1Bytes,
+            Constructor::Bytes,
+            Constructor::ByteArray,
+            Constructor::Set,
+            Constructor::FrozenSet,
+            Constructor::Complex,
+            Constructor::Record,
+        ]
+        .into_iter()
+        .find(|c| c.name() == name)
+    }
+
+    /// The forms the constructor can serve at all: natives are calls (REDUCE, INST/OBJ);
+    /// a record can take every form.
+    pub fn supported_forms(self) -> Forms {
+        match self {
+            Constructor::Record => Forms::ALL,
+            _ => Forms {
+                reduce: true,
+                inst: true,
+                ..Forms::NONE
+            },
+        }
+    }
+}
+
+/// The ways a global may be used; a policy rule allows a subset.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Forms {
+    /// REDUCE: `callable(*args)`.
+    pub reduce: bool,
+    /// NEWOBJ: `cls.__new__(cls, *args)`.
+    pub newobj: bool,
+    /// NEWOBJ_EX: `cls.__new__(cls, *args, **kwargs)`.
+    pub newobj_ex: bool,
+    /// INST and OBJ (protocol 0/1 instance creation, a call).
+    pub inst: bool,
+    /// BUILD on an object made from this global.
+    pub build: bool,
+    /// APPEND(S) and SETITEM(S) on an object made from this global.
+    pub items: bool,
+}
+
+impl Forms {
+    /// Every form.
+    pub const ALL: Forms = Forms {
+        reduce: true,
+        newobj: true,
+        newobj_ex: true,
+        inst: true,
+        build: true,
+        items: true,
+    };
+    /// No form (the global may only appear as a value).
+    pub const NONE: Forms = Forms {
+        reduce: false,
+        newobj: false,
+        newobj_ex: false,
+        inst: false,
+        build: false,
+        items: false,
+    };
+
+    /// Names as policy files spell them.
+    pub const NAMES: [&'static str; 6] = ["reduce", "newobj", "newobj_ex", "inst", "build", "items"];
+
+    fn set_by_name(&mut self, name: &str) -> bool {
+        let slot = match name {
+            "reduce" => &mut self.reduce,
+            "newobj" => &mut self.newobj,
+            "newobj_ex" => &mut self.newobj_ex,
+            "inst" => &mut self.inst,
+            "build" => &mut self.build,
+            "items" => &mut self.items,
+            _ => return false,
+        };
+        *slot = true;
+        true
+    }
+
+    fn intersect(self, other: Forms) -> Forms {
+        Forms {
+            reduce: self.reduce && other.reduce,
+            newobj: self.newobj && other.newobj,
+            newobj_ex: self.newobj_ex && other.newobj_ex,
+            inst: self.inst && other.inst,
+            build: self.build && other.build,
+            items: self.items && other.items,
+        }
+    }
+}
+
+/// One allowed global.
+#[derive(Clone, Debug)]
+pub struct GlobalRule {
+    /// Module name, exact.
+    pub module: String,
+    /// Qualified name, exact.
+    pub name: String,
+    /// What calling it does.
+    pub constructor: Constructor,
+    /// The forms allowed (always within [`Constructor::supported_forms`]).
+    pub forms: Forms,
+    /// For `record`: the accepted positional arguments, if constrained.
+    pub args: Option<ArgsSchema>,
+}
+
+/// How STRING, BINSTRING and SHORT_BINSTRING (Python 2 `str`) decode.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Python2Str {
+    /// As bytes (the default; CPython's `encoding='bytes'`, which Mitogen uses).
+    Bytes,
+    /// As str, decoded strictly with the encoding (CPython's `encoding=...`).
+    Str(TextEncoding),
+}
+
+/// Encodings a policy may name for Python 2 strings.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TextEncoding {
+    /// `ascii` (CPython's default for `pickle.loads`).
+    Ascii,
+    /// `latin1` / `latin-1`: every byte is a code point.
+    Latin1,
+    /// `utf-8`.
+    Utf8,
+}
+
+/// A policy: see the module docs.
+#[derive(Clone, Debug)]
+pub struct Policy {
+    /// Short name (`"data"`), shown in refusals.
+    pub name: String,
+    /// One line on what it is for.
+    pub description: String,
+    /// How Python 2 strings decode.
+    pub python2_str: Python2Str,
+    /// Extension codes (EXT1/EXT2/EXT4) the policy maps to a global, which must itself be an
+    /// allowed global. Empty by default: every extension code is refused.
+    pub extensions: HashMap<u32, (String, String)>,
+    /// The limits decodes under this policy use by default.
+    pub limits: Limits,
+    rules: Vec<GlobalRule>,
+    lookup: HashMap<String, HashMap<String, usize>>,
+}
+
+/// Names of the built-in policies, each shipped as `policy/NAME.toml`.
+pub const BUILTIN_POLICIES: [&str; 2] = ["data", "strict"];
+
+const DATA_TOML: &str = include_str!("../../policy/data.toml");
+const STRICT_TOML: &str = include_str!("../../policy/strict.toml");
+
+/// A policy file could not be read.
+#[derive(Debug, thiserror::Error)]
+#[error("policy: {0}")]
+pub struct PolicyError(pub String);
+
+impl Policy {
+    /// A policy with no global allowed and default limits.
+    pub fn empty(name: &str) -> Policy {
+        Policy {
+            name: name.to_owned(),
+            description: String::new(),
+            python2_str: Python2Str::Bytes,
+            extensions: HashMap::new(),
+            limits: Limits::default(),
+            rules: Vec::new(),
+            lookup: HashMap::new(),
+        }
+    }
+
+    /// A built-in policy by name (`"data"`, `"strict"`), or `None`.
+    pub fn builtin(name: &str) -> Option<Policy> {
+        let text = match name {
+            "data" => DATA_TOML,
+            "strict" => STRICT_TOML,
+            _ => return None,
+        };
+        Policy::from_toml_str(text).ok()
+    }
+
+    /// The default policy, `data`: plain Python data and the globals needed to express it.
+    pub fn data() -> Policy {
+        Policy::builtin("data").unwrap_or_else(|| Policy::empty("data"))
+    }
+
+    /// The `strict` policy: no global at all.
+    pub fn strict() -> Policy {
+        Policy::builtin("strict").unwrap_or_else(|| Policy::empty("strict"))
+    }
+
+    /// Parses a policy from TOML text (format: see `policy/data.toml` and the README).
+    ///
+    /// # Errors
+    /// [`PolicyError`] naming the first problem: bad TOML, an unknown key, constructor, form,
+    /// limit or encoding, a duplicate global.
+    pub fn from_toml_str(text: &str) -> Result<Policy, PolicyError> {
+        toml_file::parse(text)
+    }
+
+    /// Adds (or replaces) an allowed global.
+    pub fn allow(&mut self, mut rule: GlobalRule) {
+        rule.forms = rule.forms.intersect(rule.constructor.supported_forms());
+        let names = self.lookup.entry(rule.module.clone()).or_default();
+        match names.get(&rule.name) {
+            Some(&i) => {
+                if let Some(slot) = self.rules.get_mut(i) {
+                    *slot = rule;
+                }
+            }
+            None => {
+                names.insert(rule.name.clone(), self.rules.len());
+                self.rules.push(rule);
+            }
+        }
+    }
+
+    /// The rule index allowing `(module, name)`, if any (exact match, as written).
+    pub fn find(&self, module: &str, name: &str) -> Option<usize> {
+        self.lookup.get(module)?.get(name).copied()
+    }
+
+    /// The rule at an index returned by [`Policy::find`].
+    pub fn rule(&self, index: usize) -> Option<&GlobalRule> {
+        self.rules.get(index)
+    }
+
+    /// Every allowed global, in file order.
+    pub fn rules(&self) -> &[GlobalRule] {
+        &self.rules
+    }
+}
+
+impl Default for Policy {
+    fn default() -> Policy {
+        Policy::data()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtins_parse() {
+        for name in BUILTIN_POLICIES {
+            let p = Policy::from_toml_str(match name {
+                "data" => DATA_TOML,
+                _ => STRICT_TOML,
+            })
+            .unwrap();
+            assert_eq!(p.name, name);
+        }
+        let data = Policy::data();
+        let i = data.find("_codecs", "encode").unwrap();
+        assert_eq!(data.rule(i).unwrap().constructor, Constructor::Latin1Bytes);
+        assert!(data.find("__builtin__", "set").is_some());
+        assert!(data.find("builtins", "set").is_some());
+        assert!(data.find("os", "system").is_none());
+        assert!(Policy::strict().rules().is_empty());
+    }
+
+    #[test]
+    fn native_forms_cannot_be_widened() {
+        let p = Policy::from_toml_str(
+            "name = \"x\"\n[[global]]\nmodule = \"builtins\"\nname = \"set\"\nconstructor = \"set\"\nforms = [\"reduce\", \"newobj\", \"build\"]\n",
+        )
+        .unwrap();
+        let r = p.rule(p.find("builtins", "set").unwrap()).unwrap();
+        assert!(r.forms.reduce);
+        assert!(!r.forms.newobj);
+        assert!(!r.forms.build);
+    }
+
+    #[test]
+    fn bad_files_are_refused() {
+        for text in [
+            "name = 1",
+            "name = \"x\"\nbogus = 1",
+            "name = \"x\"\n[[global]]\nmodule = \"a\"\nname = \"b\"\nconstructor = \"eval\"\n",
+            "name = \"x\"\n[[global]]\nmodule = \"a\"\nname = \"b\"\nconstructor = \"record\"\nforms = [\"call\"]\n",
+            "name = \"x\"\n[limits]\nmax_bogus = 1\n",
+            "name = \"x\"\npython2_str = \"str\"\npython2_str_encoding = \"cp1252\"\n",
+            "name = \"x\"\n[[global]]\nmodule = \"a\"\nname = \"b\"\nconstructor = \"set\"\n[[global]]\nmodule = \"a\"\nname = \"b\"\nconstructor = \"set\"\n",
+        ] {
+            assert!(Policy::from_toml_str(text).is_err(), "{text}");
+        }
+    }
+}

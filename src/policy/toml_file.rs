@@ -1,0 +1,159 @@
+//! The TOML form of a policy (`policy/*.toml`), read with serde.
+
+use std::collections::{BTreeMap, HashMap};
+
+use serde::Deserialize;
+
+use super::{
+    ArgSpec, ArgType, ArgsSchema, Constructor, Forms, GlobalRule, Policy, PolicyError,
+    Python2Str, TextEncoding,
+};
+use crate::limits::{LimitName, Limits};
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PolicyFile {
+    name: String,
+    #[serde(default)]
+    description: String,
+    #[serde(default)]
+    python2_str: Option<String>,
+    #[serde(default)]
+    python2_str_encoding: Option<String>,
+    #[serde(default)]
+    persistent_ids: Option<String>,
+    #[serde(default)]
+    limits: BTreeMap<String, u64>,
+    #[serde(default, rename = "global")]
+    globals: Vec<GlobalEntry>,
+    #[serde(default, rename = "extension")]
+    extensions: Vec<ExtensionEntry>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct GlobalEntry {
+    module: String,
+    name: String,
+    constructor: String,
+    #[serde(default)]
+    forms: Option<Vec<String>>,
+    #[serde(default)]
+    args: Option<Vec<ArgEntry>>,
+    #[serde(default)]
+    min_args: Option<usize>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ArgEntry {
+    #[serde(rename = "type")]
+    ty: String,
+    #[serde(default)]
+    nullable: bool,
+    #[serde(default)]
+    min: Option<i64>,
+    #[serde(default)]
+    max: Option<i64>,
+    #[serde(default)]
+    max_len: Option<u64>,
+    #[serde(default)]
+    keys: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ExtensionEntry {
+    code: u32,
+    module: String,
+    name: String,
+}
+
+fn err(msg: impl Into<String>) -> PolicyError {
+    PolicyError(msg.into())
+}
+
+fn arg_type(name: &str) -> Result<ArgType, PolicyError> {
+    ArgType::from_name(name).ok_or_else(|| err(format!("unknown argument type {name:?}")))
+}
+
+pub(super) fn parse(text: &str) -> Result<Policy, PolicyError> {
+    let file: PolicyFile = toml::from_str(text).map_err(|e| err(e.to_string()))?;
+    let mut policy = Policy::empty(&file.name);
+    policy.description = file.description;
+    policy.python2_str = match file.python2_str.as_deref() {
+        None | Some("bytes") => Python2Str::Bytes,
+        Some("str") => Python2Str::Str(match file.python2_str_encoding.as_deref() {
+            None | Some("ascii") => TextEncoding::Ascii,
+            Some("latin1" | "latin-1") => TextEncoding::Latin1,
+            Some("utf-8" | "utf8") => TextEncoding::Utf8,
+            Some(other) => return Err(err(format!("unknown python2_str_encoding {other:?}"))),
+        }),
+        Some(other) => return Err(err(format!("python2_str must be \"bytes\" or \"str\", not {other:?}"))),
+    };
+    match file.persistent_ids.as_deref() {
+        None | Some("reject") => {}
+        Some(other) => return Err(err(format!("persistent_ids can only be \"reject\", not {other:?}"))),
+    }
+    let mut limits = Limits::default();
+    for (name, value) in &file.limits {
+        let limit: LimitName = name.parse().map_err(err)?;
+        limits.set(limit, *value);
+    }
+    policy.limits = limits;
+    let mut seen = HashMap::new();
+    for g in file.globals {
+        let constructor = Constructor::from_name(&g.constructor)
+            .ok_or_else(|| err(format!("unknown constructor {:?} for {}.{}", g.constructor, g.module, g.name)))?;
+        if seen.insert((g.module.clone(), g.name.clone()), ()).is_some() {
+            return Err(err(format!("global {}.{} listed twice", g.module, g.name)));
+        }
+        let forms = match g.forms {
+            None => constructor.supported_forms(),
+            Some(names) => {
+                let mut f = Forms::NONE;
+                for n in &names {
+                    if !f.set_by_name(n) {
+                        return Err(err(format!("unknown form {n:?}; known: {}", Forms::NAMES.join(", "))));
+                    }
+                }
+                f
+            }
+        };
+        let args = match g.args {
+            None => None,
+            Some(entries) => {
+                if constructor != Constructor::Record {
+                    return Err(err(format!("args schemas apply to record globals only ({}.{})", g.module, g.name)));
+                }
+                let mut specs = Vec::with_capacity(entries.len());
+                for a in entries {
+                    specs.push(ArgSpec {
+                        ty: arg_type(&a.ty)?,
+                        nullable: a.nullable,
+                        min: a.min,
+                        max: a.max,
+                        max_len: a.max_len,
+                        keys: a.keys.as_deref().map(arg_type).transpose()?,
+                    });
+                }
+                let min_args = g.min_args.unwrap_or(specs.len());
+                if min_args > specs.len() {
+                    return Err(err(format!("min_args {min_args} is more than the {} args listed", specs.len())));
+                }
+                Some(ArgsSchema { args: specs, min_args })
+            }
+        };
+        policy.allow(GlobalRule {
+            module: g.module,
+            name: g.name,
+            constructor,
+            forms,
+            args,
+        });
+    }
+    for e in file.extensions {
+        policy.extensions.insert(e.code, (e.module, e.name));
+    }
+    Ok(policy)
+}

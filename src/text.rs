@@ -1,0 +1,407 @@
+//! Text and number codecs used by the opcodes: UTF-8 with `surrogatepass`, protocol-0
+//! `raw-unicode-escape`, STRING's escape decoding, decimal ints and floats, and Python's float
+//! `repr`.
+
+use std::borrow::Cow;
+
+use num_bigint::BigInt;
+
+use crate::value::PyStr;
+
+/// Decodes UTF-8 as CPython decodes BINUNICODE (`'utf-8', 'surrogatepass'`): lone surrogates
+/// written as 3-byte sequences (ED A0 80 to ED BF BF) are accepted. Borrows the input.
+///
+/// # Errors
+/// `Err(())` on any other invalid sequence.
+#[allow(clippy::result_unit_err)]
+pub fn decode_utf8_surrogatepass(bytes: &[u8]) -> Result<PyStr<'_>, ()> {
+    match std::str::from_utf8(bytes) {
+        Ok(s) => Ok(PyStr::Utf8(Cow::Borrowed(s))),
+        Err(_) => {
+            validate_surrogatepass(bytes)?;
+            Ok(PyStr::Surrogates(Cow::Borrowed(bytes)))
+        }
+    }
+}
+
+/// Checks that `bytes` is UTF-8 where surrogate code points (U+D800..U+DFFF, ED A0 80..ED BF BF)
+/// are allowed.
+fn validate_surrogatepass(mut bytes: &[u8]) -> Result<(), ()> {
+    loop {
+        match std::str::from_utf8(bytes) {
+            Ok(_) => return Ok(()),
+            Err(e) => {
+                let rest = bytes.get(e.valid_up_to()..).ok_or(())?;
+                match rest {
+                    [0xED, b1, b2, ..] if (0xA0..=0xBF).contains(b1) && (0x80..=0xBF).contains(b2) => {
+                        bytes = rest.get(3..).ok_or(())?;
+                    }
+                    _ => return Err(()),
+                }
+            }
+        }
+    }
+}
+
+/// Appends code point `cp` (any value up to U+10FFFF, surrogates included) to `out` as
+/// `surrogatepass` UTF-8. Returns whether it was a surrogate.
+pub(crate) fn push_code_point(out: &mut Vec<u8>, cp: u32) -> bool {
+    match char::from_u32(cp) {
+        Some(c) => {
+            let mut buf = [0u8; 4];
+            out.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
+            false
+        }
+        None => {
+            // A surrogate: the 3-byte form UTF-8 would give it.
+            out.push(0xE0 | ((cp >> 12) & 0x0F) as u8);
+            out.push(0x80 | ((cp >> 6) & 0x3F) as u8);
+            out.push(0x80 | (cp & 0x3F) as u8);
+            true
+        }
+    }
+}
+
+/// Turns `surrogatepass` UTF-8 built by the decoder into a [`PyStr`].
+pub(crate) fn owned_pystr(bytes: Vec<u8>, has_surrogates: bool) -> PyStr<'static> {
+    if has_surrogates {
+        return PyStr::Surrogates(Cow::Owned(bytes));
+    }
+    match String::from_utf8(bytes) {
+        Ok(s) => PyStr::Utf8(Cow::Owned(s)),
+        Err(e) => PyStr::Surrogates(Cow::Owned(e.into_bytes())),
+    }
+}
+
+/// Decodes the argument of UNICODE as CPython's `raw-unicode-escape` codec does
+/// (`Objects/unicodeobject.c`): bytes are Latin-1 code points, except `\uXXXX` (exactly four
+/// hex digits) and `\UXXXXXXXX` (exactly eight, at most U+10FFFF); a backslash followed by any
+/// other byte is kept with that byte; a lone backslash at the end is kept.
+///
+/// # Errors
+/// `Err(())` for a truncated escape or a code point above U+10FFFF.
+#[allow(clippy::result_unit_err)]
+pub fn decode_raw_unicode_escape(bytes: &[u8]) -> Result<PyStr<'_>, ()> {
+    if bytes.is_ascii() && !bytes.contains(&b'\\') {
+        let s = std::str::from_utf8(bytes).map_err(|_| ())?;
+        return Ok(PyStr::Utf8(Cow::Borrowed(s)));
+    }
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut surrogates = false;
+    let mut i = 0;
+    while let Some(&c) = bytes.get(i) {
+        i += 1;
+        if c != b'\\' {
+            push_code_point(&mut out, u32::from(c));
+            continue;
+        }
+        let Some(&next) = bytes.get(i) else {
+            out.push(b'\\');
+            break;
+        };
+        i += 1;
+        let count = match next {
+            b'u' => 4,
+            b'U' => 8,
+            _ => {
+                out.push(b'\\');
+                push_code_point(&mut out, u32::from(next));
+                continue;
+            }
+        };
+        let hex = bytes.get(i..i + count).ok_or(())?;
+        let mut cp: u32 = 0;
+        for &h in hex {
+            cp = (cp << 4) | (h as char).to_digit(16).ok_or(())?;
+        }
+        if cp > 0x10FFFF {
+            return Err(());
+        }
+        i += count;
+        surrogates |= push_code_point(&mut out, cp);
+    }
+    Ok(owned_pystr(out, surrogates))
+}
+
+/// Decodes the body of a STRING argument (quotes removed) as CPython's
+/// `PyBytes_DecodeEscape` does: `\\ \' \" \a \b \f \n \r \t \v`, `\xHH` (exactly two hex
+/// digits), octal `\O`, `\OO`, `\OOO` (values above 0o377 keep their low 8 bits, as CPython
+/// does), backslash-newline is dropped, and any other escape is kept as written.
+///
+/// # Errors
+/// `Err(())` for a bad `\x` escape or a lone backslash at the end.
+#[allow(clippy::result_unit_err)]
+pub fn decode_string_escape(bytes: &[u8]) -> Result<Cow<'_, [u8]>, ()> {
+    if !bytes.contains(&b'\\') {
+        return Ok(Cow::Borrowed(bytes));
+    }
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while let Some(&c) = bytes.get(i) {
+        i += 1;
+        if c != b'\\' {
+            out.push(c);
+            continue;
+        }
+        let next = *bytes.get(i).ok_or(())?;
+        i += 1;
+        match next {
+            b'\n' => {}
+            b'\\' => out.push(b'\\'),
+            b'\'' => out.push(b'\''),
+            b'"' => out.push(b'"'),
+            b'b' => out.push(0x08),
+            b'f' => out.push(0x0C),
+            b't' => out.push(b'\t'),
+            b'n' => out.push(b'\n'),
+            b'r' => out.push(b'\r'),
+            b'v' => out.push(0x0B),
+            b'a' => out.push(0x07),
+            b'0'..=b'7' => {
+                let mut v = u32::from(next - b'0');
+                for _ in 0..2 {
+                    match bytes.get(i) {
+                        Some(&d @ b'0'..=b'7') => {
+                            v = v * 8 + u32::from(d - b'0');
+                            i += 1;
+                        }
+                        _ => break,
+                    }
+                }
+                out.push((v & 0xFF) as u8);
+            }
+            b'x' => {
+                let hex = bytes.get(i..i + 2).ok_or(())?;
+                let hi = (hex.first().copied().ok_or(())? as char)
+                    .to_digit(16)
+                    .ok_or(())?;
+                let lo = (hex.get(1).copied().ok_or(())? as char)
+                    .to_digit(16)
+                    .ok_or(())?;
+                out.push((hi * 16 + lo) as u8);
+                i += 2;
+            }
+            other => {
+                out.push(b'\\');
+                out.push(other);
+            }
+        }
+    }
+    Ok(Cow::Owned(out))
+}
+
+/// A parsed int: small or big.
+#[derive(Debug, PartialEq)]
+pub enum ParsedInt {
+    /// Fits in i64.
+    Small(i64),
+    /// Outside the i64 range.
+    Big(BigInt),
+}
+
+/// Why number text was refused.
+#[derive(Debug, PartialEq)]
+pub enum NumberError {
+    /// Not `[+-]?[0-9]+`.
+    Invalid,
+    /// More digits than allowed (the count of digits).
+    TooManyDigits(u64),
+}
+
+/// Parses decimal int text `[+-]?[0-9]+` (leading zeros allowed and read as decimal, as in
+/// CPython after the fix that stopped INT text being read with base 0; no whitespace, no
+/// underscores, no NUL). `max_digits` bounds the digits before any conversion.
+///
+/// # Errors
+/// [`NumberError`].
+pub fn parse_decimal_int(text: &[u8], max_digits: u64) -> Result<ParsedInt, NumberError> {
+    let digits = match text.first() {
+        Some(b'+' | b'-') => text.get(1..).unwrap_or_default(),
+        _ => text,
+    };
+    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
+        return Err(NumberError::Invalid);
+    }
+    if digits.len() as u64 > max_digits {
+        return Err(NumberError::TooManyDigits(digits.len() as u64));
+    }
+    let s = std::str::from_utf8(text).map_err(|_| NumberError::Invalid)?;
+    if let Ok(v) = s.parse::<i64>() {
+        return Ok(ParsedInt::Small(v));
+    }
+    BigInt::parse_bytes(text, 10)
+        .map(ParsedInt::Big)
+        .ok_or(NumberError::Invalid)
+}
+
+/// Parses FLOAT text as CPython's `PyOS_string_to_double` does for the FLOAT opcode: decimal or
+/// exponent notation, `inf`, `infinity`, `nan` (any case, optional sign); no whitespace; a
+/// finite text that overflows is refused (CPython raises OverflowError).
+///
+/// # Errors
+/// `Err(())` when the text is not a float.
+#[allow(clippy::result_unit_err)]
+pub fn parse_float(text: &[u8]) -> Result<f64, ()> {
+    let s = std::str::from_utf8(text).map_err(|_| ())?;
+    let body = s.strip_prefix(['+', '-']).unwrap_or(s);
+    let named = ["inf", "infinity", "nan"]
+        .iter()
+        .any(|n| body.eq_ignore_ascii_case(n));
+    if !named
+        && !body
+            .bytes()
+            .all(|b| b.is_ascii_digit() || matches!(b, b'.' | b'e' | b'E' | b'+' | b'-'))
+    {
+        return Err(());
+    }
+    let v: f64 = s.parse().map_err(|_| ())?;
+    if v.is_infinite() && !named {
+        return Err(());
+    }
+    Ok(v)
+}
+
+/// Python's `repr()` of a float (`float_repr` with the `'r'` format: shortest round-trip
+/// digits; positional notation when the decimal exponent is in -4 < exp <= 16, else
+/// `d.ddde+XX`; `inf`, `-inf`, `nan`).
+pub fn float_repr(x: f64) -> String {
+    if x.is_nan() {
+        return "nan".into();
+    }
+    if x.is_infinite() {
+        return if x > 0.0 { "inf".into() } else { "-inf".into() };
+    }
+    if x == 0.0 {
+        return if x.is_sign_negative() {
+            "-0.0".into()
+        } else {
+            "0.0".into()
+        };
+    }
+    let e = format!("{:e}", x.abs());
+    let (mant, exp) = e.split_once('e').unwrap_or((&e, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    let digits: String = mant.chars().filter(char::is_ascii_digit).collect();
+    let decpt = exp + 1;
+    let mut out = String::new();
+    if x < 0.0 {
+        out.push('-');
+    }
+    let n = digits.len() as i32;
+    if -4 < decpt && decpt <= 16 {
+        if decpt <= 0 {
+            out.push_str("0.");
+            out.extend(std::iter::repeat_n('0', (-decpt) as usize));
+            out.push_str(&digits);
+        } else if decpt >= n {
+            out.push_str(&digits);
+            out.extend(std::iter::repeat_n('0', (decpt - n) as usize));
+            out.push_str(".0");
+        } else {
+            let (a, b) = digits.split_at(decpt as usize);
+            out.push_str(a);
+            out.push('.');
+            out.push_str(b);
+        }
+    } else {
+        let (first, rest) = digits.split_at(1.min(digits.len()));
+        out.push_str(first);
+        if !rest.is_empty() {
+            out.push('.');
+            out.push_str(rest);
+        }
+        out.push('e');
+        out.push(if exp < 0 { '-' } else { '+' });
+        out.push_str(&format!("{:02}", exp.abs()));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn float_repr_matches_python() {
+        for (x, want) in [
+            (1.5, "1.5"),
+            (1e16, "1e+16"),
+            (1e15, "1000000000000000.0"),
+            (1e-5, "1e-05"),
+            (0.0001, "0.0001"),
+            (0.1, "0.1"),
+            (-0.0, "-0.0"),
+            (5e-324, "5e-324"),
+            (1.7976931348623157e308, "1.7976931348623157e+308"),
+            (123456789.125, "123456789.125"),
+            (f64::NAN, "nan"),
+            (f64::NEG_INFINITY, "-inf"),
+            (-2.5e-7, "-2.5e-07"),
+        ] {
+            assert_eq!(float_repr(x), want);
+        }
+    }
+
+    #[test]
+    fn surrogatepass_accepts_lone_surrogates_only() {
+        assert!(matches!(
+            decode_utf8_surrogatepass(b"a\xed\xa0\x80b"),
+            Ok(PyStr::Surrogates(_))
+        ));
+        assert!(decode_utf8_surrogatepass(b"\xc0\x80").is_err());
+        assert!(decode_utf8_surrogatepass(b"\xed\xa0").is_err());
+        assert!(decode_utf8_surrogatepass(b"\xff").is_err());
+    }
+
+    #[test]
+    fn raw_unicode_escape_rules() {
+        let s = decode_raw_unicode_escape(b"a\\u00e9\\U0001f600\\\\x\\").unwrap();
+        assert_eq!(s.as_str(), Some("a\u{e9}\u{1f600}\\\\x\\"));
+        assert!(decode_raw_unicode_escape(b"\\u12").is_err());
+        assert!(decode_raw_unicode_escape(b"\\U00110000").is_err());
+        let s = decode_raw_unicode_escape(b"\\ud800").unwrap();
+        assert_eq!(s.as_bytes(), b"\xed\xa0\x80");
+        assert_eq!(
+            decode_raw_unicode_escape(b"\xe9").unwrap().as_str(),
+            Some("\u{e9}")
+        );
+    }
+
+    #[test]
+    fn string_escape_rules() {
+        assert_eq!(
+            &*decode_string_escape(b"a\\n\\x41\\101\\777\\q\\\nz").unwrap(),
+            b"a\nAA\xff\\qz"
+        );
+        assert!(decode_string_escape(b"\\x4").is_err());
+        assert!(decode_string_escape(b"\\").is_err());
+    }
+
+    #[test]
+    fn decimal_ints() {
+        assert_eq!(parse_decimal_int(b"010", 10), Ok(ParsedInt::Small(10)));
+        assert_eq!(parse_decimal_int(b"-5", 10), Ok(ParsedInt::Small(-5)));
+        assert_eq!(parse_decimal_int(b"0x10", 10), Err(NumberError::Invalid));
+        assert_eq!(parse_decimal_int(b"1\x002", 10), Err(NumberError::Invalid));
+        assert_eq!(parse_decimal_int(b" 1", 10), Err(NumberError::Invalid));
+        assert_eq!(
+            parse_decimal_int(b"12345", 4),
+            Err(NumberError::TooManyDigits(5))
+        );
+        assert!(matches!(
+            parse_decimal_int(b"99999999999999999999", 100),
+            Ok(ParsedInt::Big(_))
+        ));
+    }
+
+    #[test]
+    fn floats() {
+        assert_eq!(parse_float(b"1.5"), Ok(1.5));
+        assert!(parse_float(b"-inf").unwrap().is_infinite());
+        assert!(parse_float(b"nan").unwrap().is_nan());
+        assert!(parse_float(b"1e999").is_err());
+        assert!(parse_float(b" 1").is_err());
+        assert!(parse_float(b"1_0").is_err());
+        assert!(parse_float(b"0x1p3").is_err());
+    }
+}

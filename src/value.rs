@@ -1,0 +1,263 @@
+//! The decoded document: an arena of values.
+//!
+//! Values live in one `Vec` ([`Document::nodes`]); containers hold [`NodeId`]s. The memo holds
+//! node ids too, so a value reached through the memo twice is the same node (shared references
+//! and cycles are kept as the graph they are, never deep-copied). Bytes and text are borrowed
+//! from the input where the pickle holds them verbatim (`Cow::Borrowed`).
+
+use std::borrow::Cow;
+
+use num_bigint::BigInt;
+
+/// The index of a value in its [`Document`]'s arena.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct NodeId(pub(crate) u32);
+
+impl NodeId {
+    /// The position in [`Document::nodes`].
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+/// A Python `str`. Pickle can carry lone surrogates (CPython decodes BINUNICODE with
+/// `surrogatepass`), which Rust's `str` cannot hold, so such text is kept as its
+/// `surrogatepass` UTF-8 bytes (surrogates as 3-byte sequences ED A0 80 ... ED BF BF).
+/// Each code point is encoded on its own, so two `PyStr` are equal as Python strings exactly
+/// when their bytes are equal.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PyStr<'a> {
+    /// Text without lone surrogates.
+    Utf8(Cow<'a, str>),
+    /// Text holding at least one lone surrogate, as `surrogatepass` UTF-8 bytes.
+    Surrogates(Cow<'a, [u8]>),
+}
+
+impl PyStr<'_> {
+    /// The `surrogatepass` UTF-8 bytes of the text (plain UTF-8 when it has no surrogates).
+    pub fn as_bytes(&self) -> &[u8] {
+        match self {
+            PyStr::Utf8(s) => s.as_bytes(),
+            PyStr::Surrogates(b) => b,
+        }
+    }
+
+    /// The text as `&str`, or `None` when it holds a lone surrogate.
+    pub fn as_str(&self) -> Option<&str> {
+        match self {
+            PyStr::Utf8(s) => Some(s),
+            PyStr::Surrogates(_) => None,
+        }
+    }
+}
+
+/// How a record object was made, as TYPED_JSON.md's `kind` names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CallKind {
+    /// REDUCE, INST or OBJ: `callable(*args)`.
+    Reduce,
+    /// NEWOBJ: `cls.__new__(cls, *args)`.
+    NewObj,
+    /// NEWOBJ_EX: `cls.__new__(cls, *args, **kwargs)`.
+    NewObjEx,
+}
+
+impl CallKind {
+    /// `"reduce"`, `"newobj"` or `"newobj_ex"`.
+    pub fn name(self) -> &'static str {
+        match self {
+            CallKind::Reduce => "reduce",
+            CallKind::NewObj => "newobj",
+            CallKind::NewObjEx => "newobj_ex",
+        }
+    }
+}
+
+/// An object that the policy keeps as a record (constructor `record`): the call that made it
+/// and what was done to it afterwards, as plain data. Nothing is ever called.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Object {
+    /// How it was made.
+    pub kind: CallKind,
+    /// The global that was called (a [`Value::Global`] node).
+    pub callable: NodeId,
+    /// The positional arguments (a [`Value::Tuple`] node).
+    pub args: NodeId,
+    /// The keyword arguments (a [`Value::Dict`] node), NEWOBJ_EX only.
+    pub kwargs: Option<NodeId>,
+    /// The state given by the last BUILD, if any.
+    pub state: Option<NodeId>,
+    /// Items added by APPEND/APPENDS.
+    pub listitems: Vec<NodeId>,
+    /// Pairs added by SETITEM/SETITEMS.
+    pub dictitems: Vec<(NodeId, NodeId)>,
+}
+
+/// A global (class or function) named by GLOBAL, STACK_GLOBAL, INST or an extension code and
+/// allowed by the policy. Module and name are exactly as written in the stream.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Global<'a> {
+    /// Module name (`"__builtin__"`, `"collections"`).
+    pub module: Cow<'a, str>,
+    /// Qualified name (`"set"`, `"OrderedDict"`).
+    pub name: Cow<'a, str>,
+    /// Index of the policy rule that allowed it.
+    pub(crate) rule: usize,
+}
+
+/// The items of a dict in insertion order, with the index the decoder used to apply Python's
+/// key equality (`1`, `1.0` and `True` are one key; the first key object is kept, the last
+/// value wins).
+#[derive(Clone, Debug, Default)]
+pub struct DictItems {
+    /// Key-value pairs in insertion order.
+    pub items: Vec<(NodeId, NodeId)>,
+    pub(crate) index: crate::keys::KeyIndex,
+}
+
+/// The items of a set or frozenset in insertion order (duplicates under Python equality are
+/// dropped, the first kept).
+#[derive(Clone, Debug, Default)]
+pub struct SetItems {
+    /// Items in insertion order.
+    pub items: Vec<NodeId>,
+    pub(crate) index: crate::keys::KeyIndex,
+}
+
+/// One decoded Python value.
+#[derive(Clone, Debug)]
+pub enum Value<'a> {
+    /// `None`.
+    None,
+    /// `True` or `False`.
+    Bool(bool),
+    /// An int that fits in 64 bits.
+    Int(i64),
+    /// An int outside the 64-bit range (never one that fits; ints are kept normalised).
+    BigInt(Box<BigInt>),
+    /// A float (IEEE-754 binary64, NaN payloads and -0.0 kept).
+    Float(f64),
+    /// A complex number (real, imaginary), from `complex(re, im)`.
+    Complex(f64, f64),
+    /// A str.
+    Str(PyStr<'a>),
+    /// A bytes object.
+    Bytes(Cow<'a, [u8]>),
+    /// A bytearray.
+    ByteArray(Vec<u8>),
+    /// A list.
+    List(Vec<NodeId>),
+    /// A tuple.
+    Tuple(Vec<NodeId>),
+    /// A dict.
+    Dict(Box<DictItems>),
+    /// A set.
+    Set(Box<SetItems>),
+    /// A frozenset.
+    FrozenSet(Box<SetItems>),
+    /// A global used as a value (or as the callable of a record).
+    Global(Box<Global<'a>>),
+    /// A record object.
+    Object(Box<Object>),
+}
+
+impl Value<'_> {
+    /// The Python type name (`"list"`, `"str"`), or `"object"` for a record.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Value::None => "NoneType",
+            Value::Bool(_) => "bool",
+            Value::Int(_) | Value::BigInt(_) => "int",
+            Value::Float(_) => "float",
+            Value::Complex(..) => "complex",
+            Value::Str(_) => "str",
+            Value::Bytes(_) => "bytes",
+            Value::ByteArray(_) => "bytearray",
+            Value::List(_) => "list",
+            Value::Tuple(_) => "tuple",
+            Value::Dict(_) => "dict",
+            Value::Set(_) => "set",
+            Value::FrozenSet(_) => "frozenset",
+            Value::Global(_) => "global",
+            Value::Object(_) => "object",
+        }
+    }
+
+    /// Whether the value is mutable in Python (list, dict, set, bytearray, record object): the
+    /// values whose identity matters.
+    pub fn is_mutable(&self) -> bool {
+        matches!(
+            self,
+            Value::List(_) | Value::Dict(_) | Value::Set(_) | Value::ByteArray(_) | Value::Object(_)
+        )
+    }
+
+    /// Calls `f` on every node this value refers to, in document order (items in order; for a
+    /// dict key then value; for an object callable, args, kwargs, state, listitems, dictitems).
+    pub fn for_each_child(&self, mut f: impl FnMut(NodeId)) {
+        match self {
+            Value::List(items) | Value::Tuple(items) => items.iter().copied().for_each(f),
+            Value::Dict(d) => {
+                for &(k, v) in &d.items {
+                    f(k);
+                    f(v);
+                }
+            }
+            Value::Set(s) | Value::FrozenSet(s) => s.items.iter().copied().for_each(f),
+            Value::Object(o) => {
+                f(o.callable);
+                f(o.args);
+                if let Some(k) = o.kwargs {
+                    f(k);
+                }
+                if let Some(s) = o.state {
+                    f(s);
+                }
+                o.listitems.iter().copied().for_each(&mut f);
+                for &(k, v) in &o.dictitems {
+                    f(k);
+                    f(v);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// A decoded pickle (or a stream of pickles sharing one memo): the arena and its roots.
+#[derive(Debug)]
+pub struct Document<'a> {
+    pub(crate) nodes: Vec<Value<'a>>,
+    pub(crate) roots: Vec<NodeId>,
+    /// Whether the input was decoded as a stream of pickles (typed JSON then writes `values`).
+    pub(crate) stream: bool,
+}
+
+impl<'a> Document<'a> {
+    /// Every value created while decoding, including ones that were popped and are not
+    /// reachable from a root.
+    pub fn nodes(&self) -> &[Value<'a>] {
+        &self.nodes
+    }
+
+    /// The value of each pickle, in stream order (one root unless decoded as a stream).
+    pub fn roots(&self) -> &[NodeId] {
+        &self.roots
+    }
+
+    /// Whether the document was decoded as a stream (several pickles sharing one memo).
+    pub fn is_stream(&self) -> bool {
+        self.stream
+    }
+
+    /// The value of the (first) pickle.
+    pub fn root(&self) -> Option<NodeId> {
+        self.roots.first().copied()
+    }
+
+    /// The value at `id`. Ids come from this document, so the lookup cannot fail for them; an
+    /// id from another document gives `None` when out of range.
+    pub fn get(&self, id: NodeId) -> Option<&Value<'a>> {
+        self.nodes.get(id.index())
+    }
+}
