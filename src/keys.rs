@@ -301,14 +301,6 @@ pub(crate) fn index_insert(index: &mut KeyIndex, h: u64, pos: u32) {
     index.insert_unique(h, (h, pos), |&(eh, _)| eh);
 }
 
-/// Converts an integral float to an int value if exact, for constructors.
-pub(crate) fn f64_to_i64_exact(x: f64) -> Option<i64> {
-    match float_num(x) {
-        Num::I(i) => Some(i),
-        _ => None,
-    }
-}
-
 /// The f64 nearest to a big int, or `None` if out of range (CPython's OverflowError).
 pub(crate) fn bigint_to_f64(b: &BigInt) -> Option<f64> {
     b.to_f64().filter(|x| x.is_finite())

@@ -1,1 +1,13 @@
-fn main(){}
+//! The `picklewarden` command-line tool: `check` and `decode` pickle files under a policy.
+//! `main` only dispatches; each subcommand lives in `src/cli/`.
+
+mod cli;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+fn main() -> ExitCode {
+    let args = cli::Cli::parse();
+    cli::run(args)
+}

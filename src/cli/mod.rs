@@ -1,0 +1,192 @@
+//! Command-line interface: options shared by the subcommands, input reading and exit codes.
+//!
+//! Exit status (documented in `--help` and the README): 0 accepted, 1 refused (the reason on
+//! stderr), 2 usage or I/O error.
+
+mod check;
+mod decode;
+
+use std::fs::File;
+use std::io::{self, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+use picklewarden::{Document, Error, Limits, Policy};
+
+const EXIT_STATUS: &str = "\
+Exit status:
+  0  accepted (decode: the value was written)
+  1  refused: the input is malformed, truncated, over a limit or denied by the policy;
+     the reason, its kind, category, byte offset and opcode are written to stderr
+  2  usage error, unreadable policy file, or I/O error";
+
+/// Decode Python pickle data from untrusted peers safely: no code runs, only allowlisted
+/// globals are accepted, every resource is bounded.
+#[derive(Parser, Debug)]
+#[command(name = "picklewarden", version, about, after_help = EXIT_STATUS)]
+pub(crate) struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Fully decode a pickle under a policy, with every check, and discard the result.
+    #[command(after_help = concat!(
+        "Examples:\n",
+        "  picklewarden check tests/corpus/good/mixed_bag.p2.c.pkl\n",
+        "  picklewarden check --policy strict --limit max_nesting_depth=50 data.pkl\n",
+        "  cat stream.bin | picklewarden check --stream -\n\n",
+        "Exit status:\n",
+        "  0  accepted\n  1  refused (reason on stderr)\n  2  usage or I/O error"))]
+    Check(check::Opts),
+    /// Decode a pickle under a policy and print its value as typed JSON or Python-like repr.
+    #[command(after_help = concat!(
+        "Examples:\n",
+        "  picklewarden decode tests/corpus/good/mixed_bag.p2.c.pkl\n",
+        "  picklewarden decode --format repr --policy strict data.pkl\n",
+        "  picklewarden decode --stream --limit max_input_bytes=1M - < stream.bin\n\n",
+        "Exit status:\n",
+        "  0  decoded (the value is on stdout)\n  1  refused (reason on stderr)\n  2  usage or I/O error"))]
+    Decode(decode::Opts),
+}
+
+/// Options shared by `check` and `decode`.
+#[derive(Args, Debug)]
+pub(crate) struct Common {
+    /// Policy: a built-in name (data, strict) or a TOML policy file.
+    #[arg(long, default_value = "data", value_name = "NAME|FILE")]
+    policy: String,
+    /// Override one limit, e.g. `max_nesting_depth=100` or `max_input_bytes=64M`
+    /// (repeatable). Names: max_input_bytes, max_nesting_depth, max_stack_len,
+    /// max_memo_entries, max_container_items, max_nodes, max_alloc_bytes,
+    /// max_long_text_digits, max_long_bytes, max_opcodes.
+    #[arg(long = "limit", value_name = "NAME=VALUE")]
+    limits: Vec<String>,
+    /// The input holds several pickles one after another sharing one memo (as Mitogen's
+    /// unpickle_iter reads a message); without it, anything after the first STOP is refused.
+    #[arg(long)]
+    stream: bool,
+    /// Out-of-band buffer for NEXT_BUFFER (protocol 5), in order (repeatable).
+    #[arg(long = "buffer", value_name = "FILE")]
+    buffers: Vec<PathBuf>,
+    /// The pickle file, or `-` for standard input.
+    #[arg(value_name = "FILE|-")]
+    input: PathBuf,
+}
+
+/// A usage or I/O failure (exit 2).
+pub(crate) struct Fatal(String);
+
+impl Common {
+    fn policy(&self) -> Result<Policy, Fatal> {
+        if let Some(p) = Policy::builtin(&self.policy) {
+            return Ok(p);
+        }
+        let path = Path::new(&self.policy);
+        if !path.exists() {
+            return Err(Fatal(format!(
+                "no built-in policy {:?} (built-in: {}) and no such file",
+                self.policy,
+                picklewarden::policy::BUILTIN_POLICIES.join(", ")
+            )));
+        }
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| Fatal(format!("cannot read policy {}: {e}", path.display())))?;
+        Policy::from_toml_str(&text).map_err(|e| Fatal(format!("{}: {e}", path.display())))
+    }
+
+    fn limits(&self, policy: &Policy) -> Result<Limits, Fatal> {
+        let mut limits = policy.limits;
+        for l in &self.limits {
+            limits.set_from_str(l).map_err(|e| Fatal(format!("--limit: {e}")))?;
+        }
+        Ok(limits)
+    }
+}
+
+/// Reads at most `max + 1` bytes, so that an oversized input is refused by the decoder's
+/// `max_input_bytes` check without reading it all.
+fn read_input(path: &Path, max: u64) -> Result<Vec<u8>, Fatal> {
+    let mut buf = Vec::new();
+    let cap = max.saturating_add(1);
+    let res = if path.as_os_str() == "-" {
+        io::stdin().lock().take(cap).read_to_end(&mut buf)
+    } else {
+        File::open(path).and_then(|f| f.take(cap).read_to_end(&mut buf))
+    };
+    res.map_err(|e| Fatal(format!("cannot read {}: {e}", path.display())))?;
+    Ok(buf)
+}
+
+/// Decodes the input named by `common`, then hands the document to `then`.
+fn with_document(
+    common: &Common,
+    then: impl FnOnce(&Document<'_>) -> io::Result<()>,
+) -> Result<Result<(), Error>, Fatal> {
+    let policy = common.policy()?;
+    let limits = common.limits(&policy)?;
+    let input = read_input(&common.input, limits.max_input_bytes)?;
+    let mut buffers = Vec::new();
+    for b in &common.buffers {
+        buffers.push(read_input(b, limits.max_input_bytes)?);
+    }
+    let mut decoder = picklewarden::Decoder::new(&input, &policy).limits(limits);
+    if !common.buffers.is_empty() {
+        decoder = decoder.buffers(buffers.iter().map(Vec::as_slice).collect());
+    }
+    let doc = match if common.stream {
+        decoder.decode_stream()
+    } else {
+        decoder.decode()
+    } {
+        Ok(doc) => doc,
+        Err(e) => return Ok(Err(e)),
+    };
+    match then(&doc) {
+        Ok(()) => Ok(Ok(())),
+        // Quiet exit when the reader of our output went away (e.g. `| head`).
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(Ok(())),
+        Err(e) => Err(Fatal(format!("cannot write output: {e}"))),
+    }
+}
+
+fn report_refusal(input: &Path, e: &Error) {
+    let mut stderr = io::stderr().lock();
+    let _ = writeln!(
+        stderr,
+        "picklewarden: {}: refused ({}, {}): {e}",
+        input.display(),
+        e.category().name(),
+        e.kind().name()
+    );
+}
+
+pub(crate) fn run(cli: Cli) -> ExitCode {
+    let (common, result) = match &cli.command {
+        Command::Check(o) => (&o.common, check::run(o)),
+        Command::Decode(o) => (&o.common, decode::run(o)),
+    };
+    match result {
+        Ok(Ok(())) => ExitCode::SUCCESS,
+        Ok(Err(e)) => {
+            report_refusal(&common.input, &e);
+            ExitCode::from(1)
+        }
+        Err(Fatal(msg)) => {
+            let _ = writeln!(io::stderr().lock(), "picklewarden: error: {msg}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_definition_is_valid() {
+        super::Cli::command().debug_assert();
+    }
+}
