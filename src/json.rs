@@ -121,8 +121,10 @@ impl<'d, 'a> Writer<'d, 'a> {
                 })
                 .collect();
             keyed.sort();
-            self.set_orders
-                .insert(NodeId(i as u32), keyed.into_iter().map(|(_, id)| id).collect());
+            self.set_orders.insert(
+                NodeId(i as u32),
+                keyed.into_iter().map(|(_, id)| id).collect(),
+            );
         }
     }
 
@@ -294,7 +296,12 @@ fn push_pairs(tasks: &mut Vec<Task>, pairs: &[(NodeId, NodeId)]) {
 }
 
 fn write_float_fields(out: &mut String, x: f64) {
-    let _ = write!(out, ",\"bits\":\"{:016x}\",\"repr\":\"{}\"", x.to_bits(), float_repr(x));
+    let _ = write!(
+        out,
+        ",\"bits\":\"{:016x}\",\"repr\":\"{}\"",
+        x.to_bits(),
+        float_repr(x)
+    );
 }
 
 const HEX: &[u8; 16] = b"0123456789abcdef";
@@ -304,7 +311,9 @@ pub(crate) fn write_hex(out: &mut String, bytes: &[u8]) {
     out.reserve(bytes.len() * 2);
     for &b in bytes {
         for nibble in [b >> 4, b & 15] {
-            out.push(char::from(HEX.get(usize::from(nibble)).copied().unwrap_or(b'0')));
+            out.push(char::from(
+                HEX.get(usize::from(nibble)).copied().unwrap_or(b'0'),
+            ));
         }
     }
 }

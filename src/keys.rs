@@ -35,7 +35,9 @@ enum Num {
 
 fn float_num(x: f64) -> Num {
     if x.is_finite() && x.fract() == 0.0 {
-        if (-9.223_372_036_854_775_808e18..9.223_372_036_854_775_808e18).contains(&x) {
+        // 2**63, exactly representable.
+        let bound = -(i64::MIN as f64);
+        if (-bound..bound).contains(&x) {
             // In range and integral: exact conversion.
             return Num::I(x as i64);
         }

@@ -20,8 +20,8 @@
 #![forbid(unsafe_code)]
 
 pub mod error;
-mod keys;
 pub mod json;
+mod keys;
 pub mod limits;
 mod machine;
 pub mod opcode;

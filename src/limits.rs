@@ -263,7 +263,11 @@ fn parse_size(text: &str) -> Option<u64> {
         b'G' | b'g' => (text.get(..text.len() - 1)?, 1u64 << 30),
         _ => (text, 1),
     };
-    digits.replace('_', "").parse::<u64>().ok()?.checked_mul(scale)
+    digits
+        .replace('_', "")
+        .parse::<u64>()
+        .ok()?
+        .checked_mul(scale)
 }
 
 #[cfg(test)]

@@ -28,9 +28,7 @@ use crate::limits::{LimitName, Limits};
 use crate::opcode::Opcode;
 use crate::policy::{Constructor, Policy, Python2Str, TextEncoding};
 use crate::text::{self, NumberError, ParsedInt};
-use crate::value::{
-    CallKind, DictItems, Document, Global, NodeId, Object, PyStr, SetItems, Value,
-};
+use crate::value::{CallKind, DictItems, Document, Global, NodeId, Object, PyStr, SetItems, Value};
 
 /// Bytes charged per node (the arena slot).
 const NODE_BYTES: u64 = mem::size_of::<Value<'static>>() as u64;
@@ -95,7 +93,11 @@ impl<'a, 'p> Decoder<'a, 'p> {
         let mut m = Machine::new(self.input, self.policy, self.limits, self.buffers)?;
         let root = m.run()?;
         if m.pos < m.input.len() {
-            return Err(Error::new(ErrorKind::TrailingData, m.pos as u64, m.byte_at(m.pos)));
+            return Err(Error::new(
+                ErrorKind::TrailingData,
+                m.pos as u64,
+                m.byte_at(m.pos),
+            ));
         }
         Ok(m.finish(vec![root], false))
     }
@@ -341,7 +343,9 @@ impl<'a, 'p> Machine<'a, 'p> {
         if self.stack.len() <= self.fence() {
             return Err(self.err(ErrorKind::StackUnderflow));
         }
-        self.stack.pop().ok_or_else(|| self.err(ErrorKind::StackUnderflow))
+        self.stack
+            .pop()
+            .ok_or_else(|| self.err(ErrorKind::StackUnderflow))
     }
 
     fn top(&self) -> Result<NodeId> {
@@ -399,7 +403,9 @@ impl<'a, 'p> Machine<'a, 'p> {
     }
 
     fn get(&self, id: NodeId) -> Result<&Value<'a>> {
-        self.nodes.get(id.index()).ok_or_else(|| self.err(internal()))
+        self.nodes
+            .get(id.index())
+            .ok_or_else(|| self.err(internal()))
     }
 
     fn get_mut(&mut self, id: NodeId) -> Result<&mut Value<'a>> {
@@ -419,11 +425,15 @@ impl<'a, 'p> Machine<'a, 'p> {
         let pairs = flat.len() / 2;
         self.check_items(d.items.len() + pairs)?;
         self.charge(pairs as u64 * KEYED_BYTES)?;
-        d.items.try_reserve(pairs).map_err(|_| self.limit(LimitName::MaxAllocBytes, self.alloc))?;
+        d.items
+            .try_reserve(pairs)
+            .map_err(|_| self.limit(LimitName::MaxAllocBytes, self.alloc))?;
         let ops = self.keys();
         for pair in flat.chunks_exact(2) {
             let &[k, v] = pair else { continue };
-            let h = ops.hash(k).map_err(|_| self.err(ErrorKind::UnhashableKey))?;
+            let h = ops
+                .hash(k)
+                .map_err(|_| self.err(ErrorKind::UnhashableKey))?;
             let items = &d.items;
             match ops.find(&d.index, h, k, |pos| items.get(pos as usize).map(|e| e.0)) {
                 Some(pos) => {
@@ -444,12 +454,19 @@ impl<'a, 'p> Machine<'a, 'p> {
     fn set_insert(&mut self, s: &mut SetItems, items: &[NodeId]) -> Result<()> {
         self.check_items(s.items.len() + items.len())?;
         self.charge(items.len() as u64 * KEYED_BYTES)?;
-        s.items.try_reserve(items.len()).map_err(|_| self.limit(LimitName::MaxAllocBytes, self.alloc))?;
+        s.items
+            .try_reserve(items.len())
+            .map_err(|_| self.limit(LimitName::MaxAllocBytes, self.alloc))?;
         let ops = self.keys();
         for &k in items {
-            let h = ops.hash(k).map_err(|_| self.err(ErrorKind::UnhashableKey))?;
+            let h = ops
+                .hash(k)
+                .map_err(|_| self.err(ErrorKind::UnhashableKey))?;
             let existing = &s.items;
-            if ops.find(&s.index, h, k, |pos| existing.get(pos as usize).copied()).is_none() {
+            if ops
+                .find(&s.index, h, k, |pos| existing.get(pos as usize).copied())
+                .is_none()
+            {
                 index_insert(&mut s.index, h, s.items.len() as u32);
                 s.items.push(k);
             }
@@ -460,13 +477,27 @@ impl<'a, 'p> Machine<'a, 'p> {
     fn new_set(&mut self, items: &[NodeId], frozen: bool) -> Result<NodeId> {
         let mut s = Box::<SetItems>::default();
         self.set_insert(&mut s, items)?;
-        self.node(if frozen { Value::FrozenSet(s) } else { Value::Set(s) }, 0)
+        self.node(
+            if frozen {
+                Value::FrozenSet(s)
+            } else {
+                Value::Set(s)
+            },
+            0,
+        )
     }
 
     fn new_seq(&mut self, items: Vec<NodeId>, tuple: bool) -> Result<NodeId> {
         self.check_items(items.len())?;
         let extra = items.len() as u64 * ITEM_BYTES;
-        self.node(if tuple { Value::Tuple(items) } else { Value::List(items) }, extra)
+        self.node(
+            if tuple {
+                Value::Tuple(items)
+            } else {
+                Value::List(items)
+            },
+            extra,
+        )
     }
 
     // ---------------------------------------------------------------- values
@@ -502,7 +533,11 @@ impl<'a, 'p> Machine<'a, 'p> {
         }
         let bytes = self.take(n)?;
         let v = if bytes.len() <= 8 {
-            let fill = if bytes.last().is_some_and(|&b| b & 0x80 != 0) { 0xFF } else { 0 };
+            let fill = if bytes.last().is_some_and(|&b| b & 0x80 != 0) {
+                0xFF
+            } else {
+                0
+            };
             let mut buf = [fill; 8];
             for (slot, &b) in buf.iter_mut().zip(bytes) {
                 *slot = b;
@@ -536,9 +571,9 @@ impl<'a, 'p> Machine<'a, 'p> {
         let ascii = raw.is_ascii();
         match (enc, raw) {
             (TextEncoding::Ascii, _) if !ascii => Err(bad()),
-            (TextEncoding::Latin1, raw) if !ascii => {
-                Ok(PyStr::Utf8(Cow::Owned(raw.iter().map(|&b| char::from(b)).collect())))
-            }
+            (TextEncoding::Latin1, raw) if !ascii => Ok(PyStr::Utf8(Cow::Owned(
+                raw.iter().map(|&b| char::from(b)).collect(),
+            ))),
             (_, Cow::Borrowed(b)) => std::str::from_utf8(b)
                 .map(|s| PyStr::Utf8(Cow::Borrowed(s)))
                 .map_err(|_| bad()),
@@ -549,7 +584,8 @@ impl<'a, 'p> Machine<'a, 'p> {
     }
 
     fn unicode(&mut self, bytes: &'a [u8]) -> Result<()> {
-        let s = text::decode_utf8_surrogatepass(bytes).map_err(|_| self.err(ErrorKind::InvalidUtf8))?;
+        let s =
+            text::decode_utf8_surrogatepass(bytes).map_err(|_| self.err(ErrorKind::InvalidUtf8))?;
         self.push_new(Value::Str(s), 0)
     }
 
@@ -620,7 +656,9 @@ impl<'a, 'p> Machine<'a, 'p> {
             .filter(|&c| c > 0)
             .and_then(|c| self.policy.extensions.get(&c));
         let Some((module, name)) = target else {
-            return Err(self.err(ErrorKind::ExtensionCodeRejected(code.clamp(0, i64::from(u32::MAX)) as u32)));
+            return Err(self.err(ErrorKind::ExtensionCodeRejected(
+                code.clamp(0, i64::from(u32::MAX)) as u32,
+            )));
         };
         let (module, name) = (Cow::Owned(module.clone()), Cow::Owned(name.clone()));
         let id = self.global(module, name)?;
@@ -696,7 +734,10 @@ impl<'a, 'p> Machine<'a, 'p> {
                     listitems: Vec::new(),
                     dictitems: Vec::new(),
                 };
-                self.node(Value::Object(Box::new(object)), mem::size_of::<Object>() as u64)
+                self.node(
+                    Value::Object(Box::new(object)),
+                    mem::size_of::<Object>() as u64,
+                )
             }
             Constructor::Latin1Bytes => self.latin1_bytes(&argv),
             Constructor::Bytes => match argv.as_slice() {
@@ -712,7 +753,9 @@ impl<'a, 'p> Machine<'a, 'p> {
                     [it] => match self.get(*it)? {
                         Value::List(v) | Value::Tuple(v) => v.clone(),
                         Value::Set(s) | Value::FrozenSet(s) => s.items.clone(),
-                        _ => return Err(self.rejected("set() takes a list, tuple, set or frozenset")),
+                        _ => {
+                            return Err(self.rejected("set() takes a list, tuple, set or frozenset"))
+                        }
                     },
                     _ => return Err(self.rejected("set() takes at most one argument")),
                 };
@@ -723,9 +766,8 @@ impl<'a, 'p> Machine<'a, 'p> {
                     match self.get(*id)? {
                         Value::Bool(b) => Ok(f64::from(u8::from(*b))),
                         Value::Int(i) => Ok(*i as f64),
-                        Value::BigInt(b) => {
-                            bigint_to_f64(b).ok_or_else(|| self.rejected("int too large for a float"))
-                        }
+                        Value::BigInt(b) => bigint_to_f64(b)
+                            .ok_or_else(|| self.rejected("int too large for a float")),
                         Value::Float(x) => Ok(*x),
                         _ => Err(self.rejected("complex() takes int or float parts")),
                     }
@@ -754,7 +796,9 @@ impl<'a, 'p> Machine<'a, 'p> {
                         Cow::Owned(o) => Cow::Owned(o.as_bytes().to_vec()),
                     });
                 }
-                latin1_encode(s).map(Cow::Owned).ok_or_else(|| self.rejected("code point above U+00FF"))
+                latin1_encode(s)
+                    .map(Cow::Owned)
+                    .ok_or_else(|| self.rejected("code point above U+00FF"))
             }
             Value::Str(PyStr::Surrogates(_)) => Err(self.rejected("code point above U+00FF")),
             _ => Err(self.rejected("text to encode is not a str")),
@@ -1049,7 +1093,8 @@ impl<'a, 'p> Machine<'a, 'p> {
                     [q @ (b'\'' | b'"'), body @ .., last] if q == last => body,
                     _ => return Err(self.err(ErrorKind::InvalidString)),
                 };
-                let raw = text::decode_string_escape(body).map_err(|_| self.err(ErrorKind::InvalidEscape))?;
+                let raw = text::decode_string_escape(body)
+                    .map_err(|_| self.err(ErrorKind::InvalidEscape))?;
                 self.python2_string(raw)?;
             }
             O::Binstring => {
@@ -1065,7 +1110,8 @@ impl<'a, 'p> Machine<'a, 'p> {
             }
             O::Unicode => {
                 let line = self.read_line()?;
-                let s = text::decode_raw_unicode_escape(line).map_err(|_| self.err(ErrorKind::InvalidEscape))?;
+                let s = text::decode_raw_unicode_escape(line)
+                    .map_err(|_| self.err(ErrorKind::InvalidEscape))?;
                 let extra = match &s {
                     PyStr::Utf8(Cow::Owned(o)) => o.len() as u64,
                     PyStr::Surrogates(Cow::Owned(o)) => o.len() as u64,
@@ -1129,7 +1175,11 @@ impl<'a, 'p> Machine<'a, 'p> {
                         self.pop()?;
                         self.push_new(Value::Bytes(Cow::Owned(copy)), n)?;
                     }
-                    _ => return Err(self.err(ErrorKind::TypeMismatch("READONLY_BUFFER on a non-buffer"))),
+                    _ => {
+                        return Err(
+                            self.err(ErrorKind::TypeMismatch("READONLY_BUFFER on a non-buffer"))
+                        )
+                    }
                 }
             }
             O::EmptyList => self.push_new(Value::List(Vec::new()), 0)?,

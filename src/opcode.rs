@@ -562,7 +562,9 @@ mod tests {
         for op in Opcode::ALL {
             assert_eq!(Opcode::from_byte(op.byte()), Some(op));
         }
-        let known = (0..=255u8).filter(|b| Opcode::from_byte(*b).is_some()).count();
+        let known = (0..=255u8)
+            .filter(|b| Opcode::from_byte(*b).is_some())
+            .count();
         assert_eq!(known, 68);
         assert_eq!(Opcode::from_byte(b'X'), Some(Opcode::Binunicode));
         assert_eq!(Opcode::Binunicode.name(), "BINUNICODE");

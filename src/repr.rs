@@ -43,7 +43,12 @@ fn write_node(doc: &Document<'_>, root: NodeId, seen: &mut HashSet<NodeId>, out:
         let Some(v) = doc.get(id) else { continue };
         let container = matches!(
             v,
-            Value::List(_) | Value::Tuple(_) | Value::Dict(_) | Value::Set(_) | Value::FrozenSet(_) | Value::Object(_)
+            Value::List(_)
+                | Value::Tuple(_)
+                | Value::Dict(_)
+                | Value::Set(_)
+                | Value::FrozenSet(_)
+                | Value::Object(_)
         );
         if container && !seen.insert(id) {
             out.push_str(match v {

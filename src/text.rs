@@ -33,7 +33,9 @@ fn validate_surrogatepass(mut bytes: &[u8]) -> Result<(), ()> {
             Err(e) => {
                 let rest = bytes.get(e.valid_up_to()..).ok_or(())?;
                 match rest {
-                    [0xED, b1, b2, ..] if (0xA0..=0xBF).contains(b1) && (0x80..=0xBF).contains(b2) => {
+                    [0xED, b1, b2, ..]
+                        if (0xA0..=0xBF).contains(b1) && (0x80..=0xBF).contains(b2) =>
+                    {
                         bytes = rest.get(3..).ok_or(())?;
                     }
                     _ => return Err(()),

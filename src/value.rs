@@ -188,7 +188,11 @@ impl Value<'_> {
     pub fn is_mutable(&self) -> bool {
         matches!(
             self,
-            Value::List(_) | Value::Dict(_) | Value::Set(_) | Value::ByteArray(_) | Value::Object(_)
+            Value::List(_)
+                | Value::Dict(_)
+                | Value::Set(_)
+                | Value::ByteArray(_)
+                | Value::Object(_)
         )
     }
 

@@ -100,7 +100,9 @@ impl Common {
     fn limits(&self, policy: &Policy) -> Result<Limits, Fatal> {
         let mut limits = policy.limits;
         for l in &self.limits {
-            limits.set_from_str(l).map_err(|e| Fatal(format!("--limit: {e}")))?;
+            limits
+                .set_from_str(l)
+                .map_err(|e| Fatal(format!("--limit: {e}")))?;
         }
         Ok(limits)
     }

@@ -117,7 +117,8 @@ impl Forms {
     };
 
     /// Names as policy files spell them.
-    pub const NAMES: [&'static str; 6] = ["reduce", "newobj", "newobj_ex", "inst", "build", "items"];
+    pub const NAMES: [&'static str; 6] =
+        ["reduce", "newobj", "newobj_ex", "inst", "build", "items"];
 
     fn set_by_name(&mut self, name: &str) -> bool {
         let slot = match name {

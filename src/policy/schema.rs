@@ -129,10 +129,10 @@ impl ArgSpec {
             return Err(format!("expected {:?}, got {}", self.ty, v.type_name()).to_lowercase());
         }
         match v {
-            Value::Int(i) => {
-                if self.min.is_some_and(|m| *i < m) || self.max.is_some_and(|m| *i > m) {
-                    return Err(format!("{i} out of range"));
-                }
+            Value::Int(i)
+                if self.min.is_some_and(|m| *i < m) || self.max.is_some_and(|m| *i > m) =>
+            {
+                return Err(format!("{i} out of range"));
             }
             Value::BigInt(_) if self.min.is_some() || self.max.is_some() => {
                 return Err("int out of range".into());

@@ -5,8 +5,8 @@ use std::collections::{BTreeMap, HashMap};
 use serde::Deserialize;
 
 use super::{
-    ArgSpec, ArgType, ArgsSchema, Constructor, Forms, GlobalRule, Policy, PolicyError,
-    Python2Str, TextEncoding,
+    ArgSpec, ArgType, ArgsSchema, Constructor, Forms, GlobalRule, Policy, PolicyError, Python2Str,
+    TextEncoding,
 };
 use crate::limits::{LimitName, Limits};
 
@@ -89,11 +89,19 @@ pub(super) fn parse(text: &str) -> Result<Policy, PolicyError> {
             Some("utf-8" | "utf8") => TextEncoding::Utf8,
             Some(other) => return Err(err(format!("unknown python2_str_encoding {other:?}"))),
         }),
-        Some(other) => return Err(err(format!("python2_str must be \"bytes\" or \"str\", not {other:?}"))),
+        Some(other) => {
+            return Err(err(format!(
+                "python2_str must be \"bytes\" or \"str\", not {other:?}"
+            )))
+        }
     };
     match file.persistent_ids.as_deref() {
         None | Some("reject") => {}
-        Some(other) => return Err(err(format!("persistent_ids can only be \"reject\", not {other:?}"))),
+        Some(other) => {
+            return Err(err(format!(
+                "persistent_ids can only be \"reject\", not {other:?}"
+            )))
+        }
     }
     let mut limits = Limits::default();
     for (name, value) in &file.limits {
@@ -103,9 +111,16 @@ pub(super) fn parse(text: &str) -> Result<Policy, PolicyError> {
     policy.limits = limits;
     let mut seen = HashMap::new();
     for g in file.globals {
-        let constructor = Constructor::from_name(&g.constructor)
-            .ok_or_else(|| err(format!("unknown constructor {:?} for {}.{}", g.constructor, g.module, g.name)))?;
-        if seen.insert((g.module.clone(), g.name.clone()), ()).is_some() {
+        let constructor = Constructor::from_name(&g.constructor).ok_or_else(|| {
+            err(format!(
+                "unknown constructor {:?} for {}.{}",
+                g.constructor, g.module, g.name
+            ))
+        })?;
+        if seen
+            .insert((g.module.clone(), g.name.clone()), ())
+            .is_some()
+        {
             return Err(err(format!("global {}.{} listed twice", g.module, g.name)));
         }
         let forms = match g.forms {
@@ -114,7 +129,10 @@ pub(super) fn parse(text: &str) -> Result<Policy, PolicyError> {
                 let mut f = Forms::NONE;
                 for n in &names {
                     if !f.set_by_name(n) {
-                        return Err(err(format!("unknown form {n:?}; known: {}", Forms::NAMES.join(", "))));
+                        return Err(err(format!(
+                            "unknown form {n:?}; known: {}",
+                            Forms::NAMES.join(", ")
+                        )));
                     }
                 }
                 f
@@ -124,7 +142,10 @@ pub(super) fn parse(text: &str) -> Result<Policy, PolicyError> {
             None => None,
             Some(entries) => {
                 if constructor != Constructor::Record {
-                    return Err(err(format!("args schemas apply to record globals only ({}.{})", g.module, g.name)));
+                    return Err(err(format!(
+                        "args schemas apply to record globals only ({}.{})",
+                        g.module, g.name
+                    )));
                 }
                 let mut specs = Vec::with_capacity(entries.len());
                 for a in entries {
@@ -139,9 +160,15 @@ pub(super) fn parse(text: &str) -> Result<Policy, PolicyError> {
                 }
                 let min_args = g.min_args.unwrap_or(specs.len());
                 if min_args > specs.len() {
-                    return Err(err(format!("min_args {min_args} is more than the {} args listed", specs.len())));
+                    return Err(err(format!(
+                        "min_args {min_args} is more than the {} args listed",
+                        specs.len()
+                    )));
                 }
-                Some(ArgsSchema { args: specs, min_args })
+                Some(ArgsSchema {
+                    args: specs,
+                    min_args,
+                })
             }
         };
         policy.allow(GlobalRule {
