@@ -528,6 +528,11 @@ impl<'a, 'p> Machine<'a, 'p> {
 
     /// LONG1/LONG4 payload: little-endian two's complement.
     fn long_bytes(&mut self, n: u64) -> Result<()> {
+        // A length past the input is truncation; a present payload over the limit is refused
+        // before it is converted.
+        if n > self.read_end().saturating_sub(self.pos) as u64 {
+            return Err(self.overrun());
+        }
         if n > self.limits.max_long_bytes {
             return Err(self.limit(LimitName::MaxLongBytes, n));
         }
