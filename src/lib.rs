@@ -26,6 +26,7 @@ pub mod limits;
 mod machine;
 pub mod opcode;
 pub mod policy;
+mod reader;
 pub mod repr;
 pub mod text;
 pub mod value;

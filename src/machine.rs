@@ -26,6 +26,7 @@ use crate::error::{escape_bytes_for_display, escape_for_display, Error, ErrorKin
 use crate::keys::{bigint_to_f64, index_insert, KeyOps};
 use crate::limits::{LimitName, Limits};
 use crate::opcode::Opcode;
+use crate::reader::Reader;
 use crate::policy::{Constructor, Policy, Python2Str, TextEncoding};
 use crate::text::{self, NumberError, ParsedInt};
 use crate::value::{CallKind, DictItems, Document, Global, NodeId, Object, PyStr, SetItems, Value};
@@ -92,13 +93,7 @@ impl<'a, 'p> Decoder<'a, 'p> {
     pub fn decode(self) -> Result<Document<'a>> {
         let mut m = Machine::new(self.input, self.policy, self.limits, self.buffers)?;
         let root = m.run()?;
-        if m.pos < m.input.len() {
-            return Err(Error::new(
-                ErrorKind::TrailingData,
-                m.pos as u64,
-                m.byte_at(m.pos),
-            ));
-        }
+        m.r.expect_end()?;
         Ok(m.finish(vec![root], false))
     }
 
@@ -112,12 +107,9 @@ impl<'a, 'p> Decoder<'a, 'p> {
         let mut roots = Vec::new();
         loop {
             roots.push(m.run()?);
-            if m.frame_end.is_some_and(|end| end > m.pos) {
-                return Err(m.err(ErrorKind::FrameStraddle));
-            }
-            m.frame_end = None;
+            m.r.end_pickle()?;
             m.proto = 0;
-            if m.pos >= m.input.len() {
+            if m.r.at_end() {
                 break;
             }
         }
@@ -179,12 +171,7 @@ impl Memo {
 }
 
 struct Machine<'a, 'p> {
-    input: &'a [u8],
-    pos: usize,
-    /// End of the current FRAME, while one is active.
-    frame_end: Option<usize>,
-    op_pos: usize,
-    op: u8,
+    r: Reader<'a>,
     policy: &'p Policy,
     limits: Limits,
     nodes: Vec<Value<'a>>,
@@ -224,11 +211,7 @@ impl<'a, 'p> Machine<'a, 'p> {
             ));
         }
         Ok(Machine {
-            input,
-            pos: 0,
-            frame_end: None,
-            op_pos: 0,
-            op: 0,
+            r: Reader::new(input),
             policy,
             limits,
             nodes: Vec::new(),
@@ -252,13 +235,9 @@ impl<'a, 'p> Machine<'a, 'p> {
         }
     }
 
-    fn byte_at(&self, pos: usize) -> Option<u8> {
-        self.input.get(pos).copied()
-    }
-
     #[cold]
     fn err(&self, kind: ErrorKind) -> Error {
-        let e = Error::new(kind, self.op_pos as u64, Some(self.op));
+        let e = self.r.err(kind);
         if e.category() == crate::Category::PolicyDenied {
             e.with_policy(&self.policy.name)
         } else {
@@ -273,55 +252,6 @@ impl<'a, 'p> Machine<'a, 'p> {
             seen,
             max: self.limits.get(limit),
         })
-    }
-
-    // ---------------------------------------------------------------- reading
-
-    fn read_end(&self) -> usize {
-        self.frame_end.unwrap_or(self.input.len())
-    }
-
-    #[cold]
-    fn overrun(&self) -> Error {
-        match self.frame_end {
-            Some(end) if end < self.input.len() => self.err(ErrorKind::FrameStraddle),
-            _ => self.err(ErrorKind::Truncated),
-        }
-    }
-
-    fn take(&mut self, n: u64) -> Result<&'a [u8]> {
-        let end = self.read_end();
-        let left = end.saturating_sub(self.pos) as u64;
-        if n > left {
-            return Err(self.overrun());
-        }
-        let start = self.pos;
-        let stop = start + n as usize;
-        let s = self.input.get(start..stop).ok_or_else(|| self.overrun())?;
-        self.pos = stop;
-        Ok(s)
-    }
-
-    fn take_array<const N: usize>(&mut self) -> Result<[u8; N]> {
-        let s = self.take(N as u64)?;
-        s.try_into().map_err(|_| self.overrun())
-    }
-
-    fn take_u8(&mut self) -> Result<u8> {
-        Ok(self.take_array::<1>()?[0])
-    }
-
-    fn read_line(&mut self) -> Result<&'a [u8]> {
-        let end = self.read_end();
-        let rest = self.input.get(self.pos..end).unwrap_or_default();
-        match rest.iter().position(|&b| b == b'\n') {
-            Some(n) => {
-                let line = rest.get(..n).unwrap_or_default();
-                self.pos += n + 1;
-                Ok(line)
-            }
-            None => Err(self.overrun()),
-        }
     }
 
     // ---------------------------------------------------------------- stack and nodes
@@ -530,13 +460,13 @@ impl<'a, 'p> Machine<'a, 'p> {
     fn long_bytes(&mut self, n: u64) -> Result<()> {
         // A length past the input is truncation; a present payload over the limit is refused
         // before it is converted.
-        if n > self.read_end().saturating_sub(self.pos) as u64 {
-            return Err(self.overrun());
+        if n > self.r.left() {
+            return Err(self.r.overrun());
         }
         if n > self.limits.max_long_bytes {
             return Err(self.limit(LimitName::MaxLongBytes, n));
         }
-        let bytes = self.take(n)?;
+        let bytes = self.r.take(n)?;
         let v = if bytes.len() <= 8 {
             let fill = if bytes.last().is_some_and(|&b| b & 0x80 != 0) {
                 0xFF
@@ -624,8 +554,8 @@ impl<'a, 'p> Machine<'a, 'p> {
     }
 
     fn global_line(&mut self) -> Result<NodeId> {
-        let module = self.read_line()?;
-        let name = self.read_line()?;
+        let module = self.r.read_line()?;
+        let name = self.r.read_line()?;
         let utf8 = |b: &'a [u8]| std::str::from_utf8(b).map(Cow::Borrowed);
         match (utf8(module), utf8(name)) {
             (Ok(m), Ok(n)) => self.global(m, n),
@@ -935,19 +865,7 @@ impl<'a, 'p> Machine<'a, 'p> {
     /// Runs until STOP; returns the pickle's value.
     fn run(&mut self) -> Result<NodeId> {
         loop {
-            if self.frame_end == Some(self.pos) {
-                self.frame_end = None;
-            }
-            self.op_pos = self.pos;
-            let byte = match self.input.get(self.pos) {
-                Some(&b) => b,
-                None => {
-                    self.op = 0;
-                    return Err(Error::new(ErrorKind::Truncated, self.pos as u64, None));
-                }
-            };
-            self.op = byte;
-            self.pos += 1;
+            let byte = self.r.next_opcode()?;
             self.opcodes += 1;
             if self.opcodes > self.limits.max_opcodes {
                 return Err(self.limit(LimitName::MaxOpcodes, self.opcodes));
@@ -1037,16 +955,16 @@ impl<'a, 'p> Machine<'a, 'p> {
                 self.push(top)?;
             }
             O::Float => {
-                let line = self.read_line()?;
+                let line = self.r.read_line()?;
                 let x = text::parse_float(line).map_err(|_| self.err(ErrorKind::InvalidNumber))?;
                 self.push_new(Value::Float(x), 0)?;
             }
             O::Binfloat => {
-                let b = self.take_array::<8>()?;
+                let b = self.r.take_array::<8>()?;
                 self.push_new(Value::Float(f64::from_be_bytes(b)), 0)?;
             }
             O::Int => {
-                let line = self.read_line()?;
+                let line = self.r.read_line()?;
                 let v = match line {
                     b"00" => Value::Bool(false),
                     b"01" => Value::Bool(true),
@@ -1058,7 +976,7 @@ impl<'a, 'p> Machine<'a, 'p> {
                 self.push_new(v, 0)?;
             }
             O::Long => {
-                let line = self.read_line()?;
+                let line = self.r.read_line()?;
                 let digits = line.strip_suffix(b"L").unwrap_or(line);
                 let p = self.parse_int_text(digits)?;
                 let extra = match &p {
@@ -1069,23 +987,23 @@ impl<'a, 'p> Machine<'a, 'p> {
                 self.push_new(v, extra)?;
             }
             O::Binint => {
-                let b = self.take_array::<4>()?;
+                let b = self.r.take_array::<4>()?;
                 self.push_new(Value::Int(i64::from(i32::from_le_bytes(b))), 0)?;
             }
             O::Binint1 => {
-                let b = self.take_u8()?;
+                let b = self.r.take_u8()?;
                 self.push_new(Value::Int(i64::from(b)), 0)?;
             }
             O::Binint2 => {
-                let b = self.take_array::<2>()?;
+                let b = self.r.take_array::<2>()?;
                 self.push_new(Value::Int(i64::from(u16::from_le_bytes(b))), 0)?;
             }
             O::Long1 => {
-                let n = self.take_u8()?;
+                let n = self.r.take_u8()?;
                 self.long_bytes(u64::from(n))?;
             }
             O::Long4 => {
-                let n = i32::from_le_bytes(self.take_array::<4>()?);
+                let n = i32::from_le_bytes(self.r.take_array::<4>()?);
                 let n = u64::try_from(n).map_err(|_| self.err(ErrorKind::InvalidNumber))?;
                 self.long_bytes(n)?;
             }
@@ -1093,7 +1011,7 @@ impl<'a, 'p> Machine<'a, 'p> {
             O::Newtrue => self.push_new(Value::Bool(true), 0)?,
             O::Newfalse => self.push_new(Value::Bool(false), 0)?,
             O::String => {
-                let line = self.read_line()?;
+                let line = self.r.read_line()?;
                 let body = match line {
                     [q @ (b'\'' | b'"'), body @ .., last] if q == last => body,
                     _ => return Err(self.err(ErrorKind::InvalidString)),
@@ -1103,18 +1021,17 @@ impl<'a, 'p> Machine<'a, 'p> {
                 self.python2_string(raw)?;
             }
             O::Binstring => {
-                let n = i32::from_le_bytes(self.take_array::<4>()?);
+                let n = i32::from_le_bytes(self.r.take_array::<4>()?);
                 let n = u64::try_from(n).map_err(|_| self.err(ErrorKind::InvalidNumber))?;
-                let b = self.take(n)?;
+                let b = self.r.take(n)?;
                 self.python2_string(Cow::Borrowed(b))?;
             }
             O::ShortBinstring => {
-                let n = self.take_u8()?;
-                let b = self.take(u64::from(n))?;
+                let b = self.r.take_prefixed::<1>()?;
                 self.python2_string(Cow::Borrowed(b))?;
             }
             O::Unicode => {
-                let line = self.read_line()?;
+                let line = self.r.read_line()?;
                 let s = text::decode_raw_unicode_escape(line)
                     .map_err(|_| self.err(ErrorKind::InvalidEscape))?;
                 let extra = match &s {
@@ -1125,39 +1042,32 @@ impl<'a, 'p> Machine<'a, 'p> {
                 self.push_new(Value::Str(s), extra)?;
             }
             O::Binunicode => {
-                let n = u32::from_le_bytes(self.take_array::<4>()?);
-                let b = self.take(u64::from(n))?;
+                let b = self.r.take_prefixed::<4>()?;
                 self.unicode(b)?;
             }
             O::ShortBinunicode => {
-                let n = self.take_u8()?;
-                let b = self.take(u64::from(n))?;
+                let b = self.r.take_prefixed::<1>()?;
                 self.unicode(b)?;
             }
             O::Binunicode8 => {
-                let n = u64::from_le_bytes(self.take_array::<8>()?);
-                let b = self.take(n)?;
+                let b = self.r.take_prefixed::<8>()?;
                 self.unicode(b)?;
             }
             O::Binbytes => {
-                let n = u32::from_le_bytes(self.take_array::<4>()?);
-                let b = self.take(u64::from(n))?;
+                let b = self.r.take_prefixed::<4>()?;
                 self.push_new(Value::Bytes(Cow::Borrowed(b)), 0)?;
             }
             O::ShortBinbytes => {
-                let n = self.take_u8()?;
-                let b = self.take(u64::from(n))?;
+                let b = self.r.take_prefixed::<1>()?;
                 self.push_new(Value::Bytes(Cow::Borrowed(b)), 0)?;
             }
             O::Binbytes8 => {
-                let n = u64::from_le_bytes(self.take_array::<8>()?);
-                let b = self.take(n)?;
+                let b = self.r.take_prefixed::<8>()?;
                 self.push_new(Value::Bytes(Cow::Borrowed(b)), 0)?;
             }
             O::Bytearray8 => {
-                let n = u64::from_le_bytes(self.take_array::<8>()?);
-                let b = self.take(n)?;
-                self.push_new(Value::ByteArray(b.to_vec()), n)?;
+                let b = self.r.take_prefixed::<8>()?;
+                self.push_new(Value::ByteArray(b.to_vec()), b.len() as u64)?;
             }
             O::NextBuffer => {
                 let buf = self
@@ -1264,29 +1174,29 @@ impl<'a, 'p> Machine<'a, 'p> {
                 r?;
             }
             O::Get => {
-                let line = self.read_line()?;
+                let line = self.r.read_line()?;
                 let i = self.memo_index_text(line)?;
                 self.memo_get(i)?;
             }
             O::Binget => {
-                let i = self.take_u8()?;
+                let i = self.r.take_u8()?;
                 self.memo_get(u64::from(i))?;
             }
             O::LongBinget => {
-                let i = u32::from_le_bytes(self.take_array::<4>()?);
+                let i = u32::from_le_bytes(self.r.take_array::<4>()?);
                 self.memo_get(u64::from(i))?;
             }
             O::Put => {
-                let line = self.read_line()?;
+                let line = self.r.read_line()?;
                 let i = self.memo_index_text(line)?;
                 self.memo_put(i)?;
             }
             O::Binput => {
-                let i = self.take_u8()?;
+                let i = self.r.take_u8()?;
                 self.memo_put(u64::from(i))?;
             }
             O::LongBinput => {
-                let i = u32::from_le_bytes(self.take_array::<4>()?);
+                let i = u32::from_le_bytes(self.r.take_array::<4>()?);
                 self.memo_put(u64::from(i))?;
             }
             O::Memoize => {
@@ -1339,38 +1249,28 @@ impl<'a, 'p> Machine<'a, 'p> {
             }
             O::Build => self.build()?,
             O::Ext1 => {
-                let c = self.take_u8()?;
+                let c = self.r.take_u8()?;
                 self.extension(i64::from(c))?;
             }
             O::Ext2 => {
-                let c = u16::from_le_bytes(self.take_array::<2>()?);
+                let c = u16::from_le_bytes(self.r.take_array::<2>()?);
                 self.extension(i64::from(c))?;
             }
             O::Ext4 => {
-                let c = i32::from_le_bytes(self.take_array::<4>()?);
+                let c = i32::from_le_bytes(self.r.take_array::<4>()?);
                 self.extension(i64::from(c))?;
             }
             O::Persid | O::Binpersid => {
                 return Err(self.err(ErrorKind::PersistentIdRejected));
             }
             O::Proto => {
-                let p = self.take_u8()?;
+                let p = self.r.take_u8()?;
                 if p > 5 {
                     return Err(self.err(ErrorKind::UnsupportedProtocol(p)));
                 }
                 self.proto = p;
             }
-            O::Frame => {
-                if self.frame_end.is_some() {
-                    return Err(self.err(ErrorKind::FrameInsideFrame));
-                }
-                let n = u64::from_le_bytes(self.take_array::<8>()?);
-                let left = (self.input.len() - self.pos.min(self.input.len())) as u64;
-                if n > left {
-                    return Err(self.err(ErrorKind::Truncated));
-                }
-                self.frame_end = Some(self.pos + n as usize);
-            }
+            O::Frame => self.r.frame()?,
         }
         Ok(())
     }

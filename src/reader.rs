@@ -1,0 +1,165 @@
+//! The reader: a cursor over the input with protocol-4 framing, shared by the scan and build
+//! passes. Every length is checked against the bytes that are left (in the current frame, or
+//! in the input) before anything is read; every position is an absolute offset.
+
+use crate::error::{Error, ErrorKind, Result};
+
+/// A cursor over one input.
+pub(crate) struct Reader<'a> {
+    pub(crate) input: &'a [u8],
+    /// Next byte to read.
+    pub(crate) pos: usize,
+    /// End of the current FRAME, while one is active.
+    pub(crate) frame_end: Option<usize>,
+    /// Offset of the opcode being executed (errors report it).
+    pub(crate) op_pos: usize,
+    /// The opcode byte being executed.
+    pub(crate) op: u8,
+}
+
+impl<'a> Reader<'a> {
+    pub(crate) fn new(input: &'a [u8]) -> Reader<'a> {
+        Reader {
+            input,
+            pos: 0,
+            frame_end: None,
+            op_pos: 0,
+            op: 0,
+        }
+    }
+
+    /// An error of `kind` at the current opcode.
+    #[cold]
+    pub(crate) fn err(&self, kind: ErrorKind) -> Error {
+        Error::new(kind, self.op_pos as u64, Some(self.op))
+    }
+
+    /// Reads the next opcode byte and makes it current; leaving an exhausted frame first.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Truncated`] at the end of the input.
+    pub(crate) fn next_opcode(&mut self) -> Result<u8> {
+        if self.frame_end == Some(self.pos) {
+            self.frame_end = None;
+        }
+        self.op_pos = self.pos;
+        match self.input.get(self.pos) {
+            Some(&b) => {
+                self.op = b;
+                self.pos += 1;
+                Ok(b)
+            }
+            None => {
+                self.op = 0;
+                Err(Error::new(ErrorKind::Truncated, self.pos as u64, None))
+            }
+        }
+    }
+
+    fn read_end(&self) -> usize {
+        self.frame_end.unwrap_or(self.input.len())
+    }
+
+    /// Bytes left before the end of the current frame (or of the input).
+    pub(crate) fn left(&self) -> u64 {
+        self.read_end().saturating_sub(self.pos) as u64
+    }
+
+    /// Reading past the end: inside a frame that ends before the input does, the opcode
+    /// straddles the frame; otherwise the input is truncated.
+    #[cold]
+    pub(crate) fn overrun(&self) -> Error {
+        match self.frame_end {
+            Some(end) if end < self.input.len() => self.err(ErrorKind::FrameStraddle),
+            _ => self.err(ErrorKind::Truncated),
+        }
+    }
+
+    /// The next `n` bytes, borrowed from the input.
+    pub(crate) fn take(&mut self, n: u64) -> Result<&'a [u8]> {
+        if n > self.left() {
+            return Err(self.overrun());
+        }
+        let start = self.pos;
+        let stop = start + n as usize;
+        let s = self.input.get(start..stop).ok_or_else(|| self.overrun())?;
+        self.pos = stop;
+        Ok(s)
+    }
+
+    pub(crate) fn take_array<const N: usize>(&mut self) -> Result<[u8; N]> {
+        let s = self.take(N as u64)?;
+        s.try_into().map_err(|_| self.overrun())
+    }
+
+    pub(crate) fn take_u8(&mut self) -> Result<u8> {
+        let [b] = self.take_array::<1>()?;
+        Ok(b)
+    }
+
+    /// A length-prefixed argument: `N`-byte little-endian length, then that many bytes.
+    pub(crate) fn take_prefixed<const N: usize>(&mut self) -> Result<&'a [u8]> {
+        let raw = self.take_array::<N>()?;
+        let mut buf = [0u8; 8];
+        for (slot, b) in buf.iter_mut().zip(raw) {
+            *slot = b;
+        }
+        self.take(u64::from_le_bytes(buf))
+    }
+
+    /// A newline-terminated line, without its newline.
+    pub(crate) fn read_line(&mut self) -> Result<&'a [u8]> {
+        let rest = self.input.get(self.pos..self.read_end()).unwrap_or_default();
+        match rest.iter().position(|&b| b == b'\n') {
+            Some(n) => {
+                let line = rest.get(..n).unwrap_or_default();
+                self.pos += n + 1;
+                Ok(line)
+            }
+            None => Err(self.overrun()),
+        }
+    }
+
+    /// FRAME: reads the 8-byte length and starts the frame.
+    ///
+    /// # Errors
+    /// [`ErrorKind::FrameInsideFrame`] while a frame has bytes left; [`ErrorKind::Truncated`]
+    /// when the frame runs past the input.
+    pub(crate) fn frame(&mut self) -> Result<()> {
+        if self.frame_end.is_some() {
+            return Err(self.err(ErrorKind::FrameInsideFrame));
+        }
+        let n = u64::from_le_bytes(self.take_array::<8>()?);
+        let left = self.input.len().saturating_sub(self.pos) as u64;
+        if n > left {
+            return Err(self.err(ErrorKind::Truncated));
+        }
+        self.frame_end = Some(self.pos + n as usize);
+        Ok(())
+    }
+
+    /// After a STOP in stream mode: the frame must be used up; the next pickle starts fresh.
+    pub(crate) fn end_pickle(&mut self) -> Result<()> {
+        if self.frame_end.is_some_and(|end| end > self.pos) {
+            return Err(self.err(ErrorKind::FrameStraddle));
+        }
+        self.frame_end = None;
+        Ok(())
+    }
+
+    pub(crate) fn at_end(&self) -> bool {
+        self.pos >= self.input.len()
+    }
+
+    /// Refuses anything after the STOP of a single pickle.
+    pub(crate) fn expect_end(&self) -> Result<()> {
+        if self.at_end() {
+            return Ok(());
+        }
+        Err(Error::new(
+            ErrorKind::TrailingData,
+            self.pos as u64,
+            self.input.get(self.pos).copied(),
+        ))
+    }
+}
