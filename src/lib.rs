@@ -24,10 +24,12 @@ pub mod json;
 mod keys;
 pub mod limits;
 mod machine;
+mod memo;
 pub mod opcode;
 pub mod policy;
 mod reader;
 pub mod repr;
+pub mod scan;
 pub mod text;
 pub mod value;
 
@@ -36,4 +38,5 @@ pub use limits::{LimitName, Limits};
 pub use machine::{decode, Decoder};
 pub use opcode::Opcode;
 pub use policy::Policy;
+pub use scan::{scan, ScanReport, Scanner};
 pub use value::{CallKind, Document, NodeId, PyStr, Value};

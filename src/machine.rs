@@ -16,18 +16,20 @@
 //! - Anything after STOP is refused unless the input is decoded as a stream.
 
 use std::borrow::Cow;
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::hash::RandomState;
 use std::mem;
 
 use num_bigint::BigInt;
 
-use crate::error::{escape_bytes_for_display, escape_for_display, Error, ErrorKind, Result};
+use crate::error::{escape_bytes_for_display, Error, ErrorKind, Result};
 use crate::keys::{bigint_to_f64, index_insert, KeyOps};
 use crate::limits::{LimitName, Limits};
+use crate::memo::Memo;
 use crate::opcode::Opcode;
-use crate::reader::Reader;
 use crate::policy::{Constructor, Policy, Python2Str, TextEncoding};
+use crate::reader::Reader;
+use crate::scan::Scanner;
 use crate::text::{self, NumberError, ParsedInt};
 use crate::value::{CallKind, DictItems, Document, Global, NodeId, Object, PyStr, SetItems, Value};
 
@@ -85,12 +87,24 @@ impl<'a, 'p> Decoder<'a, 'p> {
         self
     }
 
+    /// The scan pass: validates opcodes, frames, MARKs, the memo and every global and call
+    /// against the policy before the build pass creates any value.
+    fn validate(&self, stream: bool) -> Result<()> {
+        Scanner::new(self.input, self.policy)
+            .limits(self.limits)
+            .stream(stream)
+            .buffers(self.buffers.as_ref().map(Vec::len))
+            .run()
+            .result
+    }
+
     /// Decodes exactly one pickle; anything after its STOP is refused
     /// ([`ErrorKind::TrailingData`]).
     ///
     /// # Errors
     /// Any refusal, with its kind, offset and opcode.
     pub fn decode(self) -> Result<Document<'a>> {
+        self.validate(false)?;
         let mut m = Machine::new(self.input, self.policy, self.limits, self.buffers)?;
         let root = m.run()?;
         m.r.expect_end()?;
@@ -103,6 +117,7 @@ impl<'a, 'p> Decoder<'a, 'p> {
     /// # Errors
     /// Any refusal; an empty input is [`ErrorKind::Truncated`].
     pub fn decode_stream(self) -> Result<Document<'a>> {
+        self.validate(true)?;
         let mut m = Machine::new(self.input, self.policy, self.limits, self.buffers)?;
         let mut roots = Vec::new();
         loop {
@@ -125,51 +140,6 @@ pub fn decode<'a>(input: &'a [u8], policy: &Policy) -> Result<Document<'a>> {
     Decoder::new(input, policy).decode()
 }
 
-/// The memo: dense for the indices CPython's pickler writes (0, 1, 2, ...), sparse beyond, so
-/// that one huge index costs one entry (CPython 3.11 allocates an array of that size).
-#[derive(Default)]
-struct Memo {
-    dense: Vec<u32>,
-    sparse: HashMap<u64, u32>,
-    count: u64,
-}
-
-const MEMO_EMPTY: u32 = u32::MAX;
-
-impl Memo {
-    fn get(&self, index: u64) -> Option<NodeId> {
-        let raw = match usize::try_from(index).ok().and_then(|i| self.dense.get(i)) {
-            Some(&v) => v,
-            None => *self.sparse.get(&index)?,
-        };
-        (raw != MEMO_EMPTY).then_some(NodeId(raw))
-    }
-
-    /// Sets an entry; returns whether the index was new.
-    fn put(&mut self, index: u64, id: NodeId) -> bool {
-        if let Some(slot) = usize::try_from(index)
-            .ok()
-            .and_then(|i| self.dense.get_mut(i))
-        {
-            let new = *slot == MEMO_EMPTY;
-            *slot = id.0;
-            self.count += u64::from(new);
-            return new;
-        }
-        if index < self.count.saturating_mul(2).saturating_add(256) && self.sparse.is_empty() {
-            if let Ok(i) = usize::try_from(index) {
-                self.dense.resize(i, MEMO_EMPTY);
-                self.dense.push(id.0);
-                self.count += 1;
-                return true;
-            }
-        }
-        let new = self.sparse.insert(index, id.0).is_none();
-        self.count += u64::from(new);
-        new
-    }
-}
-
 struct Machine<'a, 'p> {
     r: Reader<'a>,
     policy: &'p Policy,
@@ -177,7 +147,7 @@ struct Machine<'a, 'p> {
     nodes: Vec<Value<'a>>,
     stack: Vec<NodeId>,
     marks: Vec<usize>,
-    memo: Memo,
+    memo: Memo<NodeId>,
     opcodes: u64,
     alloc: u64,
     proto: u8,
@@ -321,7 +291,6 @@ impl<'a, 'p> Machine<'a, 'p> {
         self.charge(NODE_BYTES.saturating_add(extra))?;
         let id = u32::try_from(n)
             .ok()
-            .filter(|&i| i != MEMO_EMPTY)
             .ok_or_else(|| self.limit(LimitName::MaxNodes, n + 1))?;
         self.nodes.push(v);
         Ok(NodeId(id))
@@ -534,7 +503,7 @@ impl<'a, 'p> Machine<'a, 'p> {
 
     fn memo_put(&mut self, index: u64) -> Result<()> {
         let top = self.top()?;
-        if self.memo.get(index).is_none() && self.memo.count >= self.limits.max_memo_entries {
+        if self.memo.is_new(index) && self.memo.count >= self.limits.max_memo_entries {
             return Err(self.limit(LimitName::MaxMemoEntries, self.memo.count + 1));
         }
         self.memo.put(index, top);
@@ -544,12 +513,10 @@ impl<'a, 'p> Machine<'a, 'p> {
     // ---------------------------------------------------------------- globals and calls
 
     fn global(&mut self, module: Cow<'a, str>, name: Cow<'a, str>) -> Result<NodeId> {
-        let rule = self.policy.find(&module, &name).ok_or_else(|| {
-            self.err(ErrorKind::GlobalNotAllowed {
-                module: escape_for_display(&module),
-                name: escape_for_display(&name),
-            })
-        })?;
+        let rule = self
+            .policy
+            .resolve(&module, &name)
+            .map_err(|k| self.err(k))?;
         self.node(Value::Global(Box::new(Global { module, name, rule })), 0)
     }
 
@@ -639,15 +606,7 @@ impl<'a, 'p> Machine<'a, 'p> {
         let rule = policy
             .rule(rule_index)
             .ok_or_else(|| self.err(internal()))?;
-        let (allowed, form) = match (kind, inst) {
-            (_, true) => (rule.forms.inst, "INST/OBJ"),
-            (CallKind::Reduce, _) => (rule.forms.reduce, "REDUCE"),
-            (CallKind::NewObj, _) => (rule.forms.newobj, "NEWOBJ"),
-            (CallKind::NewObjEx, _) => (rule.forms.newobj_ex, "NEWOBJ_EX"),
-        };
-        if !allowed {
-            return Err(self.err(ErrorKind::FormNotAllowed(form)));
-        }
+        rule.check_call(kind, inst).map_err(|k| self.err(k))?;
         match rule.constructor {
             Constructor::Record => {
                 if let Some(schema) = &rule.args {

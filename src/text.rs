@@ -217,6 +217,21 @@ pub enum NumberError {
 /// # Errors
 /// [`NumberError`].
 pub fn parse_decimal_int(text: &[u8], max_digits: u64) -> Result<ParsedInt, NumberError> {
+    check_decimal_int(text, max_digits)?;
+    let s = std::str::from_utf8(text).map_err(|_| NumberError::Invalid)?;
+    if let Ok(v) = s.parse::<i64>() {
+        return Ok(ParsedInt::Small(v));
+    }
+    BigInt::parse_bytes(text, 10)
+        .map(ParsedInt::Big)
+        .ok_or(NumberError::Invalid)
+}
+
+/// Checks decimal int text as [`parse_decimal_int`] does, without converting it.
+///
+/// # Errors
+/// [`NumberError`].
+pub fn check_decimal_int(text: &[u8], max_digits: u64) -> Result<(), NumberError> {
     let digits = match text.first() {
         Some(b'+' | b'-') => text.get(1..).unwrap_or_default(),
         _ => text,
@@ -227,13 +242,7 @@ pub fn parse_decimal_int(text: &[u8], max_digits: u64) -> Result<ParsedInt, Numb
     if digits.len() as u64 > max_digits {
         return Err(NumberError::TooManyDigits(digits.len() as u64));
     }
-    let s = std::str::from_utf8(text).map_err(|_| NumberError::Invalid)?;
-    if let Ok(v) = s.parse::<i64>() {
-        return Ok(ParsedInt::Small(v));
-    }
-    BigInt::parse_bytes(text, 10)
-        .map(ParsedInt::Big)
-        .ok_or(NumberError::Invalid)
+    Ok(())
 }
 
 /// Parses FLOAT text as CPython's `PyOS_string_to_double` does for the FLOAT opcode: decimal or

@@ -13,7 +13,9 @@ use std::collections::HashMap;
 
 pub use schema::{ArgSpec, ArgType, ArgsSchema};
 
+use crate::error::{escape_for_display, ErrorKind};
 use crate::limits::Limits;
+use crate::value::CallKind;
 
 /// The closed set of constructors a policy can map a global to. Nothing else can ever be
 /// called.
@@ -161,6 +163,26 @@ pub struct GlobalRule {
     pub args: Option<ArgsSchema>,
 }
 
+impl GlobalRule {
+    /// Checks that a call of the given kind is allowed (`inst` for INST and OBJ).
+    ///
+    /// # Errors
+    /// [`ErrorKind::FormNotAllowed`] naming the opcode family.
+    pub fn check_call(&self, kind: CallKind, inst: bool) -> Result<(), ErrorKind> {
+        let (allowed, form) = match (kind, inst) {
+            (_, true) => (self.forms.inst, "INST/OBJ"),
+            (CallKind::Reduce, _) => (self.forms.reduce, "REDUCE"),
+            (CallKind::NewObj, _) => (self.forms.newobj, "NEWOBJ"),
+            (CallKind::NewObjEx, _) => (self.forms.newobj_ex, "NEWOBJ_EX"),
+        };
+        if allowed {
+            Ok(())
+        } else {
+            Err(ErrorKind::FormNotAllowed(form))
+        }
+    }
+}
+
 /// How STRING, BINSTRING and SHORT_BINSTRING (Python 2 `str`) decode.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Python2Str {
@@ -273,6 +295,19 @@ impl Policy {
     /// The rule index allowing `(module, name)`, if any (exact match, as written).
     pub fn find(&self, module: &str, name: &str) -> Option<usize> {
         self.lookup.get(module)?.get(name).copied()
+    }
+
+    /// The rule index allowing `(module, name)`, or the refusal naming them (escaped for
+    /// display).
+    ///
+    /// # Errors
+    /// [`ErrorKind::GlobalNotAllowed`].
+    pub fn resolve(&self, module: &str, name: &str) -> Result<usize, ErrorKind> {
+        self.find(module, name)
+            .ok_or_else(|| ErrorKind::GlobalNotAllowed {
+                module: escape_for_display(module),
+                name: escape_for_display(name),
+            })
     }
 
     /// The rule at an index returned by [`Policy::find`].

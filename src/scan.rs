@@ -1,0 +1,869 @@
+//! The scan: the validating first pass. It walks the opcodes with a symbolic stack (the kind of
+//! each item, and where the text of str constants is), builds no values, and checks:
+//! - opcodes, protocol, truncation, FRAME rules and trailing data (the shared reader);
+//! - MARK discipline and stack underflow;
+//! - the memo: every GET names an index that an earlier PUT/BINPUT/LONG_BINPUT/MEMOIZE set, so
+//!   memo indices are validated before the build pass creates anything;
+//! - every global (GLOBAL, STACK_GLOBAL including names fetched through the memo, INST, OBJ,
+//!   EXT1/2/4) against the policy, and every call and BUILD against the forms it allows;
+//! - the kinds opcodes need (APPEND onto a list, SETITEM onto a dict, REDUCE of a global with a
+//!   tuple, ...), number text and string escapes, UTF-8 of text;
+//! - the limits it can see: input bytes, stack length, memo entries, opcodes, LONG text digits
+//!   and LONG1/LONG4 bytes.
+//!
+//! What only the build pass can check (it needs the values): a constructor's argument contents
+//! (`constructor_rejected`), hashability of dict keys and set items (`unhashable_key`), the
+//! nesting depth of the value tree, and the node, item and allocation budgets.
+//!
+//! A scan alone is also picklewarden's scan-only mode: a verdict, the first error, the globals
+//! referenced and the opcode counts, in one pass and without allocating values.
+
+use crate::error::{escape_bytes_for_display, Error, ErrorKind, Result};
+use crate::limits::{LimitName, Limits};
+use crate::memo::Memo;
+use crate::opcode::Opcode;
+use crate::policy::{Constructor, Policy, Python2Str, TextEncoding};
+use crate::reader::Reader;
+use crate::text::{self, NumberError};
+use crate::value::CallKind;
+
+/// How to recover the text of a str constant from the input (for STACK_GLOBAL).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum TextKind {
+    /// BINUNICODE payload (UTF-8, surrogatepass).
+    Utf8,
+    /// UNICODE line (raw-unicode-escape).
+    RawEscape,
+    /// STRING line body (escaped), decoded with the policy's Python 2 encoding.
+    Py2Escaped,
+    /// BINSTRING/SHORT_BINSTRING payload, decoded with the policy's Python 2 encoding.
+    Py2Raw,
+}
+
+/// The symbolic value of a stack slot or memo entry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Sym {
+    Scalar,
+    Bytes,
+    ByteArray,
+    Str {
+        start: usize,
+        len: usize,
+        kind: TextKind,
+    },
+    List,
+    Tuple,
+    Dict,
+    Set,
+    FrozenSet,
+    Global(usize),
+    Object(usize),
+}
+
+/// A global named in the input.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GlobalRef {
+    /// Module, as written (lossy UTF-8, escaped and truncated for display when refused).
+    pub module: String,
+    /// Qualified name, as written.
+    pub name: String,
+    /// Whether the policy allows it.
+    pub allowed: bool,
+    /// Offset of the opcode that named it first.
+    pub offset: u64,
+}
+
+/// What a scan found.
+#[derive(Debug)]
+pub struct ScanReport {
+    /// `Ok` when the input passed every check the scan makes, else the first refusal.
+    pub result: Result<()>,
+    /// The distinct globals named, in order of first appearance (up to the first refusal).
+    pub globals: Vec<GlobalRef>,
+    /// How many times each opcode byte was executed (index = opcode byte).
+    pub opcode_counts: Box<[u64; 256]>,
+    /// The highest protocol named by PROTO (0 if none).
+    pub protocol: u8,
+    /// Pickles completed (their STOP reached).
+    pub pickles: usize,
+}
+
+/// Configures and runs a scan. See the module docs.
+pub struct Scanner<'a, 'p> {
+    input: &'a [u8],
+    policy: &'p Policy,
+    limits: Limits,
+    stream: bool,
+    buffers: Option<usize>,
+}
+
+impl<'a, 'p> Scanner<'a, 'p> {
+    /// A scan of `input` under `policy` with the policy's limits, as one pickle.
+    pub fn new(input: &'a [u8], policy: &'p Policy) -> Scanner<'a, 'p> {
+        Scanner {
+            input,
+            policy,
+            limits: policy.limits,
+            stream: false,
+            buffers: None,
+        }
+    }
+
+    /// Replaces the limits.
+    pub fn limits(mut self, limits: Limits) -> Scanner<'a, 'p> {
+        self.limits = limits;
+        self
+    }
+
+    /// Scans several pickles one after another sharing one memo.
+    pub fn stream(mut self, stream: bool) -> Scanner<'a, 'p> {
+        self.stream = stream;
+        self
+    }
+
+    /// The number of out-of-band buffers the build pass will be given (NEXT_BUFFER).
+    pub fn buffers(mut self, count: Option<usize>) -> Scanner<'a, 'p> {
+        self.buffers = count;
+        self
+    }
+
+    /// Runs the scan.
+    pub fn run(self) -> ScanReport {
+        let mut s = Scan {
+            r: Reader::new(self.input),
+            policy: self.policy,
+            limits: self.limits,
+            stack: Vec::new(),
+            marks: Vec::new(),
+            memo: Memo::default(),
+            opcodes: 0,
+            buffers: self.buffers,
+            report: ScanReport {
+                result: Ok(()),
+                globals: Vec::new(),
+                opcode_counts: Box::new([0; 256]),
+                protocol: 0,
+                pickles: 0,
+            },
+        };
+        let result = s.all(self.stream);
+        let mut report = s.report;
+        report.result = result;
+        report
+    }
+}
+
+/// Scans `input` under `policy` with `limits` (one pickle, or a stream of pickles sharing one
+/// memo when `stream`).
+pub fn scan(input: &[u8], policy: &Policy, limits: Limits, stream: bool) -> ScanReport {
+    Scanner::new(input, policy)
+        .limits(limits)
+        .stream(stream)
+        .run()
+}
+
+struct Scan<'a, 'p> {
+    r: Reader<'a>,
+    policy: &'p Policy,
+    limits: Limits,
+    stack: Vec<Sym>,
+    marks: Vec<usize>,
+    memo: Memo<Sym>,
+    opcodes: u64,
+    buffers: Option<usize>,
+    report: ScanReport,
+}
+
+impl Scan<'_, '_> {
+    fn all(&mut self, stream: bool) -> Result<()> {
+        let len = self.r.input.len() as u64;
+        if len > self.limits.max_input_bytes {
+            return Err(Error::new(
+                ErrorKind::LimitExceeded {
+                    limit: LimitName::MaxInputBytes,
+                    seen: len,
+                    max: self.limits.max_input_bytes,
+                },
+                0,
+                None,
+            ));
+        }
+        loop {
+            self.one()?;
+            self.report.pickles += 1;
+            if !stream {
+                return self.r.expect_end();
+            }
+            self.r.end_pickle()?;
+            if self.r.at_end() {
+                return Ok(());
+            }
+        }
+    }
+
+    #[cold]
+    fn err(&self, kind: ErrorKind) -> Error {
+        let e = self.r.err(kind);
+        if e.category() == crate::Category::PolicyDenied {
+            e.with_policy(&self.policy.name)
+        } else {
+            e
+        }
+    }
+
+    #[cold]
+    fn limit(&self, limit: LimitName, seen: u64) -> Error {
+        self.err(ErrorKind::LimitExceeded {
+            limit,
+            seen,
+            max: self.limits.get(limit),
+        })
+    }
+
+    fn fence(&self) -> usize {
+        self.marks.last().copied().unwrap_or(0)
+    }
+
+    fn push(&mut self, s: Sym) -> Result<()> {
+        let depth = (self.stack.len() + self.marks.len()) as u64;
+        if depth >= self.limits.max_stack_len {
+            return Err(self.limit(LimitName::MaxStackLen, depth + 1));
+        }
+        self.stack.push(s);
+        Ok(())
+    }
+
+    fn pop(&mut self) -> Result<Sym> {
+        if self.stack.len() <= self.fence() {
+            return Err(self.err(ErrorKind::StackUnderflow));
+        }
+        self.stack
+            .pop()
+            .ok_or_else(|| self.err(ErrorKind::StackUnderflow))
+    }
+
+    fn top(&self) -> Result<Sym> {
+        if self.stack.len() <= self.fence() {
+            return Err(self.err(ErrorKind::StackUnderflow));
+        }
+        self.stack
+            .last()
+            .copied()
+            .ok_or_else(|| self.err(ErrorKind::StackUnderflow))
+    }
+
+    /// Pops to the topmost MARK; returns how many items were above it and the first of them.
+    fn pop_mark(&mut self) -> Result<(usize, Option<Sym>)> {
+        let mark = self
+            .marks
+            .pop()
+            .ok_or_else(|| self.err(ErrorKind::MarkMissing))?;
+        let mark = mark.min(self.stack.len());
+        let first = self.stack.get(mark).copied();
+        let n = self.stack.len() - mark;
+        self.stack.truncate(mark);
+        Ok((n, first))
+    }
+
+    fn check_int(&self, text: &[u8]) -> Result<()> {
+        text::check_decimal_int(text, self.limits.max_long_text_digits).map_err(|e| match e {
+            NumberError::Invalid => self.err(ErrorKind::InvalidNumber),
+            NumberError::TooManyDigits(n) => self.limit(LimitName::MaxLongTextDigits, n),
+        })
+    }
+
+    fn memo_index(&self, text: &[u8]) -> Result<u64> {
+        if text.is_empty() || !text.iter().all(u8::is_ascii_digit) {
+            return Err(self.err(ErrorKind::InvalidNumber));
+        }
+        std::str::from_utf8(text)
+            .ok()
+            .and_then(|s| s.parse::<u64>().ok())
+            .ok_or_else(|| self.err(ErrorKind::InvalidNumber))
+    }
+
+    fn memo_get(&mut self, index: u64) -> Result<()> {
+        let s = self
+            .memo
+            .get(index)
+            .ok_or_else(|| self.err(ErrorKind::MemoKeyMissing(index)))?;
+        self.push(s)
+    }
+
+    fn memo_put(&mut self, index: u64) -> Result<()> {
+        let top = self.top()?;
+        if self.memo.is_new(index) && self.memo.count >= self.limits.max_memo_entries {
+            return Err(self.limit(LimitName::MaxMemoEntries, self.memo.count + 1));
+        }
+        self.memo.put(index, top);
+        Ok(())
+    }
+
+    /// Checks Python 2 string bytes against the policy's encoding; returns the symbol.
+    fn python2(&self, raw: &[u8], start: usize, kind: TextKind) -> Result<Sym> {
+        match self.policy.python2_str {
+            Python2Str::Bytes => Ok(Sym::Bytes),
+            Python2Str::Str(enc) => {
+                let ok = match enc {
+                    TextEncoding::Ascii => raw.is_ascii(),
+                    TextEncoding::Latin1 => true,
+                    TextEncoding::Utf8 => std::str::from_utf8(raw).is_ok(),
+                };
+                if !ok {
+                    return Err(self.err(ErrorKind::InvalidUtf8));
+                }
+                Ok(Sym::Str {
+                    start,
+                    len: raw.len(),
+                    kind,
+                })
+            }
+        }
+    }
+
+    /// Records a global reference and resolves it against the policy.
+    fn global(&mut self, module: &str, name: &str) -> Result<Sym> {
+        let resolved = self.policy.resolve(module, name);
+        if !self
+            .report
+            .globals
+            .iter()
+            .any(|g| g.module == module && g.name == name)
+        {
+            self.report.globals.push(GlobalRef {
+                module: module.to_owned(),
+                name: name.to_owned(),
+                allowed: resolved.is_ok(),
+                offset: self.r.op_pos as u64,
+            });
+        }
+        resolved.map(Sym::Global).map_err(|k| self.err(k))
+    }
+
+    fn global_line(&mut self) -> Result<Sym> {
+        let module = self.r.read_line()?;
+        let name = self.r.read_line()?;
+        match (std::str::from_utf8(module), std::str::from_utf8(name)) {
+            (Ok(m), Ok(n)) => self.global(m, n),
+            _ => Err(self.err(ErrorKind::InvalidUtf8)),
+        }
+    }
+
+    /// The text of a str constant, as the build pass would decode it.
+    fn text_of(&self, start: usize, len: usize, kind: TextKind) -> Option<String> {
+        let raw = self.r.input.get(start..start.checked_add(len)?)?;
+        let bytes: Vec<u8> = match kind {
+            TextKind::Utf8 => text::decode_utf8_surrogatepass(raw)
+                .ok()?
+                .as_bytes()
+                .to_vec(),
+            TextKind::RawEscape => text::decode_raw_unicode_escape(raw)
+                .ok()?
+                .as_bytes()
+                .to_vec(),
+            TextKind::Py2Escaped | TextKind::Py2Raw => {
+                let unescaped = if kind == TextKind::Py2Escaped {
+                    text::decode_string_escape(raw).ok()?.into_owned()
+                } else {
+                    raw.to_vec()
+                };
+                match self.policy.python2_str {
+                    Python2Str::Str(TextEncoding::Latin1) => unescaped
+                        .iter()
+                        .map(|&b| char::from(b))
+                        .collect::<String>()
+                        .into_bytes(),
+                    _ => unescaped,
+                }
+            }
+        };
+        String::from_utf8(bytes).ok()
+    }
+
+    fn stack_global(&mut self) -> Result<()> {
+        let name = self.pop()?;
+        let module = self.pop()?;
+        let (
+            Sym::Str {
+                start: ms,
+                len: ml,
+                kind: mk,
+            },
+            Sym::Str {
+                start: ns,
+                len: nl,
+                kind: nk,
+            },
+        ) = (module, name)
+        else {
+            return Err(self.err(ErrorKind::TypeMismatch("STACK_GLOBAL requires str")));
+        };
+        match (self.text_of(ms, ml, mk), self.text_of(ns, nl, nk)) {
+            (Some(m), Some(n)) => {
+                let g = self.global(&m, &n)?;
+                self.push(g)
+            }
+            _ => {
+                // Text with lone surrogates can name no allowed global.
+                let raw = |s: usize, l: usize| self.r.input.get(s..s + l).unwrap_or_default();
+                Err(self.err(ErrorKind::GlobalNotAllowed {
+                    module: escape_bytes_for_display(raw(ms, ml)),
+                    name: escape_bytes_for_display(raw(ns, nl)),
+                }))
+            }
+        }
+    }
+
+    /// A call of `callable` with `args`: checks kinds and forms; returns the result's symbol.
+    fn call(&mut self, callable: Sym, args: Sym, kind: CallKind, inst: bool) -> Result<Sym> {
+        let Sym::Global(rule_index) = callable else {
+            return Err(self.err(ErrorKind::TypeMismatch("callable is not a global")));
+        };
+        if args != Sym::Tuple {
+            return Err(self.err(ErrorKind::TypeMismatch("arguments are not a tuple")));
+        }
+        let rule = self
+            .policy
+            .rule(rule_index)
+            .ok_or_else(|| self.err(ErrorKind::TypeMismatch("dangling rule")))?;
+        rule.check_call(kind, inst).map_err(|k| self.err(k))?;
+        Ok(match rule.constructor {
+            Constructor::Latin1Bytes | Constructor::Bytes => Sym::Bytes,
+            Constructor::ByteArray => Sym::ByteArray,
+            Constructor::Set => Sym::Set,
+            Constructor::FrozenSet => Sym::FrozenSet,
+            Constructor::Complex => Sym::Scalar,
+            Constructor::Record => Sym::Object(rule_index),
+        })
+    }
+
+    /// Whether a record made from `rule` allows APPEND/SETITEM (`items`) or BUILD.
+    fn record_allows(&self, rule: usize, build: bool) -> bool {
+        self.policy
+            .rule(rule)
+            .is_some_and(|r| if build { r.forms.build } else { r.forms.items })
+    }
+
+    fn append_target(&self, target: Sym) -> Result<()> {
+        match target {
+            Sym::List => Ok(()),
+            Sym::Object(rule) if self.record_allows(rule, false) => Ok(()),
+            Sym::Object(_) => Err(self.err(ErrorKind::FormNotAllowed("APPEND"))),
+            _ => Err(self.err(ErrorKind::TypeMismatch("APPEND target is not a list"))),
+        }
+    }
+
+    fn setitem_target(&self, target: Sym) -> Result<()> {
+        match target {
+            Sym::Dict => Ok(()),
+            Sym::Object(rule) if self.record_allows(rule, false) => Ok(()),
+            Sym::Object(_) => Err(self.err(ErrorKind::FormNotAllowed("SETITEM"))),
+            _ => Err(self.err(ErrorKind::TypeMismatch("SETITEM target is not a dict"))),
+        }
+    }
+
+    fn long_bytes(&mut self, n: u64) -> Result<()> {
+        if n > self.r.left() {
+            return Err(self.r.overrun());
+        }
+        if n > self.limits.max_long_bytes {
+            return Err(self.limit(LimitName::MaxLongBytes, n));
+        }
+        self.r.take(n)?;
+        self.push(Sym::Scalar)
+    }
+
+    fn utf8(&mut self, payload: &[u8]) -> Result<()> {
+        let start = self.r.pos - payload.len();
+        text::decode_utf8_surrogatepass(payload).map_err(|_| self.err(ErrorKind::InvalidUtf8))?;
+        self.push(Sym::Str {
+            start,
+            len: payload.len(),
+            kind: TextKind::Utf8,
+        })
+    }
+
+    /// One pickle, up to and including its STOP.
+    fn one(&mut self) -> Result<()> {
+        use Opcode as O;
+        loop {
+            let byte = self.r.next_opcode()?;
+            self.opcodes += 1;
+            if self.opcodes > self.limits.max_opcodes {
+                return Err(self.limit(LimitName::MaxOpcodes, self.opcodes));
+            }
+            if let Some(c) = self.report.opcode_counts.get_mut(usize::from(byte)) {
+                *c += 1;
+            }
+            let Some(op) = Opcode::from_byte(byte) else {
+                return Err(self.err(ErrorKind::UnknownOpcode));
+            };
+            match op {
+                O::Stop => {
+                    if !self.marks.is_empty() {
+                        return Err(self.err(ErrorKind::StackNotEmpty));
+                    }
+                    self.pop()?;
+                    if !self.stack.is_empty() {
+                        return Err(self.err(ErrorKind::StackNotEmpty));
+                    }
+                    return Ok(());
+                }
+                O::Mark => {
+                    let depth = (self.stack.len() + self.marks.len()) as u64;
+                    if depth >= self.limits.max_stack_len {
+                        return Err(self.limit(LimitName::MaxStackLen, depth + 1));
+                    }
+                    self.marks.push(self.stack.len());
+                }
+                O::Pop => {
+                    if self.marks.last() == Some(&self.stack.len()) {
+                        self.marks.pop();
+                    } else {
+                        self.pop()?;
+                    }
+                }
+                O::PopMark => {
+                    self.pop_mark()?;
+                }
+                O::Dup => {
+                    let t = self.top()?;
+                    self.push(t)?;
+                }
+                O::Float => {
+                    let line = self.r.read_line()?;
+                    text::parse_float(line).map_err(|_| self.err(ErrorKind::InvalidNumber))?;
+                    self.push(Sym::Scalar)?;
+                }
+                O::Int => {
+                    let line = self.r.read_line()?;
+                    if line != b"00" && line != b"01" {
+                        self.check_int(line)?;
+                    }
+                    self.push(Sym::Scalar)?;
+                }
+                O::Long => {
+                    let line = self.r.read_line()?;
+                    self.check_int(line.strip_suffix(b"L").unwrap_or(line))?;
+                    self.push(Sym::Scalar)?;
+                }
+                O::Binfloat => {
+                    self.r.take_array::<8>()?;
+                    self.push(Sym::Scalar)?;
+                }
+                O::Binint => {
+                    self.r.take_array::<4>()?;
+                    self.push(Sym::Scalar)?;
+                }
+                O::Binint1 => {
+                    self.r.take_u8()?;
+                    self.push(Sym::Scalar)?;
+                }
+                O::Binint2 => {
+                    self.r.take_array::<2>()?;
+                    self.push(Sym::Scalar)?;
+                }
+                O::Long1 => {
+                    let n = self.r.take_u8()?;
+                    self.long_bytes(u64::from(n))?;
+                }
+                O::Long4 => {
+                    let n = i32::from_le_bytes(self.r.take_array::<4>()?);
+                    let n = u64::try_from(n).map_err(|_| self.err(ErrorKind::InvalidNumber))?;
+                    self.long_bytes(n)?;
+                }
+                O::None | O::Newtrue | O::Newfalse => self.push(Sym::Scalar)?,
+                O::String => {
+                    let line = self.r.read_line()?;
+                    let body = match line {
+                        [q @ (b'\'' | b'"'), body @ .., last] if q == last => body,
+                        _ => return Err(self.err(ErrorKind::InvalidString)),
+                    };
+                    let raw = text::decode_string_escape(body)
+                        .map_err(|_| self.err(ErrorKind::InvalidEscape))?;
+                    let start = self.r.pos - 1 - line.len() + 1;
+                    let sym = self.python2(&raw, start, TextKind::Py2Escaped)?;
+                    // The symbol must point at the escaped body, not the decoded bytes.
+                    let sym = match sym {
+                        Sym::Str { kind, .. } => Sym::Str {
+                            start,
+                            len: body.len(),
+                            kind,
+                        },
+                        other => other,
+                    };
+                    self.push(sym)?;
+                }
+                O::Binstring => {
+                    let n = i32::from_le_bytes(self.r.take_array::<4>()?);
+                    let n = u64::try_from(n).map_err(|_| self.err(ErrorKind::InvalidNumber))?;
+                    let b = self.r.take(n)?;
+                    let sym = self.python2(b, self.r.pos - b.len(), TextKind::Py2Raw)?;
+                    self.push(sym)?;
+                }
+                O::ShortBinstring => {
+                    let b = self.r.take_prefixed::<1>()?;
+                    let sym = self.python2(b, self.r.pos - b.len(), TextKind::Py2Raw)?;
+                    self.push(sym)?;
+                }
+                O::Unicode => {
+                    let line = self.r.read_line()?;
+                    text::decode_raw_unicode_escape(line)
+                        .map_err(|_| self.err(ErrorKind::InvalidEscape))?;
+                    let start = self.r.pos - 1 - line.len();
+                    self.push(Sym::Str {
+                        start,
+                        len: line.len(),
+                        kind: TextKind::RawEscape,
+                    })?;
+                }
+                O::Binunicode => {
+                    let b = self.r.take_prefixed::<4>()?;
+                    self.utf8(b)?;
+                }
+                O::ShortBinunicode => {
+                    let b = self.r.take_prefixed::<1>()?;
+                    self.utf8(b)?;
+                }
+                O::Binunicode8 => {
+                    let b = self.r.take_prefixed::<8>()?;
+                    self.utf8(b)?;
+                }
+                O::Binbytes => {
+                    self.r.take_prefixed::<4>()?;
+                    self.push(Sym::Bytes)?;
+                }
+                O::ShortBinbytes => {
+                    self.r.take_prefixed::<1>()?;
+                    self.push(Sym::Bytes)?;
+                }
+                O::Binbytes8 => {
+                    self.r.take_prefixed::<8>()?;
+                    self.push(Sym::Bytes)?;
+                }
+                O::Bytearray8 => {
+                    self.r.take_prefixed::<8>()?;
+                    self.push(Sym::ByteArray)?;
+                }
+                O::NextBuffer => {
+                    match self.buffers.as_mut() {
+                        Some(n) if *n > 0 => *n -= 1,
+                        _ => return Err(self.err(ErrorKind::BuffersNotSupplied)),
+                    }
+                    self.push(Sym::Bytes)?;
+                }
+                O::ReadonlyBuffer => {
+                    if self.buffers.is_none() {
+                        return Err(self.err(ErrorKind::BuffersNotSupplied));
+                    }
+                    match self.top()? {
+                        Sym::Bytes => {}
+                        Sym::ByteArray => {
+                            self.pop()?;
+                            self.push(Sym::Bytes)?;
+                        }
+                        _ => {
+                            return Err(self
+                                .err(ErrorKind::TypeMismatch("READONLY_BUFFER on a non-buffer")))
+                        }
+                    }
+                }
+                O::EmptyList => self.push(Sym::List)?,
+                O::EmptyTuple => self.push(Sym::Tuple)?,
+                O::EmptyDict => self.push(Sym::Dict)?,
+                O::EmptySet => self.push(Sym::Set)?,
+                O::List => {
+                    self.pop_mark()?;
+                    self.push(Sym::List)?;
+                }
+                O::Tuple => {
+                    self.pop_mark()?;
+                    self.push(Sym::Tuple)?;
+                }
+                O::Tuple1 | O::Tuple2 | O::Tuple3 => {
+                    let n = match op {
+                        O::Tuple1 => 1,
+                        O::Tuple2 => 2,
+                        _ => 3,
+                    };
+                    if self.stack.len() < self.fence() + n {
+                        return Err(self.err(ErrorKind::StackUnderflow));
+                    }
+                    self.stack.truncate(self.stack.len() - n);
+                    self.push(Sym::Tuple)?;
+                }
+                O::Dict => {
+                    let (n, _) = self.pop_mark()?;
+                    if n % 2 != 0 {
+                        return Err(self.err(ErrorKind::OddItemCount));
+                    }
+                    self.push(Sym::Dict)?;
+                }
+                O::Frozenset => {
+                    self.pop_mark()?;
+                    self.push(Sym::FrozenSet)?;
+                }
+                O::Append => {
+                    self.pop()?;
+                    let t = self.top()?;
+                    self.append_target(t)?;
+                }
+                O::Appends => {
+                    self.pop_mark()?;
+                    let t = self.top()?;
+                    self.append_target(t)?;
+                }
+                O::Setitem => {
+                    self.pop()?;
+                    self.pop()?;
+                    let t = self.top()?;
+                    self.setitem_target(t)?;
+                }
+                O::Setitems => {
+                    let (n, _) = self.pop_mark()?;
+                    let t = self.top()?;
+                    if n % 2 != 0 {
+                        return Err(self.err(ErrorKind::OddItemCount));
+                    }
+                    self.setitem_target(t)?;
+                }
+                O::Additems => {
+                    self.pop_mark()?;
+                    if self.top()? != Sym::Set {
+                        return Err(
+                            self.err(ErrorKind::TypeMismatch("ADDITEMS target is not a set"))
+                        );
+                    }
+                }
+                O::Get => {
+                    let line = self.r.read_line()?;
+                    let i = self.memo_index(line)?;
+                    self.memo_get(i)?;
+                }
+                O::Binget => {
+                    let i = self.r.take_u8()?;
+                    self.memo_get(u64::from(i))?;
+                }
+                O::LongBinget => {
+                    let i = u32::from_le_bytes(self.r.take_array::<4>()?);
+                    self.memo_get(u64::from(i))?;
+                }
+                O::Put => {
+                    let line = self.r.read_line()?;
+                    let i = self.memo_index(line)?;
+                    self.memo_put(i)?;
+                }
+                O::Binput => {
+                    let i = self.r.take_u8()?;
+                    self.memo_put(u64::from(i))?;
+                }
+                O::LongBinput => {
+                    let i = u32::from_le_bytes(self.r.take_array::<4>()?);
+                    self.memo_put(u64::from(i))?;
+                }
+                O::Memoize => {
+                    let i = self.memo.count;
+                    self.memo_put(i)?;
+                }
+                O::Global => {
+                    let g = self.global_line()?;
+                    self.push(g)?;
+                }
+                O::StackGlobal => self.stack_global()?,
+                O::Inst => {
+                    if self.marks.is_empty() {
+                        return Err(self.err(ErrorKind::MarkMissing));
+                    }
+                    let cls = self.global_line()?;
+                    self.pop_mark()?;
+                    let r = self.call(cls, Sym::Tuple, CallKind::Reduce, true)?;
+                    self.push(r)?;
+                }
+                O::Obj => {
+                    let (n, first) = self.pop_mark()?;
+                    let Some(cls) = first.filter(|_| n > 0) else {
+                        return Err(self.err(ErrorKind::StackUnderflow));
+                    };
+                    let r = self.call(cls, Sym::Tuple, CallKind::Reduce, true)?;
+                    self.push(r)?;
+                }
+                O::Reduce => {
+                    let args = self.pop()?;
+                    let callable = self.pop()?;
+                    let r = self.call(callable, args, CallKind::Reduce, false)?;
+                    self.push(r)?;
+                }
+                O::Newobj => {
+                    let args = self.pop()?;
+                    let cls = self.pop()?;
+                    let r = self.call(cls, args, CallKind::NewObj, false)?;
+                    self.push(r)?;
+                }
+                O::NewobjEx => {
+                    let kwargs = self.pop()?;
+                    let args = self.pop()?;
+                    let cls = self.pop()?;
+                    let Sym::Global(_) = cls else {
+                        return Err(self.err(ErrorKind::TypeMismatch("callable is not a global")));
+                    };
+                    if args != Sym::Tuple {
+                        return Err(self.err(ErrorKind::TypeMismatch("arguments are not a tuple")));
+                    }
+                    if kwargs != Sym::Dict {
+                        return Err(
+                            self.err(ErrorKind::TypeMismatch("NEWOBJ_EX kwargs are not a dict"))
+                        );
+                    }
+                    let r = self.call(cls, args, CallKind::NewObjEx, false)?;
+                    self.push(r)?;
+                }
+                O::Build => {
+                    self.pop()?;
+                    match self.top()? {
+                        Sym::Object(rule) if self.record_allows(rule, true) => {}
+                        Sym::Object(_) => return Err(self.err(ErrorKind::FormNotAllowed("BUILD"))),
+                        _ => return Err(self.err(ErrorKind::BuildNotAllowed)),
+                    }
+                }
+                O::Ext1 => {
+                    let c = self.r.take_u8()?;
+                    self.extension(i64::from(c))?;
+                }
+                O::Ext2 => {
+                    let c = u16::from_le_bytes(self.r.take_array::<2>()?);
+                    self.extension(i64::from(c))?;
+                }
+                O::Ext4 => {
+                    let c = i32::from_le_bytes(self.r.take_array::<4>()?);
+                    self.extension(i64::from(c))?;
+                }
+                O::Persid | O::Binpersid => {
+                    return Err(self.err(ErrorKind::PersistentIdRejected));
+                }
+                O::Proto => {
+                    let p = self.r.take_u8()?;
+                    if p > 5 {
+                        return Err(self.err(ErrorKind::UnsupportedProtocol(p)));
+                    }
+                    self.report.protocol = self.report.protocol.max(p);
+                }
+                O::Frame => self.r.frame()?,
+            }
+        }
+    }
+
+    fn extension(&mut self, code: i64) -> Result<()> {
+        let target = u32::try_from(code)
+            .ok()
+            .filter(|&c| c > 0)
+            .and_then(|c| self.policy.extensions.get(&c))
+            .cloned();
+        let Some((module, name)) = target else {
+            return Err(self.err(ErrorKind::ExtensionCodeRejected(
+                code.clamp(0, i64::from(u32::MAX)) as u32,
+            )));
+        };
+        let g = self.global(&module, &name)?;
+        self.push(g)
+    }
+}
