@@ -109,7 +109,10 @@ impl<'a> Reader<'a> {
 
     /// A newline-terminated line, without its newline.
     pub(crate) fn read_line(&mut self) -> Result<&'a [u8]> {
-        let rest = self.input.get(self.pos..self.read_end()).unwrap_or_default();
+        let rest = self
+            .input
+            .get(self.pos..self.read_end())
+            .unwrap_or_default();
         match rest.iter().position(|&b| b == b'\n') {
             Some(n) => {
                 let line = rest.get(..n).unwrap_or_default();
