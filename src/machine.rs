@@ -33,6 +33,11 @@ use crate::scan::Scanner;
 use crate::text::{self, NumberError, ParsedInt};
 use crate::value::{CallKind, DictItems, Document, Global, NodeId, Object, PyStr, SetItems, Value};
 
+/// What stands in the arena slot of a dict or set while items are inserted into it: an
+/// unhashable value, so that a key holding the container itself (`d[(d,)] = 1`) is refused as
+/// unhashable, as CPython refuses it.
+const DETACHED: Value<'static> = Value::List(Vec::new());
+
 /// Bytes charged per node (the arena slot).
 const NODE_BYTES: u64 = mem::size_of::<Value<'static>>() as u64;
 /// Bytes charged per list/tuple/set item slot.
@@ -773,7 +778,7 @@ impl<'a, 'p> Machine<'a, 'p> {
         let slot = self.get_mut(target)?;
         match slot {
             Value::Dict(_) => {
-                let Value::Dict(mut d) = mem::replace(slot, Value::None) else {
+                let Value::Dict(mut d) = mem::replace(slot, DETACHED) else {
                     return Err(self.err(internal()));
                 };
                 let r = self.dict_insert(&mut d, &flat);
@@ -1125,7 +1130,7 @@ impl<'a, 'p> Machine<'a, 'p> {
                 if !matches!(slot, Value::Set(_)) {
                     return Err(self.err(ErrorKind::TypeMismatch("ADDITEMS target is not a set")));
                 }
-                let Value::Set(mut s) = mem::replace(slot, Value::None) else {
+                let Value::Set(mut s) = mem::replace(slot, DETACHED) else {
                     return Err(self.err(internal()));
                 };
                 let r = self.set_insert(&mut s, &items);
@@ -1241,4 +1246,40 @@ fn latin1_encode(s: &str) -> Option<Vec<u8>> {
         out.push(u8::try_from(u32::from(c)).ok()?);
     }
     Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kind(input: &[u8]) -> &'static str {
+        match decode(input, &Policy::data()) {
+            Ok(_) => "ok",
+            Err(e) => e.kind().name(),
+        }
+    }
+
+    #[test]
+    fn a_key_holding_its_own_dict_is_unhashable() {
+        // d = {}; d[(d,)] = 1
+        assert_eq!(kind(b"\x80\x02}q\x00h\x00\x85K\x01s."), "unhashable_key");
+        // s = set(); s.add((s,)) through ADDITEMS
+        assert_eq!(kind(b"\x80\x04\x8f\x94(h\x00\x85\x90."), "unhashable_key");
+    }
+
+    #[test]
+    fn sparse_memo_index_decodes_to_an_empty_list() {
+        let policy = Policy::data();
+        let doc = decode(b"\x80\x02]r\xff\xff\xff\x0f.", &policy).unwrap();
+        let root = doc.get(doc.root().unwrap()).unwrap();
+        assert!(matches!(root, Value::List(items) if items.is_empty()));
+    }
+
+    #[test]
+    fn get_of_an_unset_index_is_refused_by_the_scan() {
+        let e = decode(b"\x80\x02]q\x00h\x01.", &Policy::data()).unwrap_err();
+        assert_eq!(e.kind(), &ErrorKind::MemoKeyMissing(1));
+        assert_eq!(e.offset(), 5);
+        assert_eq!(e.opcode_name(), Some("BINGET"));
+    }
 }
