@@ -1,0 +1,219 @@
+#!/usr/bin/env python3
+"""Compare picklewarden with CPython on the standard workloads (issue 6); prints markdown.
+
+    python3 bench/gen_workloads.py                 # once: writes target/workloads/
+    python3 bench/compare.py [options] [FILE ...]  # default: every *.pkl in target/workloads/
+
+Every (tool, file) pair runs in a process of its own, which reads the file once, runs the tool
+RUNS times on it and reports the median wall time of a run and its peak RSS (VmHWM). Tools:
+  pickle.loads    CPython's C unpickler (stream files: pickle.Unpickler(BytesIO).load() until
+                  the end), cyclic GC on as it is by default
+  loads-gc-off    the same with gc.disable() (the cyclic GC runs during loads on the many-objects
+                  workloads)
+  allowlist       a pickle.Unpickler subclass whose find_class allows only what picklewarden's
+                  `data` policy allows, as a careful Python service would do
+  genops          `for op in pickletools.genops(data): pass`, how scanners walk a file
+  pw-decode       picklewarden decode to the arena, `data` policy
+                  (target/release/examples/bench_decode)
+  pw-json         picklewarden decode + typed JSON output
+  pw-scan         picklewarden scan-only, when the example supports --mode scan
+Result objects are dropped after the clock stops (both sides). `objects` is from
+MANIFEST.json: values in the decoded data, every occurrence in a container counted.
+
+Options:
+  --runs N          runs per process for the fast tools (default 5)
+  --slow-runs N     runs per process for genops (default 3)
+  --tools a,b,...   tools to run (default: all)
+  --no-build        do not run `cargo build --release --example bench_decode` first
+  --json FILE       also write the raw results as JSON
+"""
+
+import gc
+import glob
+import io
+import json
+import os
+import pickle
+import pickletools
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.normpath(os.path.join(HERE, ".."))
+WORKLOADS = os.path.join(ROOT, "target", "workloads")
+PY_TOOLS = ["pickle.loads", "loads-gc-off", "allowlist", "genops"]
+PW_TOOLS = ["pw-decode", "pw-json", "pw-scan"]
+ALL_TOOLS = PY_TOOLS + PW_TOOLS
+
+# What picklewarden's `data` policy (policy/data.toml) allows.
+ALLOWED = {
+    ("builtins", "set"), ("builtins", "frozenset"), ("builtins", "bytearray"),
+    ("builtins", "complex"), ("builtins", "bytes"),
+    ("__builtin__", "set"), ("__builtin__", "frozenset"), ("__builtin__", "bytearray"),
+    ("__builtin__", "complex"), ("__builtin__", "bytes"),
+    ("_codecs", "encode"),
+}
+
+
+class AllowlistUnpickler(pickle.Unpickler):
+    def find_class(self, module, name):
+        if (module, name) not in ALLOWED:
+            raise pickle.UnpicklingError(f"global {module}.{name} is not allowed")
+        return super().find_class(module, name)
+
+
+def peak_rss_kib():
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    return 0
+
+
+def load_all(data, cls):
+    f = io.BytesIO(data)
+    u = cls(f)
+    out = []
+    while f.tell() < len(data):
+        out.append(u.load())
+    return out
+
+
+def walk_ops(data):
+    f = io.BytesIO(data)
+    n = 0
+    while f.tell() < len(data):
+        for _ in pickletools.genops(f):
+            n += 1
+    return n
+
+
+def worker(tool, path, runs, stream):
+    """One process: read the file once, run the tool `runs` times, print one JSON line."""
+    with open(path, "rb") as f:
+        data = f.read()
+    if tool == "pickle.loads" or tool == "loads-gc-off":
+        if tool == "loads-gc-off":
+            gc.disable()
+        fn = (lambda: load_all(data, pickle.Unpickler)) if stream else (lambda: pickle.loads(data))
+    elif tool == "allowlist":
+        fn = ((lambda: load_all(data, AllowlistUnpickler)) if stream
+              else (lambda: AllowlistUnpickler(io.BytesIO(data)).load()))
+    elif tool == "genops":
+        fn = lambda: walk_ops(data)  # noqa: E731
+    else:
+        raise SystemExit(f"unknown tool {tool}")
+    times = []
+    for _ in range(runs):
+        t = time.perf_counter()
+        result = fn()
+        times.append(time.perf_counter() - t)
+        result = None  # dropped after the clock stops, before the next run
+    del result
+    print(json.dumps({"tool": tool, "file": path, "runs": runs,
+                      "median_s": statistics.median(times), "min_s": min(times),
+                      "peak_rss_kib": peak_rss_kib()}))
+
+
+def bench_binary():
+    target = os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
+    return os.path.join(target, "release", "examples", "bench_decode")
+
+
+def run_one(tool, path, runs, stream):
+    if tool in PY_TOOLS:
+        cmd = [sys.executable, os.path.abspath(__file__), "--worker", tool, path, str(runs)]
+        if stream:
+            cmd.append("--stream")
+    else:
+        mode = {"pw-decode": "decode", "pw-json": "json", "pw-scan": "scan"}[tool]
+        cmd = [bench_binary(), path, str(runs), "--mode", mode]
+        if stream:
+            cmd.append("--stream")
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode != 0:
+        return {"tool": tool, "file": path, "error": (p.stderr.strip() or f"exit {p.returncode}")}
+    r = json.loads(p.stdout.strip().splitlines()[-1])
+    r["tool"] = tool
+    return r
+
+
+def fmt_rate(x):
+    return f"{x:,.0f}" if x >= 100 else f"{x:,.1f}" if x >= 1 else f"{x:.3f}"
+
+
+def main():
+    args = sys.argv[1:]
+    if args and args[0] == "--worker":
+        worker(args[1], args[2], int(args[3]), "--stream" in args)
+        return
+    runs, slow_runs, tools, build, json_out, files = 5, 3, ALL_TOOLS, True, None, []
+    it = iter(args)
+    for a in it:
+        if a == "--runs":
+            runs = int(next(it))
+        elif a == "--slow-runs":
+            slow_runs = int(next(it))
+        elif a == "--tools":
+            tools = next(it).split(",")
+        elif a == "--no-build":
+            build = False
+        elif a == "--json":
+            json_out = next(it)
+        elif a.startswith("-"):
+            raise SystemExit(__doc__)
+        else:
+            files.append(a)
+    if not files:
+        files = sorted(glob.glob(os.path.join(WORKLOADS, "*.pkl")))
+    if not files:
+        raise SystemExit("no workloads: run python3 bench/gen_workloads.py first")
+    if build and any(t in PW_TOOLS for t in tools):
+        subprocess.run(["cargo", "build", "--release", "--quiet", "--example", "bench_decode"],
+                       cwd=ROOT, check=True)
+    manifest = {}
+    for d in {os.path.dirname(os.path.abspath(f)) for f in files}:
+        m = os.path.join(d, "MANIFEST.json")
+        if os.path.exists(m):
+            with open(m) as f:
+                manifest.update(json.load(f))
+
+    results = []
+    print("| workload | MB | objects | tool | median ms | MB/s | Mobj/s | x pickle.loads "
+          "| peak RSS MiB |")
+    print("|---|---:|---:|---|---:|---:|---:|---:|---:|")
+    for path in files:
+        name = os.path.basename(path)
+        info = manifest.get(name, {})
+        size = os.path.getsize(path)
+        objects = info.get("objects", 0)
+        stream = info.get("stream", "_stream" in name)
+        base = None
+        for tool in tools:
+            r = run_one(tool, path, slow_runs if tool == "genops" else runs, stream)
+            r.update(workload=name, bytes=size, objects=objects)
+            results.append(r)
+            label = name.removesuffix(".pkl")
+            if "error" in r:
+                err = r["error"].splitlines()[-1][:80]
+                print(f"| {label} | {size / 1e6:.1f} | {objects:,} | {tool} | - | - | - | - "
+                      f"| {err} |", flush=True)
+                continue
+            t = r["median_s"]
+            if tool == "pickle.loads":
+                base = t
+            ratio = f"{base / t:.2f}" if base and t > 0 else "-"
+            mbs = size / 1e6 / t if t > 0 else float("inf")
+            mobj = objects / 1e6 / t if t > 0 else float("inf")
+            print(f"| {label} | {size / 1e6:.1f} | {objects:,} | {tool} | {t * 1e3:,.2f} "
+                  f"| {fmt_rate(mbs)} | {fmt_rate(mobj)} | {ratio} "
+                  f"| {r['peak_rss_kib'] / 1024:,.0f} |", flush=True)
+    if json_out:
+        with open(json_out, "w") as f:
+            json.dump(results, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
