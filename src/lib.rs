@@ -24,6 +24,7 @@ pub mod json;
 mod keys;
 pub mod limits;
 mod machine;
+pub mod mitogen;
 mod memo;
 pub mod opcode;
 pub mod policy;

@@ -682,23 +682,19 @@ impl<'a, 'p> Machine<'a, 'p> {
         }
     }
 
+    /// `_codecs.encode(text, 'latin1')`: the bytes of text whose code points are all below
+    /// U+0100, in one pass from the stream's UTF-8 (borrowed when the text is ASCII).
     fn latin1_text(&self, text: NodeId, encoding: NodeId) -> Result<Cow<'a, [u8]>> {
         let enc_ok = matches!(self.get(encoding)?, Value::Str(PyStr::Utf8(e)) if e == "latin1" || e == "latin-1");
         if !enc_ok {
             return Err(self.rejected("encoding must be 'latin1' or 'latin-1'"));
         }
         match self.get(text)? {
-            Value::Str(PyStr::Utf8(s)) => {
-                if s.is_ascii() {
-                    return Ok(match s {
-                        Cow::Borrowed(b) => Cow::Borrowed(b.as_bytes()),
-                        Cow::Owned(o) => Cow::Owned(o.as_bytes().to_vec()),
-                    });
-                }
-                latin1_encode(s)
-                    .map(Cow::Owned)
-                    .ok_or_else(|| self.rejected("code point above U+00FF"))
-            }
+            Value::Str(PyStr::Utf8(Cow::Borrowed(s))) => latin1_encode(s.as_bytes())
+                .ok_or_else(|| self.rejected("code point above U+00FF")),
+            Value::Str(PyStr::Utf8(Cow::Owned(s))) => latin1_encode(s.as_bytes())
+                .map(|b| Cow::Owned(b.into_owned()))
+                .ok_or_else(|| self.rejected("code point above U+00FF")),
             Value::Str(PyStr::Surrogates(_)) => Err(self.rejected("code point above U+00FF")),
             _ => Err(self.rejected("text to encode is not a str")),
         }
@@ -1240,12 +1236,46 @@ impl<'a, 'p> Machine<'a, 'p> {
     }
 }
 
-fn latin1_encode(s: &str) -> Option<Vec<u8>> {
-    let mut out = Vec::with_capacity(s.len());
-    for c in s.chars() {
-        out.push(u8::try_from(u32::from(c)).ok()?);
+/// Latin-1 bytes of valid UTF-8 text, or `None` if it holds a code point above U+00FF.
+///
+/// One pass, no intermediate string: ASCII text is borrowed as it is; otherwise every input
+/// byte is visited once and written (unconditionally, branch-free) at the output position,
+/// which only advances past non-lead bytes. In valid UTF-8, U+0080..U+00FF are exactly the
+/// two-byte sequences with lead byte C2 or C3, so a lead byte of C4 or more is the only way to
+/// hold a code point above U+00FF (C0 and C1 cannot occur). The value of a continuation byte
+/// `b` after lead `l` is `(l << 6) | (b & 0x3f)` truncated to 8 bits.
+fn latin1_encode(s: &[u8]) -> Option<Cow<'_, [u8]>> {
+    if s.is_ascii() {
+        return Some(Cow::Borrowed(s));
     }
-    Some(out)
+    let ascii = s.iter().position(|&b| b >= 0x80).unwrap_or(s.len());
+    let mut out = vec![0u8; s.len()];
+    let (head, tail) = s.split_at(ascii);
+    if let Some(dst) = out.get_mut(..ascii) {
+        dst.copy_from_slice(head);
+    }
+    let mut w = ascii;
+    let mut prev = 0u8;
+    let mut above_ff = false;
+    for &b in tail {
+        let value = if b < 0x80 {
+            b
+        } else {
+            (prev << 6) | (b & 0x3f)
+        };
+        if let Some(slot) = out.get_mut(w) {
+            *slot = value;
+        }
+        let lead = b >= 0xc0;
+        above_ff |= b >= 0xc4;
+        w += usize::from(!lead);
+        prev = b;
+    }
+    if above_ff {
+        return None;
+    }
+    out.truncate(w);
+    Some(Cow::Owned(out))
 }
 
 #[cfg(test)]

@@ -222,10 +222,12 @@ pub struct Policy {
 }
 
 /// Names of the built-in policies, each shipped as `policy/NAME.toml`.
-pub const BUILTIN_POLICIES: [&str; 2] = ["data", "strict"];
+pub const BUILTIN_POLICIES: [&str; 4] = ["data", "strict", "mitogen", "mitogen-plus"];
 
 const DATA_TOML: &str = include_str!("../../policy/data.toml");
 const STRICT_TOML: &str = include_str!("../../policy/strict.toml");
+const MITOGEN_TOML: &str = include_str!("../../policy/mitogen.toml");
+const MITOGEN_PLUS_TOML: &str = include_str!("../../policy/mitogen-plus.toml");
 
 /// A policy file could not be read.
 #[derive(Debug, thiserror::Error)]
@@ -246,11 +248,13 @@ impl Policy {
         }
     }
 
-    /// A built-in policy by name (`"data"`, `"strict"`), or `None`.
+    /// A built-in policy by name (`"data"`, `"strict"`, `"mitogen"`, `"mitogen-plus"`), or `None`.
     pub fn builtin(name: &str) -> Option<Policy> {
         let text = match name {
             "data" => DATA_TOML,
             "strict" => STRICT_TOML,
+            "mitogen" => MITOGEN_TOML,
+            "mitogen-plus" => MITOGEN_PLUS_TOML,
             _ => return None,
         };
         Policy::from_toml_str(text).ok()
@@ -336,6 +340,8 @@ mod tests {
         for name in BUILTIN_POLICIES {
             let p = Policy::from_toml_str(match name {
                 "data" => DATA_TOML,
+                "mitogen" => MITOGEN_TOML,
+                "mitogen-plus" => MITOGEN_PLUS_TOML,
                 _ => STRICT_TOML,
             })
             .unwrap();

@@ -1,0 +1,805 @@
+//! Mitogen message framing and payloads, as `mitogen/core.py` (release 0.3.54) defines them.
+//!
+//! A Mitogen stream (after the bootstrap handshake, see [`bootstrap`]) is a sequence of
+//! messages, each a 26-byte big-endian header `>hLLLLLL` (enc, dst_id, src_id, auth_id, handle,
+//! reply_to, length) followed by `length` bytes of payload:
+//! - `enc` is [`Enc::Legacy`] (0x4d49, "MI"), [`Enc::Pickle`] (0x4d4a) or [`Enc::Binary`]
+//!   (0x4d4b); anything else is stream corruption (Mitogen disconnects);
+//! - `length` is at most the router's maximum message size (128 MiB by default,
+//!   [`DEFAULT_MAX_MESSAGE_BYTES`]); Mitogen disconnects a stream that announces more;
+//! - `reply_to` = [`IS_DEAD`] (999) marks a dead message, whose payload is the UTF-8 reason;
+//! - a pickled payload holds several protocol-2 pickles one after another that share one memo
+//!   (`Message.unpickle_iter` calls `Unpickler.load()` until the payload is used up; an empty
+//!   payload holds no value), unpickled with `encoding='bytes'`;
+//! - a few legacy (0x4d49) handles carry raw bytes that Mitogen never unpickles
+//!   ([`RAW_LEGACY_HANDLES`]: module names, log records, route updates).
+//!
+//! [`FrameReader`] cuts frames out of a byte stream that arrives in pieces of any size, checking
+//! each header as soon as its 26 bytes are in (so an oversized frame is refused before its
+//! payload is buffered). [`decode_payload`] decodes one payload under a policy (normally the
+//! built-in `mitogen` policy).
+
+use std::borrow::Cow;
+use std::fmt;
+
+use crate::error::{Category, Error, ErrorKind};
+use crate::limits::Limits;
+use crate::machine::Decoder;
+use crate::policy::Policy;
+use crate::value::Document;
+
+/// Length of a message header in bytes (`struct.calcsize('>hLLLLLL')`).
+pub const HEADER_LEN: usize = 26;
+
+/// Mitogen's default maximum message size (`Router.max_message_size`), in bytes: 128 MiB.
+pub const DEFAULT_MAX_MESSAGE_BYTES: u64 = 128 * 1024 * 1024;
+
+/// `reply_to` of a dead message (`mitogen.core.IS_DEAD`).
+pub const IS_DEAD: u32 = 999;
+
+/// Standard handles of `mitogen/core.py`.
+pub mod handle {
+    /// A child asks for a module's source (raw module name).
+    pub const GET_MODULE: u32 = 100;
+    /// A function call (pickled `CallSpec` tuple).
+    pub const CALL_FUNCTION: u32 = 101;
+    /// A log record (raw `name\0level\0message`).
+    pub const FORWARD_LOG: u32 = 102;
+    /// A route was added (raw `id` or `id:name`).
+    pub const ADD_ROUTE: u32 = 103;
+    /// A route was removed (raw `id`).
+    pub const DEL_ROUTE: u32 = 104;
+    /// Ask for a context id (empty; the reply is pickled).
+    pub const ALLOCATE_ID: u32 = 105;
+    /// Shut down (empty).
+    pub const SHUTDOWN: u32 = 106;
+    /// A module's source (pickled).
+    pub const LOAD_MODULE: u32 = 107;
+    /// Forward a module to a grandchild (raw `id\0name`).
+    pub const FORWARD_MODULE: u32 = 108;
+    /// The context is detaching (empty).
+    pub const DETACHING: u32 = 109;
+    /// A service call (pickled).
+    pub const CALL_SERVICE: u32 = 110;
+}
+
+/// Legacy-encoded handles whose payload is raw bytes that Mitogen's receivers split or decode
+/// as text and never unpickle (`mitogen/core.py`, `mitogen/master.py`, `mitogen/parent.py`).
+pub const RAW_LEGACY_HANDLES: [u32; 5] = [
+    handle::GET_MODULE,
+    handle::FORWARD_LOG,
+    handle::ADD_ROUTE,
+    handle::DEL_ROUTE,
+    handle::FORWARD_MODULE,
+];
+
+/// The payload encoding of a message (`Message.ENC_MGC`, `ENC_PKL`, `ENC_BIN`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Enc {
+    /// 0x4d49 (`ENC_MGC`): the implicit legacy encoding, pickled except on
+    /// [`RAW_LEGACY_HANDLES`].
+    Legacy,
+    /// 0x4d4a (`ENC_PKL`): pickled.
+    Pickle,
+    /// 0x4d4b (`ENC_BIN`): raw bytes.
+    Binary,
+}
+
+impl Enc {
+    /// The enc of a header field, or `None` for a value Mitogen treats as corruption.
+    pub fn from_u16(v: u16) -> Option<Enc> {
+        match v {
+            0x4d49 => Some(Enc::Legacy),
+            0x4d4a => Some(Enc::Pickle),
+            0x4d4b => Some(Enc::Binary),
+            _ => None,
+        }
+    }
+
+    /// The header field value.
+    pub fn value(self) -> u16 {
+        match self {
+            Enc::Legacy => 0x4d49,
+            Enc::Pickle => 0x4d4a,
+            Enc::Binary => 0x4d4b,
+        }
+    }
+}
+
+/// A message header (26 bytes, big-endian `>hLLLLLL`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Header {
+    /// Payload encoding.
+    pub enc: Enc,
+    /// Destination context id.
+    pub dst_id: u32,
+    /// Source context id.
+    pub src_id: u32,
+    /// Context id under whose authority the message acts.
+    pub auth_id: u32,
+    /// Destination handle.
+    pub handle: u32,
+    /// Handle for the reply, or [`IS_DEAD`].
+    pub reply_to: u32,
+    /// Payload length in bytes.
+    pub length: u32,
+}
+
+/// How a payload is to be read, from its header.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PayloadKind {
+    /// Pickles one after another sharing one memo (possibly none).
+    Pickles,
+    /// Raw bytes of an [`Enc::Binary`] message.
+    Binary,
+    /// Raw bytes of a legacy message on one of the [`RAW_LEGACY_HANDLES`].
+    Raw,
+    /// A dead message: the payload is the UTF-8 reason (possibly empty).
+    Dead,
+}
+
+fn be_u32(b: &[u8; HEADER_LEN], at: usize) -> u32 {
+    let mut word = [0u8; 4];
+    if let Some(s) = b.get(at..at + 4) {
+        word.copy_from_slice(s);
+    }
+    u32::from_be_bytes(word)
+}
+
+impl Header {
+    /// Reads a header. `offset` is the header's absolute position in the stream (for errors);
+    /// `max_message_bytes` is the largest payload accepted.
+    ///
+    /// # Errors
+    /// [`FrameError::BadEnc`] for an unknown enc, [`FrameError::TooLarge`] for a payload over
+    /// the maximum, as Mitogen's `MitogenProtocol._receive_one` refuses them.
+    pub fn parse(
+        bytes: &[u8; HEADER_LEN],
+        offset: u64,
+        max_message_bytes: u64,
+    ) -> Result<Header, FrameError> {
+        let raw_enc = u16::from_be_bytes([bytes[0], bytes[1]]);
+        let enc = Enc::from_u16(raw_enc).ok_or(FrameError::BadEnc {
+            enc: raw_enc,
+            offset,
+        })?;
+        let length = be_u32(bytes, 22);
+        if u64::from(length) > max_message_bytes {
+            return Err(FrameError::TooLarge {
+                length: u64::from(length),
+                max: max_message_bytes,
+                offset,
+            });
+        }
+        Ok(Header {
+            enc,
+            dst_id: be_u32(bytes, 2),
+            src_id: be_u32(bytes, 6),
+            auth_id: be_u32(bytes, 10),
+            handle: be_u32(bytes, 14),
+            reply_to: be_u32(bytes, 18),
+            length,
+        })
+    }
+
+    /// The 26 header bytes (`Message.pack`).
+    pub fn to_bytes(&self) -> [u8; HEADER_LEN] {
+        let mut out = [0u8; HEADER_LEN];
+        let fields = [
+            self.dst_id,
+            self.src_id,
+            self.auth_id,
+            self.handle,
+            self.reply_to,
+            self.length,
+        ];
+        let (enc, rest) = out.split_at_mut(2);
+        enc.copy_from_slice(&self.enc.value().to_be_bytes());
+        for (chunk, v) in rest.chunks_exact_mut(4).zip(fields) {
+            chunk.copy_from_slice(&v.to_be_bytes());
+        }
+        out
+    }
+
+    /// Whether `reply_to` is [`IS_DEAD`] (`Message.is_dead`).
+    pub fn is_dead(&self) -> bool {
+        self.reply_to == IS_DEAD
+    }
+
+    /// How the payload is read: dead messages first, then binary, raw legacy handles, and
+    /// pickles for everything else.
+    pub fn payload_kind(&self) -> PayloadKind {
+        if self.is_dead() {
+            PayloadKind::Dead
+        } else if self.enc == Enc::Binary {
+            PayloadKind::Binary
+        } else if self.enc == Enc::Legacy && RAW_LEGACY_HANDLES.contains(&self.handle) {
+            PayloadKind::Raw
+        } else {
+            PayloadKind::Pickles
+        }
+    }
+}
+
+/// A refused frame: bad framing, or a payload the decoder refused.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum FrameError {
+    /// The enc field is not one of the three Mitogen encodings (stream corruption).
+    BadEnc {
+        /// The value seen.
+        enc: u16,
+        /// Absolute offset of the header.
+        offset: u64,
+    },
+    /// The payload length is over the maximum message size.
+    TooLarge {
+        /// The length announced.
+        length: u64,
+        /// The maximum.
+        max: u64,
+        /// Absolute offset of the header.
+        offset: u64,
+    },
+    /// The stream ended inside a frame.
+    Truncated {
+        /// Absolute offset of the frame.
+        offset: u64,
+        /// Bytes of the frame that are there.
+        have: u64,
+        /// Bytes the frame needs.
+        need: u64,
+    },
+    /// The payload was refused; the error's offset is absolute in the stream.
+    Payload(Error),
+}
+
+impl FrameError {
+    /// A stable name: `bad_enc`, `message_too_large`, `truncated`, or the payload error's
+    /// kind name (`global_not_allowed`, ...).
+    pub fn kind_name(&self) -> &'static str {
+        match self {
+            FrameError::BadEnc { .. } => "bad_enc",
+            FrameError::TooLarge { .. } => "message_too_large",
+            FrameError::Truncated { .. } => "truncated",
+            FrameError::Payload(e) => e.kind().name(),
+        }
+    }
+
+    /// The category of the refusal.
+    pub fn category(&self) -> Category {
+        match self {
+            FrameError::BadEnc { .. } => Category::Malformed,
+            FrameError::TooLarge { .. } => Category::LimitExceeded,
+            FrameError::Truncated { .. } => Category::Truncated,
+            FrameError::Payload(e) => e.category(),
+        }
+    }
+
+    /// Absolute byte offset in the stream: the frame's header, or the refused opcode.
+    pub fn offset(&self) -> u64 {
+        match self {
+            FrameError::BadEnc { offset, .. }
+            | FrameError::TooLarge { offset, .. }
+            | FrameError::Truncated { offset, .. } => *offset,
+            FrameError::Payload(e) => e.offset(),
+        }
+    }
+
+    /// The payload error, if the refusal came from the decoder.
+    pub fn payload_error(&self) -> Option<&Error> {
+        match self {
+            FrameError::Payload(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for FrameError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FrameError::BadEnc { enc, offset } => write!(
+                f,
+                "enc {enc:#06x} is not a Mitogen encoding (0x4d49, 0x4d4a, 0x4d4b) in the header at offset {offset:#x}"
+            ),
+            FrameError::TooLarge {
+                length,
+                max,
+                offset,
+            } => write!(
+                f,
+                "message length {length} is over the maximum message size {max} in the header at offset {offset:#x}"
+            ),
+            FrameError::Truncated { offset, have, need } => write!(
+                f,
+                "stream ends inside the frame at offset {offset:#x} ({have} of {need} bytes)"
+            ),
+            FrameError::Payload(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for FrameError {}
+
+/// One whole frame cut from a stream: header and payload, as received.
+#[derive(Clone, Debug)]
+pub struct Frame {
+    /// Absolute offset of the header in the stream.
+    pub offset: u64,
+    /// The parsed header.
+    pub header: Header,
+    bytes: Vec<u8>,
+}
+
+impl Frame {
+    /// The frame's bytes as received (header then payload), for relaying unchanged.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+
+    /// The payload.
+    pub fn payload(&self) -> &[u8] {
+        self.bytes.get(HEADER_LEN..).unwrap_or_default()
+    }
+
+    /// Absolute offset of the first payload byte.
+    pub fn payload_offset(&self) -> u64 {
+        self.offset + HEADER_LEN as u64
+    }
+
+    /// Decodes the payload (see [`decode_payload`]); error offsets are absolute in the stream.
+    ///
+    /// # Errors
+    /// [`FrameError::Payload`].
+    pub fn decode<'f>(
+        &'f self,
+        policy: &Policy,
+        limits: Limits,
+    ) -> Result<Content<'f>, FrameError> {
+        decode_payload(&self.header, self.payload(), policy, limits)
+            .map_err(|e| FrameError::Payload(e.shifted(self.payload_offset())))
+    }
+}
+
+/// Cuts frames out of a byte stream that arrives in pieces of any size.
+///
+/// Feed it with [`FrameReader::push`] and drain it with [`FrameReader::next_frame`] after every
+/// push: it then never holds more than one frame (at most the maximum message size plus the
+/// header) plus the last piece. After an error the reader refuses the same header again.
+///
+/// ```
+/// use picklewarden::mitogen::{FrameReader, Header, Enc};
+/// let header = Header { enc: Enc::Pickle, dst_id: 0, src_id: 1, auth_id: 1, handle: 1000,
+///                       reply_to: 0, length: 3 };
+/// let mut bytes = header.to_bytes().to_vec();
+/// bytes.extend_from_slice(b"N.");  // one byte short
+/// let mut reader = FrameReader::new();
+/// reader.push(&bytes);
+/// assert!(reader.next_frame()?.is_none());
+/// reader.push(b"x");
+/// let frame = reader.next_frame()?.unwrap();
+/// assert_eq!(frame.payload(), b"N.x");
+/// assert!(reader.finish().is_ok());
+/// # Ok::<(), picklewarden::mitogen::FrameError>(())
+/// ```
+#[derive(Debug)]
+pub struct FrameReader {
+    buf: Vec<u8>,
+    start: usize,
+    /// Absolute stream offset of `buf[start]`.
+    offset: u64,
+    max_message_bytes: u64,
+    header: Option<Header>,
+}
+
+impl Default for FrameReader {
+    fn default() -> FrameReader {
+        FrameReader::new()
+    }
+}
+
+impl FrameReader {
+    /// A reader with Mitogen's default maximum message size (128 MiB).
+    pub fn new() -> FrameReader {
+        FrameReader::with_max_message_bytes(DEFAULT_MAX_MESSAGE_BYTES)
+    }
+
+    /// A reader refusing payloads longer than `max` bytes.
+    pub fn with_max_message_bytes(max: u64) -> FrameReader {
+        FrameReader {
+            buf: Vec::new(),
+            start: 0,
+            offset: 0,
+            max_message_bytes: max,
+            header: None,
+        }
+    }
+
+    /// A reader whose stream starts at absolute offset `offset` (e.g. after a bootstrap
+    /// handshake), for error offsets.
+    pub fn starting_at(mut self, offset: u64) -> FrameReader {
+        self.offset = offset;
+        self
+    }
+
+    /// Appends the next piece of the stream.
+    pub fn push(&mut self, data: &[u8]) {
+        if self.start > 0 && self.start >= self.buf.len() / 2 {
+            self.buf.drain(..self.start);
+            self.start = 0;
+        }
+        self.buf.extend_from_slice(data);
+    }
+
+    /// Bytes received but not yet returned in a frame.
+    pub fn buffered(&self) -> usize {
+        self.buf.len().saturating_sub(self.start)
+    }
+
+    /// Absolute stream offset of the next frame.
+    pub fn offset(&self) -> u64 {
+        self.offset
+    }
+
+    /// The next whole frame, or `None` when more bytes are needed.
+    ///
+    /// # Errors
+    /// A bad enc or an oversized length, as soon as the header is in (and again on every later
+    /// call: nothing is consumed).
+    pub fn next_frame(&mut self) -> Result<Option<Frame>, FrameError> {
+        let avail = self.buf.get(self.start..).unwrap_or_default();
+        let header = match self.header {
+            Some(h) => h,
+            None => {
+                let Some(head) = avail.first_chunk::<HEADER_LEN>() else {
+                    return Ok(None);
+                };
+                // On error nothing is consumed, so the next call refuses the same header again.
+                let h = Header::parse(head, self.offset, self.max_message_bytes)?;
+                self.header = Some(h);
+                h
+            }
+        };
+        let total = HEADER_LEN + header.length as usize;
+        let Some(bytes) = avail.get(..total) else {
+            return Ok(None);
+        };
+        let frame = Frame {
+            offset: self.offset,
+            header,
+            bytes: bytes.to_vec(),
+        };
+        self.start += total;
+        self.offset += total as u64;
+        self.header = None;
+        Ok(Some(frame))
+    }
+
+    /// Call at the end of the stream: an error if it ended inside a frame.
+    ///
+    /// # Errors
+    /// [`FrameError::Truncated`].
+    pub fn finish(&self) -> Result<(), FrameError> {
+        let have = self.buffered() as u64;
+        if have == 0 {
+            return Ok(());
+        }
+        let need = self.header.map_or(HEADER_LEN as u64, |h| {
+            HEADER_LEN as u64 + u64::from(h.length)
+        });
+        Err(FrameError::Truncated {
+            offset: self.offset,
+            have,
+            need,
+        })
+    }
+}
+
+/// The decoded content of one payload.
+#[derive(Debug)]
+pub enum Content<'a> {
+    /// The values of the pickles in the payload (a stream document, possibly with no root).
+    Values(Document<'a>),
+    /// The raw bytes of a binary message.
+    Binary(&'a [u8]),
+    /// The raw bytes of a legacy message on a raw handle.
+    Raw(&'a [u8]),
+    /// The reason of a dead message.
+    Dead(Cow<'a, str>),
+}
+
+/// Decodes one payload as its header says ([`Header::payload_kind`]): pickles one after
+/// another sharing one memo under `policy` and `limits` (as `Message.unpickle_iter`), raw
+/// bytes for binary and raw legacy messages, the UTF-8 reason of a dead message. Error offsets
+/// are relative to the payload (see [`Frame::decode`] for absolute ones).
+///
+/// # Errors
+/// Any decoder refusal; [`ErrorKind::InvalidUtf8`] for a dead message whose reason is not
+/// UTF-8 (Mitogen writes `utf_8_encode(reason)`).
+pub fn decode_payload<'a>(
+    header: &Header,
+    payload: &'a [u8],
+    policy: &Policy,
+    limits: Limits,
+) -> Result<Content<'a>, Error> {
+    match header.payload_kind() {
+        PayloadKind::Binary => Ok(Content::Binary(payload)),
+        PayloadKind::Raw => Ok(Content::Raw(payload)),
+        PayloadKind::Dead => match std::str::from_utf8(payload) {
+            Ok(s) => Ok(Content::Dead(Cow::Borrowed(s))),
+            Err(e) => Err(Error::new(
+                ErrorKind::InvalidUtf8,
+                e.valid_up_to() as u64,
+                None,
+            )),
+        },
+        PayloadKind::Pickles if payload.is_empty() => Ok(Content::Values(Document {
+            nodes: Vec::new(),
+            roots: Vec::new(),
+            stream: true,
+        })),
+        PayloadKind::Pickles => Decoder::new(payload, policy)
+            .limits(limits)
+            .decode_stream()
+            .map(Content::Values),
+    }
+}
+
+/// The bootstrap handshake of a Mitogen child (`mitogen/parent.py`): before framing starts,
+/// the child writes lines on its stdout. The first stage writes `MITO000\n` when it is ready
+/// for the compressed core source, `MITO001\n` once it has it; the new interpreter writes
+/// `MITO002\n` (`ExternalContext.main`) right before the first frame. Mitogen's parent reads
+/// these lines with regular expressions and ignores other lines (it logs them).
+pub mod bootstrap {
+    /// The last line before framing starts.
+    pub const EC2_LINE: &[u8] = b"MITO002\n";
+    /// The default bound on the bytes a child may write before `MITO002\n`.
+    pub const DEFAULT_MAX_BOOTSTRAP_BYTES: usize = 1024 * 1024;
+
+    /// Tracks the handshake on a child's stdout.
+    #[derive(Debug, Default)]
+    pub struct Handshake {
+        line: Vec<u8>,
+        seen: usize,
+        done: bool,
+    }
+
+    /// What [`Handshake::feed`] found.
+    #[derive(Debug, PartialEq, Eq)]
+    pub enum Step {
+        /// Still in the handshake: all of the piece is handshake text.
+        Pending,
+        /// The handshake ended; the first `usize` bytes of the piece are handshake text, the
+        /// rest is framed.
+        Done(usize),
+        /// The child wrote more than the bound before `MITO002\n`.
+        TooLong,
+    }
+
+    impl Handshake {
+        /// Whether `MITO002\n` was seen.
+        pub fn is_done(&self) -> bool {
+            self.done
+        }
+
+        /// Reads the next piece of the child's stdout; `max` bounds the handshake's length.
+        pub fn feed(&mut self, piece: &[u8], max: usize) -> Step {
+            if self.done {
+                return Step::Done(0);
+            }
+            for (i, &b) in piece.iter().enumerate() {
+                self.seen += 1;
+                if self.seen > max {
+                    return Step::TooLong;
+                }
+                if self.line.len() < EC2_LINE.len() {
+                    self.line.push(b);
+                }
+                if b == b'\n' {
+                    let ended = self.line.as_slice() == EC2_LINE;
+                    self.line.clear();
+                    if ended {
+                        self.done = true;
+                        return Step::Done(i + 1);
+                    }
+                }
+            }
+            Step::Pending
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn header(enc: Enc, handle: u32, reply_to: u32, length: u32) -> Header {
+        Header {
+            enc,
+            dst_id: 0,
+            src_id: 1,
+            auth_id: 1,
+            handle,
+            reply_to,
+            length,
+        }
+    }
+
+    fn frame(h: Header, payload: &[u8]) -> Vec<u8> {
+        let mut v = h.to_bytes().to_vec();
+        v.extend_from_slice(payload);
+        v
+    }
+
+    fn mitogen() -> Policy {
+        Policy::builtin("mitogen").unwrap()
+    }
+
+    #[test]
+    fn header_round_trip_matches_struct_pack() {
+        // struct.pack('>hLLLLLL', 0x4d4a, 1, 2, 3, 4, 5, 6)
+        let want = b"\x4d\x4a\x00\x00\x00\x01\x00\x00\x00\x02\x00\x00\x00\x03\x00\x00\x00\x04\x00\x00\x00\x05\x00\x00\x00\x06";
+        let h = Header::parse(want, 0, 100).unwrap();
+        assert_eq!(
+            h,
+            Header {
+                enc: Enc::Pickle,
+                dst_id: 1,
+                src_id: 2,
+                auth_id: 3,
+                handle: 4,
+                reply_to: 5,
+                length: 6
+            }
+        );
+        assert_eq!(&h.to_bytes(), want);
+    }
+
+    #[test]
+    fn bad_enc_and_size_limit() {
+        let mut bytes = header(Enc::Pickle, 1, 0, 10).to_bytes();
+        bytes[1] = 0x4c;
+        assert!(matches!(
+            Header::parse(&bytes, 7, 100),
+            Err(FrameError::BadEnc {
+                enc: 0x4d4c,
+                offset: 7
+            })
+        ));
+        bytes[1] = 0x4e;
+        assert!(Header::parse(&bytes, 0, 100).is_err());
+        let ok = header(Enc::Binary, 1, 0, 10).to_bytes();
+        assert!(Header::parse(&ok, 0, 10).is_ok());
+        let e = Header::parse(&ok, 0, 9).unwrap_err();
+        assert_eq!(e.kind_name(), "message_too_large");
+        assert_eq!(e.category(), Category::LimitExceeded);
+    }
+
+    #[test]
+    fn reader_takes_any_piece_sizes() {
+        let mut stream = Vec::new();
+        let payloads: [&[u8]; 4] = [b"", b"N.", b"\x80\x02K\x05.\x80\x02K\x06.", b"raw"];
+        for (i, p) in payloads.iter().enumerate() {
+            let enc = if i == 3 { Enc::Binary } else { Enc::Pickle };
+            stream.extend(frame(header(enc, 1000 + i as u32, 0, p.len() as u32), p));
+        }
+        for piece in [1, 2, 3, 7, 25, 26, 27, 1000] {
+            let mut r = FrameReader::new();
+            let mut got = Vec::new();
+            for chunk in stream.chunks(piece) {
+                r.push(chunk);
+                while let Some(f) = r.next_frame().unwrap() {
+                    got.push(f);
+                }
+            }
+            r.finish().unwrap();
+            assert_eq!(got.len(), 4, "piece {piece}");
+            let mut offset = 0;
+            for (f, p) in got.iter().zip(payloads) {
+                assert_eq!(f.payload(), p);
+                assert_eq!(f.offset, offset);
+                offset += f.as_bytes().len() as u64;
+            }
+            assert_eq!(r.offset(), stream.len() as u64);
+        }
+    }
+
+    #[test]
+    fn reader_refuses_oversized_header_before_payload() {
+        let mut r = FrameReader::with_max_message_bytes(4);
+        r.push(&header(Enc::Pickle, 1, 0, 5).to_bytes());
+        let e = r.next_frame().unwrap_err();
+        assert!(matches!(
+            e,
+            FrameError::TooLarge {
+                length: 5,
+                max: 4,
+                offset: 0
+            }
+        ));
+        assert!(r.next_frame().is_err());
+    }
+
+    #[test]
+    fn truncated_stream() {
+        let bytes = frame(header(Enc::Pickle, 1, 0, 2), b"N.");
+        for cut in 1..bytes.len() {
+            let mut r = FrameReader::new();
+            r.push(&bytes[..cut]);
+            assert!(r.next_frame().unwrap().is_none());
+            let e = r.finish().unwrap_err();
+            assert_eq!(e.kind_name(), "truncated");
+            assert_eq!(e.category(), Category::Truncated);
+        }
+    }
+
+    #[test]
+    fn payload_kinds() {
+        let p = mitogen();
+        let l = p.limits;
+        let dead = header(Enc::Legacy, 1000, IS_DEAD, 0);
+        assert!(matches!(
+            decode_payload(&dead, b"Channel closed", &p, l),
+            Ok(Content::Dead(r)) if r == "Channel closed"
+        ));
+        assert_eq!(
+            decode_payload(&dead, b"\xff", &p, l)
+                .unwrap_err()
+                .kind()
+                .name(),
+            "invalid_utf8"
+        );
+        let log = header(Enc::Legacy, handle::FORWARD_LOG, 0, 0);
+        assert!(matches!(
+            decode_payload(&log, b"mitogen\x0020\x00hi", &p, l),
+            Ok(Content::Raw(_))
+        ));
+        let bin = header(Enc::Binary, 1000, 0, 0);
+        assert!(matches!(
+            decode_payload(&bin, b"\x00\x01", &p, l),
+            Ok(Content::Binary(b"\x00\x01"))
+        ));
+        let pkl = header(Enc::Pickle, 1000, 0, 0);
+        match decode_payload(&pkl, b"", &p, l).unwrap() {
+            Content::Values(d) => assert!(d.roots().is_empty()),
+            other => panic!("{other:?}"),
+        }
+        // Two pickles sharing one memo: the second GETs what the first PUT.
+        match decode_payload(&pkl, b"\x80\x02]q\x00.\x80\x02h\x00.", &p, l).unwrap() {
+            Content::Values(d) => {
+                assert_eq!(d.roots().len(), 2);
+                assert_eq!(d.roots()[0], d.roots()[1]);
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn payload_errors_are_absolute() {
+        let p = mitogen();
+        let mut stream = frame(header(Enc::Pickle, 1000, 0, 2), b"N.");
+        let evil = b"\x80\x02cos\nsystem\nX\x02\x00\x00\x00id\x85R.";
+        stream.extend(frame(header(Enc::Pickle, 1000, 0, evil.len() as u32), evil));
+        let mut r = FrameReader::new();
+        r.push(&stream);
+        let first = r.next_frame().unwrap().unwrap();
+        assert!(first.decode(&p, p.limits).is_ok());
+        let second = r.next_frame().unwrap().unwrap();
+        let e = second.decode(&p, p.limits).unwrap_err();
+        assert_eq!(e.kind_name(), "global_not_allowed");
+        assert_eq!(e.offset(), 28 + 26 + 2);
+        assert!(e.to_string().contains("os.system"), "{e}");
+    }
+
+    #[test]
+    fn handshake() {
+        use bootstrap::{Handshake, Step};
+        let mut h = Handshake::default();
+        assert_eq!(h.feed(b"MITO000\nMITO0", 100), Step::Pending);
+        assert_eq!(h.feed(b"01\nnoise MITO002\nMITO", 100), Step::Pending);
+        assert_eq!(h.feed(b"002\n\x4d\x4a", 100), Step::Done(4));
+        assert!(h.is_done());
+        let mut h = Handshake::default();
+        assert_eq!(h.feed(&[b'x'; 11], 10), Step::TooLong);
+    }
+}
