@@ -1,0 +1,491 @@
+//! The bodies of the fuzz targets: decode an input under every policy, with default and tight
+//! limits, as one pickle and as a stream, and check invariants on every result (not only "no
+//! panic"). The `decode` and `structured` fuzz targets call [`check_decode`] and
+//! [`check_program`]; the main crate's `tests/fuzz_smoke.rs` compiles this file through
+//! `#[path]` and calls the same functions, so the harness cannot rot.
+//!
+//! Invariants checked:
+//! - an accepted document has the right number of roots, every child id is in the arena, no
+//!   container holds more than `max_container_items`, the arena holds at most `max_nodes`
+//!   values, and a lower bound of the bytes the decoder must have charged (node slots, item
+//!   slots, keyed entries, bytearray bytes) is within `max_alloc_bytes`;
+//! - its typed JSON parses as JSON (serde_json; past serde_json's recursion limit of 128 an
+//!   iterative bracket/string check), its bracket depth is bounded by `max_nesting_depth`, and
+//!   the repr writer terminates;
+//! - a refusal has `offset <= input length`; when it names an opcode byte, that byte is at that
+//!   offset; a limit refusal names the configured maximum and a value past it; its message is
+//!   bounded (attacker text is truncated);
+//! - limits only ever add `limit_exceeded` refusals: if tight limits accept, default limits
+//!   accept with the same typed JSON, and if tight limits refuse for another reason, default
+//!   limits refuse with the same kind at the same offset;
+//! - `strict` accepting means `data` accepts with the same typed JSON;
+//! - one pickle accepted means the same bytes as a stream are accepted with one root and the
+//!   same value.
+
+use std::sync::OnceLock;
+
+use picklewarden::limits::LimitName;
+use picklewarden::policy::BUILTIN_POLICIES;
+use picklewarden::{json, repr, Category, Decoder, Document, Error, ErrorKind, Limits, Policy};
+use picklewarden::{NodeId, Value};
+
+/// A policy used only by the fuzz harness: record constructors in every form (with and without
+/// an argument schema), an extension code mapped to a record, and Python 2 strings as UTF-8
+/// text, so the fuzzer reaches the record, BUILD, items, schema and EXT paths that the shipped
+/// policies refuse early.
+pub const FUZZ_POLICY_TOML: &str = r#"
+name = "fuzz-records"
+description = "fuzz harness only: records in every form"
+python2_str = "str"
+python2_str_encoding = "utf-8"
+
+[[global]]
+module = "fuzz"
+name = "Rec"
+constructor = "record"
+
+[[global]]
+module = "fuzz"
+name = "Schema"
+constructor = "record"
+forms = ["reduce", "newobj", "build"]
+min_args = 1
+args = [
+  { type = "int", min = 0, max = 1000 },
+  { type = "str", max_len = 8, nullable = true },
+  { type = "dict", keys = "str" },
+]
+
+[[global]]
+module = "fuzz"
+name = "Plain"
+constructor = "record"
+forms = []
+
+[[global]]
+module = "builtins"
+name = "set"
+constructor = "set"
+
+[[global]]
+module = "_codecs"
+name = "encode"
+constructor = "latin1_bytes"
+
+[[extension]]
+code = 1
+module = "fuzz"
+name = "Rec"
+
+[[extension]]
+code = 2
+module = "os"
+name = "system"
+"#;
+
+/// The shipped policies (in [`BUILTIN_POLICIES`] order), then the fuzz policy.
+pub fn policies() -> &'static [Policy] {
+    static POLICIES: OnceLock<Vec<Policy>> = OnceLock::new();
+    POLICIES.get_or_init(|| {
+        let mut v: Vec<Policy> = BUILTIN_POLICIES
+            .iter()
+            .map(|name| {
+                Policy::builtin(name)
+                    .unwrap_or_else(|| panic!("built-in policy {name} does not load"))
+            })
+            .collect();
+        v.push(
+            Policy::from_toml_str(FUZZ_POLICY_TOML)
+                .unwrap_or_else(|e| panic!("fuzz policy does not load: {e}")),
+        );
+        v
+    })
+}
+
+/// Small limits that fuzz inputs (a few KiB) actually reach.
+pub fn tight_limits(base: &Limits) -> Limits {
+    let tight = Limits {
+        max_input_bytes: 4096,
+        max_nesting_depth: 12,
+        max_stack_len: 64,
+        max_memo_entries: 16,
+        max_container_items: 32,
+        max_nodes: 256,
+        max_alloc_bytes: 16 * 1024,
+        max_long_text_digits: 40,
+        max_long_bytes: 16,
+        max_opcodes: 2048,
+    };
+    let mut out = *base;
+    for name in LimitName::ALL {
+        out.set(name, base.get(name).min(tight.get(name)));
+    }
+    out
+}
+
+/// The outcome of one decode, reduced to what the cross-checks compare.
+#[derive(Debug, PartialEq, Eq)]
+enum Outcome {
+    /// Accepted: the typed JSON of each root.
+    Ok(Vec<String>),
+    /// Refused: kind name, offset.
+    Err(&'static str, u64),
+}
+
+impl Outcome {
+    fn is_limit(&self) -> bool {
+        matches!(self, Outcome::Err("limit_exceeded", _))
+    }
+}
+
+/// Decodes `data` as raw bytes with no out-of-band buffers: the `decode` target.
+pub fn check_decode(data: &[u8]) {
+    check_input(data, None);
+}
+
+/// Serialises a generated program and decodes it: the `structured` target.
+pub fn check_program(program: &crate::gen::Program) {
+    let bytes = crate::gen::serialise(program);
+    let buffers: Option<Vec<&[u8]>> = program
+        .buffers
+        .as_ref()
+        .map(|b| b.iter().map(Vec::as_slice).collect());
+    check_input(&bytes, buffers.as_deref());
+}
+
+/// Decodes `data` under every policy, default and tight limits, single and stream, checking
+/// every result and the cross-invariants in the module docs.
+pub fn check_input(data: &[u8], buffers: Option<&[&[u8]]>) {
+    let mut by_policy: Vec<[Outcome; 4]> = Vec::new();
+    for policy in policies() {
+        let default = policy.limits;
+        let tight = tight_limits(&default);
+        let run = |limits: Limits, stream: bool| -> Outcome {
+            let mut d = Decoder::new(data, policy).limits(limits);
+            if let Some(b) = buffers {
+                d = d.buffers(b.to_vec());
+            }
+            let r = if stream {
+                d.decode_stream()
+            } else {
+                d.decode()
+            };
+            check_result(data, &limits, stream, &r)
+        };
+        let outcomes = [
+            run(default, false),
+            run(tight, false),
+            run(default, true),
+            run(tight, true),
+        ];
+        let [d1, t1, ds, ts] = &outcomes;
+        tight_implies_default(data, &policy.name, t1, d1);
+        tight_implies_default(data, &policy.name, ts, ds);
+        if let Outcome::Ok(single) = d1 {
+            assert_eq!(
+                ds,
+                &Outcome::Ok(single.clone()),
+                "{}: accepted as one pickle but not as a stream of one: {data:?}",
+                policy.name
+            );
+        }
+        by_policy.push(outcomes);
+    }
+    // strict accepting implies data accepting the same value.
+    let names: Vec<&str> = policies().iter().map(|p| p.name.as_str()).collect();
+    let strict = names.iter().position(|&n| n == "strict");
+    let data_p = names.iter().position(|&n| n == "data");
+    if let (Some(s), Some(d)) = (strict, data_p) {
+        if let (Some(so), Some(dp)) = (by_policy.get(s), by_policy.get(d)) {
+            for (a, b) in so.iter().zip(dp.iter()) {
+                if let Outcome::Ok(v) = a {
+                    assert_eq!(
+                        b,
+                        &Outcome::Ok(v.clone()),
+                        "strict accepts but data does not: {data:?}"
+                    );
+                }
+            }
+        }
+    }
+}
+
+fn tight_implies_default(data: &[u8], policy: &str, tight: &Outcome, default: &Outcome) {
+    if tight.is_limit() {
+        return;
+    }
+    assert_eq!(
+        tight, default,
+        "policy {policy}: tight limits gave {tight:?}, default limits {default:?}, so a limit \
+         changed more than the limit refusal: {data:?}"
+    );
+}
+
+/// Checks one decode's result; returns its outcome for the cross-checks.
+fn check_result(
+    data: &[u8],
+    limits: &Limits,
+    stream: bool,
+    r: &Result<Document<'_>, Error>,
+) -> Outcome {
+    match r {
+        Ok(doc) => Outcome::Ok(check_document(data, limits, stream, doc)),
+        Err(e) => {
+            check_error(data, limits, e);
+            Outcome::Err(e.kind().name(), e.offset())
+        }
+    }
+}
+
+fn check_error(data: &[u8], limits: &Limits, e: &Error) {
+    let len = data.len() as u64;
+    assert!(
+        e.offset() <= len,
+        "error offset {} past input length {len}: {e}",
+        e.offset()
+    );
+    if let Some(op) = e.opcode() {
+        let at = usize::try_from(e.offset()).ok().and_then(|i| data.get(i));
+        assert_eq!(
+            at,
+            Some(&op),
+            "error names opcode byte {op:#04x} but offset {} holds {at:?}: {e}",
+            e.offset()
+        );
+    }
+    assert_ne!(
+        e.category(),
+        Category::Io,
+        "I/O error from a byte slice: {e}"
+    );
+    if let ErrorKind::LimitExceeded { limit, seen, max } = e.kind() {
+        assert_eq!(
+            *max,
+            limits.get(*limit),
+            "limit {limit} reported max {max}, configured {}",
+            limits.get(*limit)
+        );
+        assert!(seen > max, "limit {limit} refused at {seen} <= max {max}");
+        if *limit == LimitName::MaxInputBytes {
+            assert_eq!(*seen, len, "max_input_bytes seen is not the input length");
+        }
+    }
+    let message = e.to_string();
+    assert!(
+        message.len() < 2048,
+        "error message of {} bytes (attacker text not truncated?)",
+        message.len()
+    );
+}
+
+fn check_document(data: &[u8], limits: &Limits, stream: bool, doc: &Document<'_>) -> Vec<String> {
+    let nodes = doc.nodes();
+    let n = nodes.len();
+    if stream {
+        assert!(!doc.roots().is_empty(), "stream accepted with no root");
+    } else {
+        assert_eq!(doc.roots().len(), 1, "one pickle with several roots");
+    }
+    assert!(
+        n as u64 <= limits.max_nodes,
+        "{n} nodes past max_nodes {}",
+        limits.max_nodes
+    );
+    for r in doc.roots() {
+        assert!(r.index() < n, "root {} outside the arena of {n}", r.index());
+    }
+    // A lower bound of what the decoder charges: a node slot per value, 4 bytes per list or
+    // tuple item, 24 per dict pair or set item, and the bytes of every bytearray.
+    let slot = std::mem::size_of::<Value<'static>>() as u64;
+    let mut charged: u64 = 0;
+    for v in nodes {
+        let mut bad: Option<NodeId> = None;
+        v.for_each_child(|c| {
+            if c.index() >= n {
+                bad = Some(c);
+            }
+        });
+        assert!(bad.is_none(), "child id {bad:?} outside the arena of {n}");
+        let (items, per_item) = match v {
+            Value::List(items) | Value::Tuple(items) => (items.len(), 4),
+            Value::Dict(d) => (d.items.len(), 24),
+            Value::Set(s) | Value::FrozenSet(s) => (s.items.len(), 24),
+            Value::ByteArray(b) => (b.len(), 1),
+            _ => (0, 0),
+        };
+        if per_item != 1 {
+            assert!(
+                items as u64 <= limits.max_container_items,
+                "container of {items} items past max_container_items {}",
+                limits.max_container_items
+            );
+        }
+        charged = charged
+            .saturating_add(slot)
+            .saturating_add(items as u64 * per_item);
+    }
+    assert!(
+        charged <= limits.max_alloc_bytes,
+        "document needs at least {charged} bytes, past max_alloc_bytes {}",
+        limits.max_alloc_bytes
+    );
+    let _ = repr::to_repr(doc);
+    let _ = data;
+    if KNOWN_OPEN_JSON_SET_CYCLE && has_set_and_record(doc) {
+        return vec![format!("(typed JSON skipped: {} nodes)", nodes.len())];
+    }
+    let text = json::to_typed_json(doc);
+    check_json(&text, limits);
+    doc.roots()
+        .iter()
+        .map(|&r| json::node_to_typed_json(doc, r))
+        .collect()
+}
+
+/// Known open bug (tests/regression/EXPECTED.tsv, status `open`): the typed JSON writer loops
+/// without end, growing its output, when a set holds a record object and the two sit on a
+/// cycle whose nodes are each referenced once and that no root reaches (`sort_sets` renders
+/// every set in the arena, reachable or not, and a node referenced once gets no id, so nothing
+/// stops the walk). While it is open, the harness skips typed JSON for documents that hold
+/// both a set and a record, so fuzzing can look for other bugs. Set to `false` once fixed.
+pub const KNOWN_OPEN_JSON_SET_CYCLE: bool = true;
+
+fn has_set_and_record(doc: &Document<'_>) -> bool {
+    let nodes = doc.nodes();
+    nodes
+        .iter()
+        .any(|v| matches!(v, Value::Set(_) | Value::FrozenSet(_)))
+        && nodes.iter().any(|v| matches!(v, Value::Object(_)))
+}
+
+/// The text must be JSON. serde_json stops at 128 levels; past that an iterative check of
+/// strings and brackets stands in. The bracket depth must be bounded by the nesting limit.
+fn check_json(text: &str, limits: &Limits) {
+    let depth = json_depth(text);
+    match serde_json::from_str::<serde_json::Value>(text) {
+        Ok(v) => {
+            assert!(v.is_object(), "typed JSON is not an object");
+            // Drop a deep value without recursion trouble: it is at most ~128 levels here.
+        }
+        Err(e) => {
+            assert!(
+                e.to_string().contains("recursion limit") && depth.is_some_and(|d| d > 100),
+                "typed JSON does not parse: {e}: {}",
+                text.get(..text.len().min(300)).unwrap_or("")
+            );
+        }
+    }
+    let depth = depth.unwrap_or_else(|| panic!("typed JSON brackets do not balance"));
+    // Each value level is at most an object, an items array and a [k, v] pair array (3
+    // levels); records add callable/args wrappers. 4 per level plus the wrapper is generous.
+    let bound = limits.max_nesting_depth.saturating_mul(4).saturating_add(4);
+    assert!(
+        depth <= bound,
+        "typed JSON {depth} brackets deep, past {bound} for max_nesting_depth {}",
+        limits.max_nesting_depth
+    );
+}
+
+/// The maximum bracket depth of JSON text, or `None` if brackets or strings do not balance.
+fn json_depth(text: &str) -> Option<u64> {
+    let mut stack: Vec<u8> = Vec::new();
+    let mut max = 0u64;
+    let mut in_string = false;
+    let mut escaped = false;
+    for &b in text.as_bytes() {
+        if in_string {
+            match (escaped, b) {
+                (true, _) => escaped = false,
+                (false, b'\\') => escaped = true,
+                (false, b'"') => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'{' | b'[' => {
+                stack.push(b);
+                max = max.max(stack.len() as u64);
+            }
+            b'}' => (stack.pop()? == b'{').then_some(())?,
+            b']' => (stack.pop()? == b'[').then_some(())?,
+            _ => {}
+        }
+    }
+    (stack.is_empty() && !in_string).then_some(max)
+}
+
+/// The limits only the build pass can see (it needs the values); every other limit is the
+/// scan's to enforce.
+pub const BUILD_ONLY_LIMITS: [LimitName; 4] = [
+    LimitName::MaxNestingDepth,
+    LimitName::MaxContainerItems,
+    LimitName::MaxNodes,
+    LimitName::MaxAllocBytes,
+];
+
+/// Whether the build pass may refuse with `kind` after the scan accepted: the limits above,
+/// and what `src/scan.rs` documents it cannot check (a constructor's argument contents and the
+/// hashability of keys). A memo, stack, MARK, frame, type or policy refusal from the build
+/// after the scan accepted means the two passes disagree.
+pub fn build_may_refuse_after_scan(kind: &ErrorKind) -> bool {
+    match kind {
+        ErrorKind::LimitExceeded { limit, .. } => BUILD_ONLY_LIMITS.contains(limit),
+        ErrorKind::ConstructorRejected(_) | ErrorKind::UnhashableKey => true,
+        _ => false,
+    }
+}
+
+/// The `scan_build_agree` target: under every policy, default and tight limits, one pickle and
+/// a stream, (a) a scan refusal is exactly the decoder's refusal (the decoder scans first), and
+/// (b) whenever the scan accepts, the build pass refuses only on grounds the scan cannot see.
+pub fn check_scan_build_agree(data: &[u8]) {
+    for policy in policies() {
+        let default = policy.limits;
+        for limits in [default, tight_limits(&default)] {
+            for stream in [false, true] {
+                let report = picklewarden::scan(data, policy, limits, stream);
+                let d = Decoder::new(data, policy).limits(limits);
+                let built = if stream {
+                    d.decode_stream()
+                } else {
+                    d.decode()
+                };
+                match (&report.result, &built) {
+                    (Err(s), Err(b)) => {
+                        check_error(data, &limits, s);
+                        assert_eq!(
+                            (s.kind(), s.offset()),
+                            (b.kind(), b.offset()),
+                            "policy {} stream {stream}: scan refused with {s} but decode with {b}",
+                            policy.name
+                        );
+                    }
+                    (Err(s), Ok(_)) => panic!(
+                        "policy {} stream {stream}: scan refused ({s}) but decode accepted",
+                        policy.name
+                    ),
+                    (Ok(()), Err(b)) => {
+                        check_error(data, &limits, b);
+                        assert!(
+                            build_may_refuse_after_scan(b.kind()),
+                            "policy {} stream {stream}: scan accepted but build refused with {b} \
+                             (kind {}): {data:?}",
+                            policy.name,
+                            b.kind().name()
+                        );
+                    }
+                    (Ok(()), Ok(doc)) => {
+                        let n = if stream { doc.roots().len() } else { 1 };
+                        assert_eq!(
+                            report.pickles, n,
+                            "policy {}: scan counted {} pickles, build {n}",
+                            policy.name, report.pickles
+                        );
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,248 @@
+//! The fuzz targets' bodies under plain `cargo test` (no libFuzzer), so they cannot rot: the
+//! generator and harness in `fuzz/src/` are compiled here through `#[path]` and run over
+//! every file of `tests/corpus/{good,hostile}`, `tests/regression/`, `fuzz/seeds/<target>/`,
+//! `fuzz/corpus/<target>/` when present (git-ignored; `fuzz/seed.sh` fills it), and a few
+//! thousand deterministic pseudo-random inputs (xorshift, fixed seeds).
+
+// Test code: a failed invariant is a panic, by design (clippy.toml's allow-*-in-tests covers
+// #[test] fns only, not the helpers and the shared harness module).
+#![allow(
+    clippy::panic,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing
+)]
+
+#[allow(unreachable_pub, dead_code, missing_docs)]
+#[path = "../fuzz/src/gen.rs"]
+mod gen;
+#[allow(unreachable_pub, dead_code, missing_docs)]
+#[path = "../fuzz/src/harness.rs"]
+mod harness;
+
+use std::path::{Path, PathBuf};
+
+use arbitrary::{Arbitrary, Unstructured};
+
+/// Marsaglia's xorshift64: deterministic, no extra crate.
+struct XorShift(u64);
+
+impl XorShift {
+    fn next(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.0 = x;
+        x
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n.max(1) as u64) as usize
+    }
+
+    fn bytes(&mut self, len: usize) -> Vec<u8> {
+        (0..len).map(|_| self.next() as u8).collect()
+    }
+}
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Every regular file of `dir` (sorted), except manifests and notes; empty if `dir` is absent.
+fn files(dir: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut v: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.is_file())
+        .filter(|p| {
+            !matches!(
+                p.extension().and_then(|e| e.to_str()),
+                Some("tsv" | "md" | "txt")
+            )
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+fn read(path: &Path) -> Vec<u8> {
+    std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// Runs `body` on `input`, naming the file if it panics.
+fn run_named(name: &str, input: &[u8], body: fn(&[u8])) {
+    let r = std::panic::catch_unwind(|| body(input));
+    if let Err(e) = r {
+        let msg = e
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| e.downcast_ref::<&str>().map(|s| (*s).to_owned()))
+            .unwrap_or_default();
+        panic!("{name}: harness invariant failed: {msg}");
+    }
+}
+
+fn structured_body(bytes: &[u8]) {
+    if let Ok(program) = gen::Program::arbitrary_take_rest(Unstructured::new(bytes)) {
+        harness::check_program(&program);
+    }
+}
+
+/// The corpora every target replays: the test corpora, the regression files, the committed
+/// seeds and the fuzz corpus of `target` if present.
+fn replay_files(target: &str) -> Vec<PathBuf> {
+    let mut v = Vec::new();
+    for dir in [
+        "tests/corpus/good",
+        "tests/corpus/hostile",
+        "tests/regression",
+    ] {
+        v.extend(files(&root().join(dir)));
+    }
+    v.extend(files(&root().join("fuzz/seeds").join(target)));
+    v.extend(files(&root().join("fuzz/corpus").join(target)));
+    v
+}
+
+#[test]
+fn decode_target_replays_the_corpora() {
+    let all = replay_files("decode");
+    assert!(all.len() > 400, "corpora not found: {} files", all.len());
+    for path in &all {
+        run_named(
+            &path.display().to_string(),
+            &read(path),
+            harness::check_decode,
+        );
+    }
+}
+
+#[test]
+fn scan_build_agree_target_replays_the_corpora() {
+    for path in replay_files("scan_build_agree") {
+        run_named(
+            &path.display().to_string(),
+            &read(&path),
+            harness::check_scan_build_agree,
+        );
+    }
+}
+
+#[test]
+fn structured_target_replays_its_corpus() {
+    // Pickle files read as generator input are just more pseudo-random programs.
+    for path in replay_files("structured") {
+        run_named(&path.display().to_string(), &read(&path), structured_body);
+    }
+}
+
+/// Small good-corpus files to mutate.
+fn mutation_bases() -> Vec<Vec<u8>> {
+    files(&root().join("tests/corpus/good"))
+        .iter()
+        .map(|p| read(p))
+        .filter(|b| b.len() <= 512)
+        .collect()
+}
+
+/// One pseudo-random input: random bytes, or a good pickle with a few bytes changed, cut or
+/// spliced.
+fn pseudo_random_input(rng: &mut XorShift, bases: &[Vec<u8>]) -> Vec<u8> {
+    match (rng.below(4), bases.get(rng.below(bases.len()))) {
+        (0, _) | (_, None) => {
+            let len = rng.below(96);
+            rng.bytes(len)
+        }
+        (1, Some(base)) => {
+            let mut b = base.clone();
+            for _ in 0..=rng.below(4) {
+                if b.is_empty() {
+                    break;
+                }
+                let at = rng.below(b.len());
+                b[at] = rng.next() as u8;
+            }
+            b
+        }
+        (2, Some(base)) => base[..rng.below(base.len() + 1)].to_vec(),
+        (_, Some(base)) => {
+            let other = &bases[rng.below(bases.len())];
+            let cut = rng.below(base.len() + 1);
+            let from = rng.below(other.len() + 1);
+            let mut b = base[..cut].to_vec();
+            b.extend_from_slice(&other[from..]);
+            b
+        }
+    }
+}
+
+#[test]
+fn decode_target_on_pseudo_random_inputs() {
+    let bases = mutation_bases();
+    let mut rng = XorShift(0x9E37_79B9_7F4A_7C15);
+    for i in 0..3000 {
+        let input = pseudo_random_input(&mut rng, &bases);
+        run_named(
+            &format!("input {i}: {input:?}"),
+            &input,
+            harness::check_decode,
+        );
+    }
+}
+
+#[test]
+fn scan_build_agree_target_on_pseudo_random_inputs() {
+    let bases = mutation_bases();
+    let mut rng = XorShift(0xD1B5_4A32_D192_ED03);
+    for i in 0..3000 {
+        let input = pseudo_random_input(&mut rng, &bases);
+        run_named(
+            &format!("input {i}: {input:?}"),
+            &input,
+            harness::check_scan_build_agree,
+        );
+    }
+}
+
+#[test]
+fn structured_target_on_pseudo_random_programs() {
+    let mut rng = XorShift(0x2545_F491_4F6C_DD1D);
+    let mut decoded = 0;
+    for i in 0..3000 {
+        let len = 16 + rng.below(400);
+        let bytes = rng.bytes(len);
+        if gen::Program::arbitrary_take_rest(Unstructured::new(&bytes)).is_ok() {
+            decoded += 1;
+        }
+        run_named(&format!("program {i}: {bytes:?}"), &bytes, structured_body);
+    }
+    assert!(
+        decoded > 2000,
+        "only {decoded} of 3000 byte strings made a program"
+    );
+}
+
+#[test]
+fn structured_generator_writes_what_it_says() {
+    use gen::{FrameLen, Op, Program};
+    let p = Program {
+        proto: Some(4),
+        ops: vec![
+            Op::Frame(FrameLen::Ops(3)),
+            Op::EmptyList,
+            Op::Binint1(7),
+            Op::Append,
+            Op::Repeat { span: 2, times: 2 },
+        ],
+        stop: true,
+        buffers: None,
+    };
+    assert_eq!(
+        gen::serialise(&p),
+        b"\x80\x04\x95\x04\x00\x00\x00\x00\x00\x00\x00]K\x07aK\x07aK\x07a.".to_vec()
+    );
+}
