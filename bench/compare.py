@@ -198,6 +198,8 @@ def main():
             label = name.removesuffix(".pkl")
             if "error" in r:
                 err = r["error"].splitlines()[-1][:80]
+                if "unknown mode" in err:
+                    err = "scan-only not in this build"
                 print(f"| {label} | {size / 1e6:.1f} | {objects:,} | {tool} | - | - | - | - "
                       f"| {err} |", flush=True)
                 continue
@@ -210,9 +212,54 @@ def main():
             print(f"| {label} | {size / 1e6:.1f} | {objects:,} | {tool} | {t * 1e3:,.2f} "
                   f"| {fmt_rate(mbs)} | {fmt_rate(mobj)} | {ratio} "
                   f"| {r['peak_rss_kib'] / 1024:,.0f} |", flush=True)
+    print()
+    summary(results)
     if json_out:
         with open(json_out, "w") as f:
             json.dump(results, f, indent=1)
+
+
+# Issue 6's targets: minimum median ratio of pw-decode to pickle.loads.
+TARGETS = {"mitogen.p2": 10, "mitogen_stream.p2": 10, "mitogen.p4": 3, "mitogen.p5": 3,
+           "mitogen_stream.p4": 3, "mitogen_stream.p5": 3, "small": 10, "ints": 3,
+           "longstr": 5}
+
+
+def target_of(label):
+    if label in TARGETS:
+        return TARGETS[label]
+    return TARGETS.get(label.split(".")[0])
+
+
+def summary(results):
+    """One line per workload: the ratios issue 6 sets targets for."""
+    by = {}
+    for r in results:
+        if "error" not in r:
+            by.setdefault(r["workload"], {})[r["tool"]] = r
+    print("| workload | pickle.loads MB/s | pw-decode MB/s | decode x loads (target) "
+          "| pw-json x loads | scan x genops (target 100) | RSS decode / loads / input MiB |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    for name, t in by.items():
+        label = name.removesuffix(".pkl")
+        size = next(iter(t.values()))["bytes"]
+        loads, dec = t.get("pickle.loads"), t.get("pw-decode")
+        js, sc, gen = t.get("pw-json"), t.get("pw-scan"), t.get("genops")
+
+        def ratio(a, b):
+            return f"{a['median_s'] / b['median_s']:.2f}" if a and b and b["median_s"] else "-"
+
+        def mbs(r):
+            return fmt_rate(size / 1e6 / r["median_s"]) if r and r["median_s"] else "-"
+
+        tgt = target_of(label)
+        dr = ratio(loads, dec)
+        met = ""
+        if dr != "-" and tgt:
+            met = " ok" if float(dr) >= tgt else " MISS"
+        rss = "/".join(f"{r['peak_rss_kib'] / 1024:.0f}" if r else "-" for r in (dec, loads))
+        print(f"| {label} | {mbs(loads)} | {mbs(dec)} | {dr} ({tgt}x){met} | {ratio(loads, js)} "
+              f"| {ratio(gen, sc)} | {rss} / {size / 2**20:.0f} |")
 
 
 if __name__ == "__main__":

@@ -13,8 +13,7 @@
 //!   under the `data` policy; the document is dropped outside the timed region.
 //! - `typed_json`: decode, then [`picklewarden::json::to_typed_json`].
 //!
-//! Scan-only (`picklewarden::scan::scan`) is not benchmarked yet: the module does not exist at
-//! the time of writing.
+//! - `scan`: scan-only, [`picklewarden::scan::scan`] (every check, no value built).
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -101,5 +100,20 @@ fn typed_json(bencher: Bencher, name: &str) {
     bencher.counter(BytesCount::of_slice(input)).bench(|| {
         let doc = decode_doc(name, input, &policy);
         picklewarden::json::to_typed_json(&doc)
+    });
+}
+
+#[divan::bench(args = WORKLOADS, sample_count = 5, sample_size = 1)]
+fn scan(bencher: Bencher, name: &str) {
+    let Some(input) = load(name) else { return };
+    let policy = Policy::data();
+    let stream = name.contains("_stream");
+    bencher.counter(BytesCount::of_slice(input)).bench(|| {
+        let report = picklewarden::scan::scan(input, &policy, policy.limits, stream);
+        if let Err(e) = &report.result {
+            eprintln!("{name}: refused: {e}");
+            std::process::exit(1);
+        }
+        report
     });
 }

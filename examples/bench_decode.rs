@@ -5,11 +5,12 @@
 //!
 //! ```sh
 //! cargo build --release --example bench_decode
-//! target/release/examples/bench_decode FILE [RUNS] [--mode decode|json] [--stream]
+//! target/release/examples/bench_decode FILE [RUNS] [--mode decode|json|scan] [--stream]
 //! ```
 //!
-//! `--mode decode` (default) builds the arena (dropped after the clock stops); `--mode json` also writes typed
-//! JSON and times both. `--stream` reads the file as several pickles one after another
+//! `--mode decode` (default) builds the arena (dropped after the clock stops); `--mode json` also
+//! writes typed JSON and times both; `--mode scan` runs scan-only ([`picklewarden::scan::scan`]:
+//! every check, no values built; `nodes` is then the opcode count). `--stream` reads the file as several pickles one after another
 //! (`Decoder::decode_stream`); it is implied when the file name contains `_stream`.
 //! Exit status 1 if the decode is refused (the error on stderr), 2 on a usage or I/O error.
 
@@ -18,24 +19,32 @@ use std::time::{Duration, Instant};
 
 use picklewarden::{Decoder, Document, Policy};
 
+#[derive(Clone, Copy, PartialEq)]
+enum Mode {
+    Decode,
+    Json,
+    Scan,
+}
+
 struct Args {
     file: String,
     runs: usize,
-    json: bool,
+    mode: Mode,
     stream: bool,
 }
 
 fn parse_args() -> Result<Args, String> {
     let mut file = None;
     let mut runs = 5;
-    let mut json = false;
+    let mut mode = Mode::Decode;
     let mut stream = None;
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
         match a.as_str() {
             "--mode" => match it.next().as_deref() {
-                Some("decode") => json = false,
-                Some("json") => json = true,
+                Some("decode") => mode = Mode::Decode,
+                Some("json") => mode = Mode::Json,
+                Some("scan") => mode = Mode::Scan,
                 other => return Err(format!("unknown mode {other:?}")),
             },
             "--stream" => stream = Some(true),
@@ -43,12 +52,13 @@ fn parse_args() -> Result<Args, String> {
             _ => runs = a.parse().map_err(|e| format!("RUNS {a:?}: {e}"))?,
         }
     }
-    let file = file.ok_or("usage: bench_decode FILE [RUNS] [--mode decode|json] [--stream]")?;
+    let file =
+        file.ok_or("usage: bench_decode FILE [RUNS] [--mode decode|json|scan] [--stream]")?;
     let stream = stream.unwrap_or_else(|| file.contains("_stream"));
     Ok(Args {
         file,
         runs: runs.max(1),
-        json,
+        mode,
         stream,
     })
 }
@@ -61,6 +71,13 @@ fn peak_rss_kib() -> u64 {
         .find_map(|l| l.strip_prefix("VmHWM:"))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
         .unwrap_or(0)
+}
+
+/// One scan-only run; returns the number of opcodes.
+fn scan_once(input: &[u8], policy: &Policy, args: &Args) -> picklewarden::Result<u64> {
+    let report = picklewarden::scan::scan(input, policy, policy.limits, args.stream);
+    report.result?;
+    Ok(report.opcode_counts.iter().sum())
 }
 
 /// One run: decode (and write JSON); returns the document and the JSON text, so that the
@@ -77,7 +94,7 @@ fn run_once<'a>(
     } else {
         d.decode()?
     };
-    let json = if args.json {
+    let json = if args.mode == Mode::Json {
         picklewarden::json::to_typed_json(&doc)
     } else {
         String::new()
@@ -105,6 +122,19 @@ fn main() -> ExitCode {
     let mut nodes = 0;
     let mut json_len = 0;
     for _ in 0..args.runs {
+        if args.mode == Mode::Scan {
+            let t = Instant::now();
+            let out = scan_once(&input, &policy, &args);
+            times.push(t.elapsed());
+            match out {
+                Ok(n) => nodes = n as usize,
+                Err(e) => {
+                    eprintln!("bench_decode: {}: {e}", args.file);
+                    return ExitCode::from(1);
+                }
+            }
+            continue;
+        }
         let t = Instant::now();
         let out = run_once(&input, &policy, &args);
         let elapsed = t.elapsed();
@@ -125,7 +155,11 @@ fn main() -> ExitCode {
     let min = times.first().copied().unwrap_or_default();
     println!(
         "{{\"tool\":\"picklewarden-{}\",\"file\":{:?},\"bytes\":{},\"runs\":{},\"median_s\":{:.6},\"min_s\":{:.6},\"nodes\":{},\"json_bytes\":{},\"peak_rss_kib\":{}}}",
-        if args.json { "json" } else { "decode" },
+        match args.mode {
+            Mode::Decode => "decode",
+            Mode::Json => "json",
+            Mode::Scan => "scan",
+        },
         args.file,
         input.len(),
         args.runs,
