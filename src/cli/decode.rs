@@ -22,8 +22,21 @@ pub(crate) struct Opts {
     /// Output format.
     #[arg(long, value_enum, default_value = "json")]
     format: Format,
+    /// The input is a Mitogen stream: one JSON line per frame, `{"offset", "header",
+    /// "values"}` (or `binary`, `raw`, `dead`, `refused` in place of `values`). The policy
+    /// defaults to `mitogen`. Exit 1 if any frame was refused.
+    #[arg(long, conflicts_with_all = ["format", "stream", "buffers"])]
+    pub(crate) mitogen: bool,
+    /// With --mitogen: the largest message payload accepted, in bytes.
+    #[arg(long, default_value_t = picklewarden::mitogen::DEFAULT_MAX_MESSAGE_BYTES, value_name = "BYTES", requires = "mitogen")]
+    max_message_bytes: u64,
     #[command(flatten)]
     pub(crate) common: Common,
+}
+
+/// `decode --mitogen`: see [`super::mitogen::decode_frames`].
+pub(crate) fn run_mitogen(opts: &Opts) -> Result<bool, Fatal> {
+    super::mitogen::decode_frames(&opts.common, "mitogen", opts.max_message_bytes)
 }
 
 pub(crate) fn run(opts: &Opts) -> Result<Result<(), Error>, Fatal> {

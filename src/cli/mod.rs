@@ -5,6 +5,9 @@
 
 mod check;
 mod decode;
+mod filter;
+mod guard;
+mod mitogen;
 
 use std::fs::File;
 use std::io::{self, Read, Write};
@@ -50,14 +53,40 @@ enum Command {
         "Exit status:\n",
         "  0  decoded (the value is on stdout)\n  1  refused (reason on stderr)\n  2  usage or I/O error"))]
     Decode(decode::Opts),
+    /// Validate a Mitogen stream frame by frame: accepted frames pass unchanged from stdin to
+    /// stdout; a refused frame ends the stream (or is dropped), with an audit event on stderr.
+    #[command(after_help = concat!(
+        "Examples:\n",
+        "  picklewarden filter --mitogen < child-stdout.bin > checked.bin\n",
+        "  picklewarden filter --mitogen --policy mitogen-plus --on-reject drop < in > out\n\n",
+        "Audit events are JSON lines on stderr (level from PICKLEWARDEN_LOG, default warn).\n\n",
+        "Exit status:\n",
+        "  0  end of input, every frame accepted (or dropped with --on-reject drop)\n",
+        "  1  a frame was refused and the stream cut off, or the stream ended inside a frame\n",
+        "  2  usage or I/O error"))]
+    Filter(filter::Opts),
+    /// Run a Mitogen child behind the filter: stdin is relayed unchanged, the child's stdout
+    /// passes the bootstrap handshake and then every frame is validated before it is relayed.
+    #[command(after_help = concat!(
+        "Examples:\n",
+        "  picklewarden guard -- python3\n",
+        "  # in a Mitogen parent:\n",
+        "  #   router.local(python_path=[\"picklewarden\", \"guard\", \"--\", \"python3\"])\n",
+        "  picklewarden guard --capture /tmp/cap --policy mitogen-plus -- python3\n\n",
+        "Exit status:\n",
+        "  the child's exit status when its stdout ends cleanly\n",
+        "  1  a frame was refused: the child was killed and the stream cut off\n",
+        "  2  usage error, or the command could not be started"))]
+    Guard(guard::Opts),
 }
 
 /// Options shared by `check` and `decode`.
 #[derive(Args, Debug)]
 pub(crate) struct Common {
-    /// Policy: a built-in name (data, strict) or a TOML policy file.
-    #[arg(long, default_value = "data", value_name = "NAME|FILE")]
-    policy: String,
+    /// Policy: a built-in name (data, strict, mitogen, mitogen-plus) or a TOML policy file
+    /// [default: data; mitogen with --mitogen].
+    #[arg(long, value_name = "NAME|FILE")]
+    policy: Option<String>,
     /// Override one limit, e.g. `max_nesting_depth=100` or `max_input_bytes=64M`
     /// (repeatable). Names: max_input_bytes, max_nesting_depth, max_stack_len,
     /// max_memo_entries, max_container_items, max_nodes, max_alloc_bytes,
@@ -81,14 +110,20 @@ pub(crate) struct Fatal(String);
 
 impl Common {
     fn policy(&self) -> Result<Policy, Fatal> {
-        if let Some(p) = Policy::builtin(&self.policy) {
+        self.policy_or("data")
+    }
+
+    /// The policy named by `--policy`, or the built-in `default` without it.
+    fn policy_or(&self, default: &str) -> Result<Policy, Fatal> {
+        let name = self.policy.as_deref().unwrap_or(default);
+        if let Some(p) = Policy::builtin(name) {
             return Ok(p);
         }
-        let path = Path::new(&self.policy);
+        let path = Path::new(name);
         if !path.exists() {
             return Err(Fatal(format!(
                 "no built-in policy {:?} (built-in: {}) and no such file",
-                self.policy,
+                name,
                 picklewarden::policy::BUILTIN_POLICIES.join(", ")
             )));
         }
@@ -168,7 +203,15 @@ fn report_refusal(input: &Path, e: &Error) {
 pub(crate) fn run(cli: Cli) -> ExitCode {
     let (common, result) = match &cli.command {
         Command::Check(o) => (&o.common, check::run(o)),
+        Command::Decode(o) if o.mitogen => return exit_of(decode::run_mitogen(o)),
         Command::Decode(o) => (&o.common, decode::run(o)),
+        Command::Filter(o) => return exit_of(filter::run(o)),
+        Command::Guard(o) => {
+            return guard::run(o).unwrap_or_else(|Fatal(msg)| {
+                let _ = writeln!(io::stderr().lock(), "picklewarden: error: {msg}");
+                ExitCode::from(2)
+            })
+        }
     };
     match result {
         Ok(Ok(())) => ExitCode::SUCCESS,
@@ -176,6 +219,18 @@ pub(crate) fn run(cli: Cli) -> ExitCode {
             report_refusal(&common.input, &e);
             ExitCode::from(1)
         }
+        Err(Fatal(msg)) => {
+            let _ = writeln!(io::stderr().lock(), "picklewarden: error: {msg}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// Exit status of a command that reports acceptance as a bool (refusals already reported).
+fn exit_of(result: Result<bool, Fatal>) -> ExitCode {
+    match result {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::from(1),
         Err(Fatal(msg)) => {
             let _ = writeln!(io::stderr().lock(), "picklewarden: error: {msg}");
             ExitCode::from(2)

@@ -1,0 +1,198 @@
+//! `picklewarden guard -- COMMAND ARGS...`: runs a Mitogen child behind the filter. The
+//! child's stdin is our stdin, relayed unchanged; the child's stdout goes through the
+//! bootstrap handshake (lines up to `MITO002\n`, passed unchanged) and then through the frame
+//! checker before it reaches our stdout. On a refused frame (with the default
+//! `--on-reject fail`) the child is killed and our stdout closed, so the Mitogen parent sees
+//! the child disconnect without ever reading the frame.
+//!
+//! Use it as the child's Python: `router.local(python_path=["picklewarden", "guard", "--",
+//! "python3"])`.
+
+use std::fs::File;
+use std::io::{self, Read, Write};
+use std::path::PathBuf;
+use std::process::{Child, Command, ExitCode, Stdio};
+use std::thread;
+
+use clap::Args;
+use picklewarden::mitogen::bootstrap::{Handshake, Step, DEFAULT_MAX_BOOTSTRAP_BYTES};
+use picklewarden::mitogen::FrameReader;
+
+use super::mitogen::{init_audit_log, relay_frames, Checker, FrameOpts};
+use super::Fatal;
+
+/// Options of `guard`.
+#[derive(Args, Debug)]
+pub(crate) struct Opts {
+    #[command(flatten)]
+    frames: FrameOpts,
+    /// Also write both directions, as received, to DIR: `down.bin` (our stdin, i.e. what the
+    /// parent sent), `up.bin` (what the child wrote, handshake included) and `argv.json`.
+    #[arg(long, value_name = "DIR")]
+    capture: Option<PathBuf>,
+    /// Most bytes the child may write before `MITO002\n`.
+    #[arg(long, default_value_t = DEFAULT_MAX_BOOTSTRAP_BYTES, value_name = "BYTES")]
+    max_bootstrap_bytes: usize,
+    /// The child command and its arguments.
+    #[arg(required = true, last = true, value_name = "COMMAND ARGS")]
+    command: Vec<String>,
+}
+
+fn create(dir: &Option<PathBuf>, name: &str) -> Result<Option<File>, Fatal> {
+    match dir {
+        None => Ok(None),
+        Some(d) => {
+            std::fs::create_dir_all(d)
+                .map_err(|e| Fatal(format!("cannot create {}: {e}", d.display())))?;
+            let p = d.join(name);
+            File::create(&p)
+                .map(Some)
+                .map_err(|e| Fatal(format!("cannot create {}: {e}", p.display())))
+        }
+    }
+}
+
+/// Copies the parent's bytes to the child's stdin, unchanged.
+fn pump_down(mut child_in: impl Write, mut tap: Option<File>) {
+    let mut stdin = io::stdin().lock();
+    let mut buf = vec![0u8; 1 << 16];
+    loop {
+        let n = match stdin.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        let piece = buf.get(..n).unwrap_or_default();
+        if let Some(t) = tap.as_mut() {
+            let _ = t.write_all(piece);
+        }
+        if child_in
+            .write_all(piece)
+            .and_then(|()| child_in.flush())
+            .is_err()
+        {
+            break;
+        }
+    }
+}
+
+/// Passes the handshake; returns its length and the framed bytes that followed it in the same
+/// read, or `None` if the child ended (or overran the bound) first.
+fn pass_handshake(
+    child_out: &mut impl Read,
+    out: &mut impl Write,
+    tap: &mut Option<File>,
+    max: usize,
+) -> io::Result<Option<(u64, Vec<u8>)>> {
+    let mut hs = Handshake::default();
+    let mut buf = vec![0u8; 1 << 16];
+    let mut total = 0u64;
+    loop {
+        let n = match child_out.read(&mut buf) {
+            Ok(0) => return Ok(None),
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        let piece = buf.get(..n).unwrap_or_default();
+        if let Some(t) = tap.as_mut() {
+            t.write_all(piece)?;
+        }
+        match hs.feed(piece, max) {
+            Step::Pending => {
+                out.write_all(piece)?;
+                out.flush()?;
+                total += piece.len() as u64;
+            }
+            Step::Done(k) => {
+                let (text, rest) = piece.split_at(k.min(piece.len()));
+                out.write_all(text)?;
+                out.flush()?;
+                return Ok(Some((total + text.len() as u64, rest.to_vec())));
+            }
+            Step::TooLong => {
+                tracing::warn!(
+                    target: "picklewarden::audit",
+                    event = "mitogen_bootstrap_too_long",
+                    max,
+                    "child wrote more than the bound before MITO002"
+                );
+                return Ok(None);
+            }
+        }
+    }
+}
+
+fn stop(child: &mut Child) {
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+pub(crate) fn run(opts: &Opts) -> Result<ExitCode, Fatal> {
+    init_audit_log(&opts.frames)?;
+    let checker = Checker::new(&opts.frames, "child stdout")?;
+    let (program, args) = opts
+        .command
+        .split_first()
+        .ok_or_else(|| Fatal("no command given after --".into()))?;
+    if let Some(mut f) = create(&opts.capture, "argv.json")? {
+        let _ = writeln!(f, "{}", serde_json::json!(opts.command));
+    }
+    let down_tap = create(&opts.capture, "down.bin")?;
+    let mut up_tap = create(&opts.capture, "up.bin")?;
+    let mut child = Command::new(program)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .map_err(|e| Fatal(format!("cannot start {program}: {e}")))?;
+    let (Some(child_in), Some(mut child_out)) = (child.stdin.take(), child.stdout.take()) else {
+        stop(&mut child);
+        return Err(Fatal("child has no stdin/stdout pipe".into()));
+    };
+    // Detached: it ends when the parent closes our stdin or the child's stdin breaks.
+    thread::spawn(move || pump_down(child_in, down_tap));
+
+    let mut out = io::stdout().lock();
+    let (handshake_len, rest) = match pass_handshake(
+        &mut child_out,
+        &mut out,
+        &mut up_tap,
+        opts.max_bootstrap_bytes,
+    ) {
+        Ok(Some(found)) => found,
+        Ok(None) | Err(_) => {
+            // The child ended or failed during bootstrap: pass on its exit status.
+            let status = child.wait().ok().and_then(|s| s.code()).unwrap_or(1);
+            return Ok(ExitCode::from(u8::try_from(status).unwrap_or(1)));
+        }
+    };
+    // Offsets in audit events are absolute in the child's stdout (handshake included).
+    let mut reader = FrameReader::with_max_message_bytes(opts.frames.max_message_bytes)
+        .starting_at(handshake_len);
+    reader.push(&rest);
+    let tap = up_tap.as_mut().map(|f| f as &mut dyn Write);
+    let result = relay_frames(
+        &checker,
+        opts.frames.on_reject,
+        &mut reader,
+        &mut child_out,
+        &mut out,
+        tap,
+    );
+    match result {
+        Ok(true) => {
+            let status = child.wait().ok().and_then(|s| s.code()).unwrap_or(0);
+            Ok(ExitCode::from(u8::try_from(status).unwrap_or(1)))
+        }
+        Ok(false) => {
+            stop(&mut child);
+            Ok(ExitCode::from(1))
+        }
+        Err(_) => {
+            // Our stdout went away (the parent disconnected): stop the child.
+            stop(&mut child);
+            Ok(ExitCode::from(1))
+        }
+    }
+}

@@ -1,0 +1,348 @@
+//! Mitogen streams on the command line: `decode --mitogen` (one JSON line per frame) and the
+//! frame checker that `filter` and `guard` share, with its audit events.
+
+use std::fs::OpenOptions;
+use std::io::{self, Read, Write};
+use std::path::PathBuf;
+use std::sync::Mutex;
+
+use clap::{Args, ValueEnum};
+use picklewarden::mitogen::{Content, Frame, FrameError, FrameReader, Header, PayloadKind};
+use picklewarden::{ErrorKind, Limits, Policy};
+
+use super::{Common, Fatal};
+
+/// What `filter` and `guard` do with a refused frame.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub(crate) enum OnReject {
+    /// Write the audit event and end the stream with exit status 1 (fail closed, as Mitogen
+    /// disconnects a stream it cannot read).
+    Fail,
+    /// Write the audit event, drop the frame and go on.
+    Drop,
+}
+
+/// Options shared by `filter` and `guard`.
+#[derive(Args, Debug)]
+pub(crate) struct FrameOpts {
+    /// Policy: a built-in name (mitogen, mitogen-plus, data, strict) or a TOML policy file.
+    #[arg(long, default_value = "mitogen", value_name = "NAME|FILE")]
+    pub(crate) policy: String,
+    /// Override one limit of the policy (repeatable), e.g. `max_nesting_depth=100`.
+    #[arg(long = "limit", value_name = "NAME=VALUE")]
+    pub(crate) limits: Vec<String>,
+    /// Largest message payload accepted, in bytes (Mitogen's `max_message_size`).
+    #[arg(long, default_value_t = picklewarden::mitogen::DEFAULT_MAX_MESSAGE_BYTES, value_name = "BYTES")]
+    pub(crate) max_message_bytes: u64,
+    /// What to do with a refused frame.
+    #[arg(long, value_enum, default_value = "fail")]
+    pub(crate) on_reject: OnReject,
+    /// Append audit events (JSON lines) to FILE instead of writing them to stderr.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) audit_log: Option<PathBuf>,
+}
+
+/// Loads a policy by built-in name or file, as `--policy` of `check` and `decode` does.
+pub(crate) fn load_policy(name: &str, limits: &[String]) -> Result<(Policy, Limits), Fatal> {
+    let common = Common {
+        policy: Some(name.to_owned()),
+        limits: limits.to_vec(),
+        stream: true,
+        buffers: Vec::new(),
+        input: "-".into(),
+    };
+    let policy = common.policy()?;
+    let limits = common.limits(&policy)?;
+    Ok((policy, limits))
+}
+
+/// Checks frames under a policy and writes audit events for refusals.
+pub(crate) struct Checker {
+    pub(crate) policy: Policy,
+    pub(crate) limits: Limits,
+    pub(crate) stream_name: &'static str,
+}
+
+impl Checker {
+    pub(crate) fn new(opts: &FrameOpts, stream_name: &'static str) -> Result<Checker, Fatal> {
+        let (policy, limits) = load_policy(&opts.policy, &opts.limits)?;
+        Ok(Checker {
+            policy,
+            limits,
+            stream_name,
+        })
+    }
+
+    /// Decodes a frame's payload; on refusal writes the audit event and returns the error.
+    pub(crate) fn check(&self, frame: &Frame, action: OnReject) -> Result<(), FrameError> {
+        match frame.decode(&self.policy, self.limits) {
+            Ok(_) => Ok(()),
+            Err(e) => {
+                self.audit(Some(&frame.header), frame.offset, &e, action);
+                Err(e)
+            }
+        }
+    }
+
+    /// Writes the audit event of a refusal (tracing, JSON lines on stderr).
+    pub(crate) fn audit(
+        &self,
+        header: Option<&Header>,
+        frame_offset: u64,
+        e: &FrameError,
+        action: OnReject,
+    ) {
+        let global = match e.payload_error().map(|p| p.kind()) {
+            Some(ErrorKind::GlobalNotAllowed { module, name }) => format!("{module}.{name}"),
+            _ => String::new(),
+        };
+        let opcode = e
+            .payload_error()
+            .and_then(|p| p.opcode_name())
+            .unwrap_or("");
+        let h = header.copied();
+        tracing::warn!(
+            target: "picklewarden::audit",
+            event = "mitogen_frame_refused",
+            stream = self.stream_name,
+            policy = %self.policy.name,
+            action = match action { OnReject::Fail => "disconnect", OnReject::Drop => "drop" },
+            frame_offset,
+            enc = h.map(|h| h.enc.value()),
+            dst_id = h.map(|h| h.dst_id),
+            src_id = h.map(|h| h.src_id),
+            auth_id = h.map(|h| h.auth_id),
+            handle = h.map(|h| h.handle),
+            reply_to = h.map(|h| h.reply_to),
+            length = h.map(|h| h.length),
+            kind = e.kind_name(),
+            category = e.category().name(),
+            offset = e.offset(),
+            opcode,
+            global = %global,
+            reason = %e,
+            "refused a Mitogen frame"
+        );
+    }
+}
+
+/// Sets up the audit log: JSON lines on stderr (or appended to `--audit-log FILE`), level from
+/// `PICKLEWARDEN_LOG` (default `warn`).
+pub(crate) fn init_audit_log(opts: &FrameOpts) -> Result<(), Fatal> {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("PICKLEWARDEN_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let builder = tracing_subscriber::fmt()
+        .json()
+        .with_current_span(false)
+        .with_env_filter(filter);
+    match &opts.audit_log {
+        None => {
+            let _ = builder.with_writer(io::stderr).try_init();
+        }
+        Some(path) => {
+            let file = OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+                .map_err(|e| Fatal(format!("cannot open {}: {e}", path.display())))?;
+            let _ = builder.with_writer(Mutex::new(file)).try_init();
+        }
+    }
+    Ok(())
+}
+
+fn header_json(h: &Header) -> String {
+    format!(
+        "{{\"enc\":{},\"dst_id\":{},\"src_id\":{},\"auth_id\":{},\"handle\":{},\"reply_to\":{},\"length\":{}}}",
+        h.enc.value(),
+        h.dst_id,
+        h.src_id,
+        h.auth_id,
+        h.handle,
+        h.reply_to,
+        h.length
+    )
+}
+
+fn refused_json(e: &FrameError) -> String {
+    serde_json::json!({
+        "kind": e.kind_name(),
+        "category": e.category().name(),
+        "offset": e.offset(),
+        "reason": e.to_string(),
+    })
+    .to_string()
+}
+
+fn hex(bytes: &[u8]) -> String {
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        s.push_str(&format!("{b:02x}"));
+    }
+    s
+}
+
+/// The JSON line of one frame: offset, header, and `values` (typed JSON nodes, ids shared
+/// across the pickles of the payload), `binary`/`raw` (hex), `dead` (the reason) or `refused`.
+fn frame_line(frame: &Frame, policy: &Policy, limits: Limits) -> (String, bool) {
+    let head = format!(
+        "{{\"offset\":{},\"header\":{}",
+        frame.offset,
+        header_json(&frame.header)
+    );
+    let (body, ok) = match frame.decode(policy, limits) {
+        Ok(Content::Values(doc)) => {
+            let text = picklewarden::json::to_typed_json(&doc);
+            let prefix = format!(
+                "{{\"format\":\"{}\",\"values\":",
+                picklewarden::json::FORMAT
+            );
+            let values = text
+                .strip_prefix(prefix.as_str())
+                .and_then(|t| t.strip_suffix('}'))
+                .map_or_else(|| "[]".to_owned(), str::to_owned);
+            (format!("\"values\":{values}"), true)
+        }
+        Ok(Content::Binary(b)) => (format!("\"binary\":{{\"hex\":\"{}\"}}", hex(b)), true),
+        Ok(Content::Raw(b)) => (format!("\"raw\":{{\"hex\":\"{}\"}}", hex(b)), true),
+        Ok(Content::Dead(reason)) => (
+            format!(
+                "\"dead\":{{\"reason\":{}}}",
+                serde_json::Value::String(reason.into_owned())
+            ),
+            true,
+        ),
+        Err(e) => (format!("\"refused\":{}", refused_json(&e)), false),
+    };
+    (format!("{head},{body}}}\n"), ok)
+}
+
+/// `decode --mitogen`: one JSON line per frame of the input. A payload refusal is written in
+/// place of the values and decoding goes on with the next frame; a framing error (bad enc,
+/// oversized length, truncated frame) is written as a line with `offset` and `refused` only
+/// and ends the output. Returns whether every frame was accepted.
+pub(crate) fn decode_frames(
+    common: &Common,
+    default_policy: &str,
+    max_message_bytes: u64,
+) -> Result<bool, Fatal> {
+    let policy = common.policy_or(default_policy)?;
+    let limits = common.limits(&policy)?;
+    let mut input: Box<dyn Read> = if common.input.as_os_str() == "-" {
+        Box::new(io::stdin().lock())
+    } else {
+        Box::new(
+            std::fs::File::open(&common.input)
+                .map_err(|e| Fatal(format!("cannot read {}: {e}", common.input.display())))?,
+        )
+    };
+    let mut reader = FrameReader::with_max_message_bytes(max_message_bytes);
+    let mut out = io::stdout().lock();
+    let mut all_ok = true;
+    let mut buf = vec![0u8; 1 << 16];
+    let write = |out: &mut io::StdoutLock<'_>, line: &str| -> Result<bool, Fatal> {
+        match out.write_all(line.as_bytes()) {
+            Ok(()) => Ok(true),
+            Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(false),
+            Err(e) => Err(Fatal(format!("cannot write output: {e}"))),
+        }
+    };
+    loop {
+        let n = match input.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(Fatal(format!("cannot read input: {e}"))),
+        };
+        reader.push(buf.get(..n).unwrap_or_default());
+        loop {
+            match reader.next_frame() {
+                Ok(Some(frame)) => {
+                    let (line, ok) = frame_line(&frame, &policy, limits);
+                    all_ok &= ok;
+                    if !write(&mut out, &line)? {
+                        return Ok(all_ok);
+                    }
+                }
+                Ok(None) => break,
+                Err(e) => {
+                    let line = format!(
+                        "{{\"offset\":{},\"refused\":{}}}\n",
+                        e.offset(),
+                        refused_json(&e)
+                    );
+                    write(&mut out, &line)?;
+                    return Ok(false);
+                }
+            }
+        }
+    }
+    if let Err(e) = reader.finish() {
+        let line = format!(
+            "{{\"offset\":{},\"refused\":{}}}\n",
+            e.offset(),
+            refused_json(&e)
+        );
+        write(&mut out, &line)?;
+        return Ok(false);
+    }
+    let _ = out.flush();
+    Ok(all_ok)
+}
+
+/// Relays frames from `input` to `output`, checking each: the loop of `filter` and of the
+/// child-to-parent direction of `guard`. `reader` may already hold bytes. Returns `Ok(true)`
+/// at a clean end of input, `Ok(false)` when the stream was cut off (a refusal with
+/// `--on-reject fail`, or a framing error, which is always fatal since frame boundaries are
+/// lost).
+pub(crate) fn relay_frames(
+    checker: &Checker,
+    on_reject: OnReject,
+    reader: &mut FrameReader,
+    input: &mut dyn Read,
+    output: &mut dyn Write,
+    mut tap: Option<&mut dyn Write>,
+) -> io::Result<bool> {
+    let mut buf = vec![0u8; 1 << 16];
+    loop {
+        loop {
+            match reader.next_frame() {
+                Ok(Some(frame)) => {
+                    let verdict = match frame.header.payload_kind() {
+                        PayloadKind::Binary | PayloadKind::Raw => Ok(()),
+                        _ => checker.check(&frame, on_reject),
+                    };
+                    match verdict {
+                        Ok(()) => {
+                            output.write_all(frame.as_bytes())?;
+                            output.flush()?;
+                        }
+                        Err(_) if on_reject == OnReject::Drop => {}
+                        Err(_) => return Ok(false),
+                    }
+                }
+                Ok(None) => break,
+                Err(e) => {
+                    checker.audit(None, e.offset(), &e, OnReject::Fail);
+                    return Ok(false);
+                }
+            }
+        }
+        let n = match input.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        let piece = buf.get(..n).unwrap_or_default();
+        if let Some(t) = tap.as_deref_mut() {
+            t.write_all(piece)?;
+        }
+        reader.push(piece);
+    }
+    if let Err(e) = reader.finish() {
+        checker.audit(None, e.offset(), &e, OnReject::Fail);
+        return Ok(false);
+    }
+    Ok(true)
+}

@@ -1,0 +1,140 @@
+//! `decode --mitogen` and `filter --mitogen` on hand-built frame streams (no Mitogen needed).
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
+
+fn frame(enc: u16, handle: u32, reply_to: u32, payload: &[u8]) -> Vec<u8> {
+    let mut v = enc.to_be_bytes().to_vec();
+    for x in [0u32, 1, 1, handle, reply_to, payload.len() as u32] {
+        v.extend_from_slice(&x.to_be_bytes());
+    }
+    v.extend_from_slice(payload);
+    v
+}
+
+fn run(args: &[&str], input: &[u8]) -> Output {
+    let mut child = Command::new("timeout")
+        .arg("60")
+        .arg(env!("CARGO_BIN_EXE_picklewarden"))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let data = input.to_vec();
+    let writer = std::thread::spawn(move || {
+        let _ = stdin.write_all(&data);
+    });
+    let out = child.wait_with_output().unwrap();
+    writer.join().unwrap();
+    out
+}
+
+// pickle.dumps([b'ab', 'x', 1], 2)
+const GOOD: &[u8] = b"\x80\x02]q\x00(c_codecs\nencode\nq\x01X\x02\x00\x00\x00abq\x02X\x06\x00\x00\x00latin1q\x03\x86q\x04Rq\x05X\x01\x00\x00\x00xq\x06K\x01e.";
+const EVIL: &[u8] = b"\x80\x02cos\nsystem\nX\x02\x00\x00\x00id\x85R.";
+// Blob(10**9): accepted by Mitogen's find_class (a gigabyte of zeros), refused by the schema.
+const BLOB_BOMB: &[u8] = b"\x80\x02cmitogen.core\nBlob\nJ\x00\xca\x9a;\x85R.";
+
+fn stream() -> Vec<u8> {
+    let mut s = frame(0x4d4a, 1000, 0, GOOD);
+    s.extend(frame(0x4d4a, 1001, 0, EVIL));
+    s.extend(frame(0x4d49, 102, 0, b"mitogen\x0020\x00hi"));
+    s.extend(frame(0x4d4a, 1002, 0, BLOB_BOMB));
+    s.extend(frame(0x4d49, 1003, 999, b"Channel closed"));
+    s
+}
+
+#[test]
+fn decode_writes_one_line_per_frame() {
+    let out = run(&["decode", "--mitogen", "-"], &stream());
+    assert_eq!(out.status.code(), Some(1));
+    let lines: Vec<serde_json::Value> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 5);
+    assert_eq!(lines[0]["header"]["handle"], 1000);
+    assert_eq!(lines[0]["header"]["enc"], 0x4d4a);
+    assert_eq!(lines[0]["values"][0]["items"][0]["hex"], "6162");
+    assert_eq!(lines[1]["refused"]["kind"], "global_not_allowed");
+    assert_eq!(
+        lines[1]["refused"]["offset"],
+        GOOD.len() as u64 + 26 * 2 + 2
+    );
+    assert_eq!(lines[2]["raw"]["hex"], "6d69746f67656e003230006869");
+    assert_eq!(lines[3]["refused"]["kind"], "constructor_rejected");
+    assert_eq!(lines[4]["dead"]["reason"], "Channel closed");
+}
+
+#[test]
+fn decode_reports_framing_errors() {
+    let mut bad = frame(0x4d4a, 1000, 0, GOOD);
+    bad.extend(frame(0x1234, 1000, 0, b"N."));
+    let out = run(&["decode", "--mitogen", "-"], &bad);
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8(out.stdout).unwrap();
+    let last: serde_json::Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+    assert_eq!(last["refused"]["kind"], "bad_enc");
+    let cut = &frame(0x4d4a, 1000, 0, GOOD)[..40];
+    let out = run(&["decode", "--mitogen", "-"], cut);
+    assert!(String::from_utf8(out.stdout)
+        .unwrap()
+        .contains("\"truncated\""));
+    let out = run(
+        &["decode", "--mitogen", "--max-message-bytes", "10", "-"],
+        &frame(0x4d4a, 1000, 0, GOOD),
+    );
+    assert!(String::from_utf8(out.stdout)
+        .unwrap()
+        .contains("message_too_large"));
+}
+
+#[test]
+fn filter_fails_closed_on_the_first_refusal() {
+    let s = stream();
+    let out = run(&["filter", "--mitogen"], &s);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.stdout, frame(0x4d4a, 1000, 0, GOOD));
+    let event: serde_json::Value = serde_json::from_str(
+        String::from_utf8(out.stderr)
+            .unwrap()
+            .lines()
+            .next()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(event["fields"]["global"], "os.system");
+    assert_eq!(event["fields"]["action"], "disconnect");
+    assert_eq!(event["target"], "picklewarden::audit");
+}
+
+#[test]
+fn filter_drop_passes_the_rest_unchanged() {
+    let out = run(&["filter", "--mitogen", "--on-reject", "drop"], &stream());
+    assert_eq!(out.status.code(), Some(0));
+    let mut want = frame(0x4d4a, 1000, 0, GOOD);
+    want.extend(frame(0x4d49, 102, 0, b"mitogen\x0020\x00hi"));
+    want.extend(frame(0x4d49, 1003, 999, b"Channel closed"));
+    assert_eq!(out.stdout, want);
+    assert_eq!(String::from_utf8(out.stderr).unwrap().lines().count(), 2);
+}
+
+#[test]
+fn lone_payload_decodes_as_a_stream_under_the_mitogen_policy() {
+    let mut two = GOOD.to_vec();
+    two.extend_from_slice(b"\x80\x02h\x05.");
+    let out = run(&["decode", "--policy", "mitogen", "--stream", "-"], &two);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["values"].as_array().unwrap().len(), 2);
+}
