@@ -1,0 +1,257 @@
+#!/usr/bin/env python3
+"""Writes the attack vectors of audit/ATTACKS.md into audit/vectors/ and their MANIFEST.tsv.
+
+Standard library only. Hand-made vectors are built opcode by opcode here; some are copied from
+tests/corpus/hostile/ (made by tests/python/gen_hostile.py). tests/audit_vectors.rs checks every
+line of the manifest:
+
+    file  expected  limit  policy  limits  mode  attack
+
+expected: an error kind name or `ok` (accepted within bounds); limit: the limit a
+limit_exceeded names, or -; policy: a built-in policy name; limits: `-` or comma-separated
+NAME=VALUE overrides; mode: `single` or `stream`; attack: the ATTACKS.md id (A01...).
+
+Run from the repository root: python3 audit/vectors/make_vectors.py
+"""
+import os
+import shutil
+import struct
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+HOSTILE = os.path.join(ROOT, "tests", "corpus", "hostile")
+
+rows = []
+
+
+def put(name, data, expected, attack, limit="-", policy="data", limits="-", mode="single"):
+    with open(os.path.join(HERE, name), "wb") as f:
+        f.write(data)
+    rows.append((name, expected, limit, policy, limits, mode, attack))
+
+
+def copy(hostile_name, expected, attack, **kw):
+    with open(os.path.join(HOSTILE, hostile_name), "rb") as f:
+        data = f.read()
+    put(hostile_name, data, expected, attack, **kw)
+
+
+def sbu(s):
+    b = s.encode("utf-8")
+    return b"\x8c" + bytes([len(b)]) + b
+
+
+def binunicode(s):
+    b = s.encode("utf-8")
+    return b"X" + struct.pack("<I", len(b)) + b
+
+
+def long1(n):
+    # two's complement little-endian, minimal length (as pickle.encode_long)
+    if n == 0:
+        return b"\x8a\x00"
+    nbytes = (n.bit_length() >> 3) + 1
+    b = n.to_bytes(nbytes, "little", signed=True)
+    if n < 0 and nbytes > 1 and b[-1] == 0xFF and (b[-2] & 0x80):
+        b = b[:-1]
+    return b"\x8a" + bytes([len(b)]) + b
+
+
+P2 = b"\x80\x02"
+P4 = b"\x80\x04"
+
+# A01 code-running global, the classic os.system REDUCE
+copy("global-os.system-GLOBAL_REDUCE.pkl", "global_not_allowed", "A01")
+put("a01-os-system-strict.pkl", b"cos\nsystem\n(S'id'\ntR.", "global_not_allowed", "A01", policy="strict")
+put("a01-os-system-mitogen.pkl", P2 + b"cos\nsystem\nX\x02\x00\x00\x00id\x85R.", "global_not_allowed", "A01", policy="mitogen")
+# A02 aliases of code-running callables
+for g in ["posix.system", "nt.system", "__builtin__.eval", "builtins.exec", "subprocess.Popen",
+          "runpy._run_code", "types.FunctionType", "ctypes.CDLL", "webbrowser.open", "socket.socket",
+          "shutil.rmtree", "code.InteractiveInterpreter"]:
+    copy(f"global-{g}-GLOBAL_REDUCE.pkl", "global_not_allowed", "A02")
+for g in ["_posixsubprocess.fork_exec", "pty.spawn", "timeit.timeit", "pdb.run", "builtins.compile",
+          "builtins.breakpoint", "builtins.setattr", "builtins.globals",
+          "numpy.core.multiarray._reconstruct", "torch._utils._rebuild_tensor_v2"]:
+    copy(f"global-misc-{g}.pkl", "global_not_allowed", "A02")
+# A03 dotted names walked by protocol 4's getattr
+for f in ["global-dotted-builtins.eval.__call__.pkl", "global-dotted-_codecs.encode.__self__.pkl",
+          "global-dotted-builtins.set.__class__.pkl", "global-dotted-os.path.join.pkl",
+          "global-dotted-GLOBAL-builtins.eval.__call__.pkl", "global-dotted-builtins.bytearray.fromhex.pkl"]:
+    copy(f, "global_not_allowed", "A03")
+# A04 generic resolvers
+for g in ["pkgutil.resolve_name", "importlib.import_module", "builtins.__import__", "builtins.getattr",
+          "operator.attrgetter", "functools.partial"]:
+    copy(f"global-{g}-GLOBAL_REDUCE.pkl", "global_not_allowed", "A04")
+copy("global-misc-copyreg._reconstructor.pkl", "global_not_allowed", "A04")
+# A05 STACK_GLOBAL fed through the memo
+copy("global-os.system-STACK_GLOBAL_BINPUT_BINGET_REDUCE.pkl", "global_not_allowed", "A05")
+copy("global-os.system-STACK_GLOBAL_MEMOIZE_GET_REDUCE.pkl", "global_not_allowed", "A05")
+copy("global-stack_global-long_binput-names.pkl", "global_not_allowed", "A05")
+# names memoized in a list, fetched through DUP/GET of another value: module via memo, name inline
+put("a05-stack-global-memo-in-list.pkl",
+    P4 + b"]" + sbu("os") + b"\x94a" + b"0" + b"h\x00" + sbu("system") + b"\x93" + sbu("id") + b"\x85R.",
+    "global_not_allowed", "A05")
+# A06 STACK_GLOBAL names written by other string opcodes
+for f in ["global-stack_global-binunicode8-names.pkl",
+          "global-stack_global-unicode-escaped-names.pkl", "global-os.system-STACK_GLOBAL_BINUNICODE_REDUCE.pkl"]:
+    copy(f, "global_not_allowed", "A06")
+# A07 STACK_GLOBAL with names that are not str
+put("a07-stack-global-bytes-names.pkl", P4 + b"C\x02osC\x06system\x93.", "type_mismatch", "A07")
+copy("global-stack_global-short_binstring-names.pkl", "type_mismatch", "A07")
+put("a07-stack-global-int-names.pkl", P4 + b"K\x01K\x02\x93.", "type_mismatch", "A07")
+# A08 INST
+copy("global-os.system-INST.pkl", "global_not_allowed", "A08")
+copy("global-builtins.eval-INST.pkl", "global_not_allowed", "A08")
+copy("mark-missing-INST.pkl", "mark_missing", "A08")
+# A09 OBJ
+copy("global-os.system-OBJ.pkl", "global_not_allowed", "A09")
+copy("mark-missing-OBJ.pkl", "mark_missing", "A09")
+# A10 NEWOBJ on an allowed native constructor
+copy("form-newobj-builtins.set.pkl", "form_not_allowed", "A10")
+copy("form-newobj-_codecs.encode.pkl", "form_not_allowed", "A10")
+copy("global-os.system-GLOBAL_NEWOBJ.pkl", "global_not_allowed", "A10")
+# A11 NEWOBJ_EX
+copy("form-newobj_ex-builtins.set.pkl", "form_not_allowed", "A11")
+copy("global-os.system-STACK_GLOBAL_NEWOBJ_EX.pkl", "global_not_allowed", "A11")
+# A12 BUILD (__setstate__ / instance __dict__ update) on values
+for f in ["build-on-builtins.set.pkl", "build-on-dict.pkl", "build-on-list.pkl", "build-on-int.pkl"]:
+    copy(f, "build_not_allowed", "A12")
+# mitogen records are reduce-only: BUILD on a Secret is refused by form
+put("a12-build-on-mitogen-secret.pkl",
+    P2 + b"cmitogen.core\nSecret\nX\x01\x00\x00\x00x\x85R}b.", "form_not_allowed", "A12", policy="mitogen")
+# A13 allowed constructors with hostile arguments
+put("a13-bytes-of-int-1e9.pkl", P2 + b"c__builtin__\nbytes\nJ\x00\xca\x9a;\x85R.", "constructor_rejected", "A13")
+copy("ctor-_codecs.encode-utf8.pkl", "constructor_rejected", "A13")
+copy("ctor-builtins.set-int.pkl", "constructor_rejected", "A13")
+put("a13-mitogen-blob-1e9.pkl", P2 + b"cmitogen.core\nBlob\nJ\x00\xca\x9a;\x85R.", "constructor_rejected", "A13", policy="mitogen")
+# A14 extension codes (copyreg's extension registry and its cache)
+copy("ext-EXT1.pkl", "extension_code_rejected", "A14")
+copy("ext-EXT2.pkl", "extension_code_rejected", "A14")
+copy("ext-EXT4.pkl", "extension_code_rejected", "A14")
+put("a14-ext4-negative.pkl", P2 + b"\x84\xff\xff\xff\xff.", "extension_code_rejected", "A14")
+# A15 persistent ids
+copy("persid-PERSID.pkl", "persistent_id_rejected", "A15")
+copy("persid-BINPERSID.pkl", "persistent_id_rejected", "A15")
+# A16 a nested pickle passed to a loader, or carried as data
+copy("global-pickle.loads-GLOBAL_REDUCE.pkl", "global_not_allowed", "A16")
+copy("global-_pickle.loads-STACK_GLOBAL_SBU_REDUCE.pkl", "global_not_allowed", "A16")
+inner = b"cos\nsystem\n(S'id'\ntR."
+put("a16-nested-pickle-as-bytes.pkl", b"\x80\x03C" + bytes([len(inner)]) + inner + b".", "ok", "A16")
+# A17 a refused global that is never called (dead code, popped, only memoized)
+copy("global-dead-code-popped.pkl", "global_not_allowed", "A17")
+copy("global-dead-code-pop_mark.pkl", "global_not_allowed", "A17")
+copy("global-memo-only.pkl", "global_not_allowed", "A17")
+copy("global-hidden-in-allowed-call-args.pkl", "global_not_allowed", "A17")
+# A18 payload after STOP
+copy("trailing-second-pickle-with-global.pkl", "trailing_data", "A18")
+copy("trailing-second-pickle-with-global.pkl", "global_not_allowed", "A18", mode="stream")
+copy("trailing-junk.pkl", "trailing_data", "A18")
+# A19 memo-index DoS (CPython 3.11 allocates an array as long as the index)
+put("a19-long-binput-huge-index.pkl", P2 + b"]r\xff\xff\xff\x0f.", "ok", "A19")
+put("a19-long-binput-max-index.pkl", P2 + b"]r\xff\xff\xff\xff.", "ok", "A19")
+copy("limit-memo-binput-11.pkl", "limit_exceeded", "A19", limit="max_memo_entries", limits="max_memo_entries=10")
+# A20 GET of an index never set
+copy("memo-missing-LONG_BINGET-huge.pkl", "memo_key_missing", "A20")
+copy("memo-missing-GET-after-PUT.pkl", "memo_key_missing", "A20")
+# A21 DUP/GET amplification ("billion laughs"): 40 levels, each a list holding the previous twice
+laughs = bytearray(P2 + b"]q\x00")
+for i in range(1, 41):
+    laughs += b"]" + b"h" + bytes([i - 1]) + b"a" + b"h" + bytes([i - 1]) + b"a" + b"q" + bytes([i])
+laughs += b"."
+# the stack holds all 41 lists; keep only the last: rebuild as a proper single value
+laughs = bytearray(P2)
+laughs += b"]q\x00"                       # level 0, memo 0
+for i in range(1, 41):
+    laughs += b"0"                         # drop the previous level from the stack (it is memoized)
+    laughs += b"](h" + bytes([i - 1]) + b"h" + bytes([i - 1]) + b"eq" + bytes([i])
+laughs += b"."
+put("a21-billion-laughs-lists.pkl", bytes(laughs), "ok", "A21")
+dup = bytearray(P2 + b"](")
+dup += b"]" + b"2" * 4000 + b"e."
+put("a21-dup-4000.pkl", bytes(dup), "ok", "A21")
+# A22 depth bombs
+copy("limit-nesting-lists-1001.pkl", "limit_exceeded", "A22", limit="max_nesting_depth")
+copy("limit-nesting-tuples-mark-1500.pkl", "limit_exceeded", "A22", limit="max_nesting_depth")
+put("a22-nesting-20k-lists.pkl", P2 + b"]" * 20000 + b"a" * 19999 + b".", "limit_exceeded", "A22",
+    limit="max_nesting_depth")
+# A23 stack bombs: MARK and DUP without building values
+copy("limit-stack-mark-bomb.pkl", "limit_exceeded", "A23", limit="max_stack_len", limits="max_stack_len=100")
+copy("limit-stack-dup-bomb.pkl", "limit_exceeded", "A23", limit="max_stack_len", limits="max_stack_len=100")
+# A24 hash flooding: 5000 int keys that all hash to 0 under CPython (k * (2**61 - 1))
+flood = bytearray(P2 + b"}(")
+for k in range(5000):
+    flood += long1(k * (2 ** 61 - 1)) + b"K\x01"
+flood += b"u."
+put("a24-dict-5000-cpython-colliding-int-keys.pkl", bytes(flood), "ok", "A24")
+fset = bytearray(P4 + b"\x8f(")
+for k in range(5000):
+    fset += long1(k * (2 ** 61 - 1))
+fset += b"\x90."
+put("a24-set-5000-cpython-colliding-int-keys.pkl", bytes(fset), "ok", "A24")
+# equal keys of different types collapse, as CPython's dict does: {1: a, 1.0: b, True: c} has 1 item
+put("a24-equal-keys-of-three-types.pkl", P2 + b"}(K\x01K\x01G?\xf0\x00\x00\x00\x00\x00\x00K\x02\x88K\x03u.", "ok", "A24")
+# A25 huge length prefixes
+put("a25-binbytes8-2pow63.pkl", P4 + b"\x8e" + struct.pack("<Q", 2 ** 63) + b"abc.", "truncated", "A25")
+put("a25-binunicode8-2pow64-1.pkl", P4 + b"\x8d" + b"\xff" * 8 + b".", "truncated", "A25")
+put("a25-bytearray8-1tb.pkl", P4 + b"\x96" + struct.pack("<Q", 2 ** 40) + b".", "truncated", "A25")
+copy("trunc-BINBYTES-ffffffff.pkl", "truncated", "A25")
+copy("number-BINSTRING-negative-length.pkl", "invalid_number", "A25")
+copy("number-LONG4-negative-length.pkl", "invalid_number", "A25")
+put("a25-frame-2pow64-1.pkl", P4 + b"\x95" + b"\xff" * 8 + b"N.", "truncated", "A25")
+# A26 frame straddling (the C and Python unpicklers disagree on these)
+copy("frame-straddle-argument.pkl", "frame_straddle", "A26")
+copy("frame-straddle-length-prefix.pkl", "frame_straddle", "A26")
+copy("frame-straddle-text-line.pkl", "frame_straddle", "A26")
+copy("frame-inside-frame.pkl", "frame_inside_frame", "A26")
+# A27 truncation
+put("a27-truncated-mid-binunicode.pkl", P2 + b"X\x10\x00\x00\x00abc", "truncated", "A27")
+put("a27-no-stop.pkl", P2 + b"N", "truncated", "A27")
+put("a27-empty.pkl", b"", "truncated", "A27")
+# A28 big-int DoS (CVE-2020-10735: decimal text to int is quadratic)
+put("a28-long-text-20k-digits.pkl", b"L" + b"9" * 20000 + b"L\n.", "limit_exceeded", "A28", limit="max_long_text_digits")
+put("a28-int-text-4300-digits.pkl", b"I" + b"9" * 4300 + b"\n.", "ok", "A28")
+copy("limit-long4_5000_bytes.pkl", "limit_exceeded", "A28", limit="max_long_bytes")
+# A29 protocol confusion
+copy("proto-6.pkl", "unsupported_protocol", "A29")
+copy("proto-255.pkl", "unsupported_protocol", "A29")
+# A30 unhashable keys (CPython raises TypeError; a loader that hashes by identity would not)
+put("a30-list-as-dict-key.pkl", P2 + b"}]K\x01s.", "unhashable_key", "A30")
+put("a30-tuple-holding-list-in-set.pkl", P4 + b"\x8f(]\x85\x90.", "unhashable_key", "A30")
+# A31 out-of-band buffers the caller did not supply
+copy("buffers-NEXT_BUFFER.pkl", "buffers_not_supplied", "A31")
+copy("buffers-NEXT_BUFFER-READONLY_BUFFER.pkl", "buffers_not_supplied", "A31")
+# A32 number-text parse differentials between unpicklers and scanners
+for f in ["number-INT-underscore.pkl", "number-INT-leading-space.pkl", "number-INT-nul.pkl",
+          "number-INT-hex.pkl", "number-GET-hex.pkl", "number-PUT-negative.pkl"]:
+    copy(f, "invalid_number", "A32")
+# A33 text-encoding tricks in global names (scanners compare bytes, loaders compare decoded str)
+copy("global-GLOBAL-non-ascii-module.pkl", "global_not_allowed", "A33")
+copy("global-GLOBAL-nul-in-module.pkl", "global_not_allowed", "A33")
+copy("global-misc-_codecs.encode-trailing-space.pkl", "global_not_allowed", "A33")
+copy("global-misc-Builtins.set.pkl", "global_not_allowed", "A33")
+copy("utf8-SHORT_BINUNICODE-stack_global-name.pkl", "invalid_utf8", "A33")
+# A34 latin1 constructor with text it cannot encode
+copy("ctor-_codecs.encode-non-latin1-text.pkl", "constructor_rejected", "A34")
+# A35 allocation budget
+copy("limit-alloc.pkl", "limit_exceeded", "A35", limit="max_alloc_bytes", limits="max_alloc_bytes=4096")
+put("a35-bytearray8-copies.pkl", P4 + (b"\x96" + struct.pack("<Q", 1024) + b"\x00" * 1024 + b"0") * 8 + b"N.",
+    "limit_exceeded", "A35", limit="max_alloc_bytes", limits="max_alloc_bytes=4096")
+# A36 container items and node bombs
+copy("limit-items-list-appends.pkl", "limit_exceeded", "A36", limit="max_container_items", limits="max_container_items=10")
+copy("limit-nodes.pkl", "limit_exceeded", "A36", limit="max_nodes", limits="max_nodes=100")
+copy("limit-opcodes.pkl", "limit_exceeded", "A36", limit="max_opcodes", limits="max_opcodes=100")
+# A37 stack left behind at STOP / open MARK (parser differential with loaders that ignore it)
+copy("stack-not-empty-two-values.pkl", "stack_not_empty", "A37")
+copy("stack-not-empty-open-mark.pkl", "stack_not_empty", "A37")
+# A38 input size
+copy("limit-input-bytes.pkl", "limit_exceeded", "A38", limit="max_input_bytes", limits="max_input_bytes=64")
+
+with open(os.path.join(HERE, "MANIFEST.tsv"), "w") as f:
+    f.write("file\texpected\tlimit\tpolicy\tlimits\tmode\tattack\n")
+    seen = set()
+    for r in rows:
+        key = (r[0], r[5])
+        assert key not in seen, key
+        seen.add(key)
+        f.write("\t".join(r) + "\n")
+print(f"{len(rows)} vectors, {len(set(r[6] for r in rows))} attacks")
