@@ -690,8 +690,9 @@ impl<'a, 'p> Machine<'a, 'p> {
             return Err(self.rejected("encoding must be 'latin1' or 'latin-1'"));
         }
         match self.get(text)? {
-            Value::Str(PyStr::Utf8(Cow::Borrowed(s))) => latin1_encode(s.as_bytes())
-                .ok_or_else(|| self.rejected("code point above U+00FF")),
+            Value::Str(PyStr::Utf8(Cow::Borrowed(s))) => {
+                latin1_encode(s.as_bytes()).ok_or_else(|| self.rejected("code point above U+00FF"))
+            }
             Value::Str(PyStr::Utf8(Cow::Owned(s))) => latin1_encode(s.as_bytes())
                 .map(|b| Cow::Owned(b.into_owned()))
                 .ok_or_else(|| self.rejected("code point above U+00FF")),
