@@ -23,6 +23,8 @@ MANIFEST.json: values in the decoded data, every occurrence in a container count
 Options:
   --runs N          runs per process for the fast tools (default 5)
   --slow-runs N     runs per process for genops (default 3)
+  --repeat K        run each (tool, file) process K times; report the median of their medians
+                    and the largest peak RSS (default 1)
   --tools a,b,...   tools to run (default: all)
   --no-build        do not run `cargo build --release --example bench_decode` first
   --json FILE       also write the raw results as JSON
@@ -140,6 +142,20 @@ def run_one(tool, path, runs, stream):
     return r
 
 
+def combine(rs):
+    """The median of several processes' medians, and the largest peak RSS."""
+    ok = [r for r in rs if "error" not in r]
+    if not ok:
+        return rs[0]
+    r = dict(ok[0])
+    r["median_s"] = statistics.median(x["median_s"] for x in ok)
+    r["min_s"] = min(x["min_s"] for x in ok)
+    r["peak_rss_kib"] = max(x["peak_rss_kib"] for x in ok)
+    r["processes"] = len(ok)
+    r["process_medians_s"] = [x["median_s"] for x in ok]
+    return r
+
+
 def fmt_rate(x):
     return f"{x:,.0f}" if x >= 100 else f"{x:,.1f}" if x >= 1 else f"{x:.3f}"
 
@@ -150,10 +166,13 @@ def main():
         worker(args[1], args[2], int(args[3]), "--stream" in args)
         return
     runs, slow_runs, tools, build, json_out, files = 5, 3, ALL_TOOLS, True, None, []
+    repeat = 1
     it = iter(args)
     for a in it:
         if a == "--runs":
             runs = int(next(it))
+        elif a == "--repeat":
+            repeat = int(next(it))
         elif a == "--slow-runs":
             slow_runs = int(next(it))
         elif a == "--tools":
@@ -192,7 +211,8 @@ def main():
         stream = info.get("stream", "_stream" in name)
         base = None
         for tool in tools:
-            r = run_one(tool, path, slow_runs if tool == "genops" else runs, stream)
+            n = slow_runs if tool == "genops" else runs
+            r = combine([run_one(tool, path, n, stream) for _ in range(repeat)])
             r.update(workload=name, bytes=size, objects=objects)
             results.append(r)
             label = name.removesuffix(".pkl")
