@@ -5,6 +5,7 @@
 #   decode, scan_build_agree: raw pickles (tests/corpus/good, tests/corpus/hostile except the
 #                             1 MB digit bomb, tests/regression, audit/vectors)
 #   structured:               generator input bytes; pickles work too (they read as programs)
+#   mitogen_frames:           a control byte + a stream (see check_mitogen_frames)
 set -euo pipefail
 cd "$(dirname "$0")"
 root=..
@@ -25,6 +26,14 @@ pickles=("$root"/tests/corpus/good/*.pkl "$root"/tests/corpus/hostile/*.pkl \
 add decode "${pickles[@]}" seeds/decode/*
 add scan_build_agree "${pickles[@]}" seeds/decode/* seeds/scan_build_agree/*
 add structured seeds/structured/* "$root"/tests/corpus/hostile/*.pkl
-for t in decode scan_build_agree structured; do
+# mitogen_frames: a control byte, then the stream; an odd control byte wraps the rest in one
+# pickle frame, so every pickle becomes a frame seed.
+mkdir -p corpus/mitogen_frames
+for f in "$root"/tests/corpus/good/*.p2.*pkl "$root"/tests/corpus/hostile/*.pkl seeds/mitogen_frames/*; do
+    [ -f "$f" ] && [ "$(stat -c %s "$f")" -le 4000 ] || continue
+    name=$(sha1sum "$f" | cut -c1-40)
+    { printf '\001'; cat "$f"; } > "corpus/mitogen_frames/$name"
+done
+for t in decode scan_build_agree structured mitogen_frames; do
     echo "fuzz/corpus/$t: $(ls "corpus/$t" | wc -l) files"
 done

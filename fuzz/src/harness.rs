@@ -489,3 +489,152 @@ pub fn check_scan_build_agree(data: &[u8]) {
         }
     }
 }
+
+/// The `mitogen_frames` target: the Mitogen frame reader fed a byte stream in pieces of
+/// pseudo-random sizes must cut exactly the frames it cuts from the whole stream at once, each
+/// frame's bytes must be the stream's bytes at its offset, the reader must never buffer more
+/// than one frame plus the last piece, and every payload decodes (under the `mitogen` policy,
+/// default and tight limits) to a result whose error offsets fall inside that payload.
+///
+/// The first input byte steers: bit 0 set wraps the rest in one pickle frame with a correct
+/// header (so pickle corpora are frame seeds; bit 1 makes it a dead message), and the byte
+/// seeds the piece sizes.
+pub fn check_mitogen_frames(data: &[u8]) {
+    use picklewarden::mitogen::{Enc, Header, IS_DEAD};
+    let Some((&ctl, rest)) = data.split_first() else {
+        return;
+    };
+    let stream: Vec<u8> = if ctl & 1 == 1 {
+        let header = Header {
+            enc: if ctl & 4 == 0 {
+                Enc::Pickle
+            } else {
+                Enc::Legacy
+            },
+            dst_id: 0,
+            src_id: 1,
+            auth_id: 1,
+            handle: 1000 + u32::from(ctl >> 3),
+            reply_to: if ctl & 2 == 2 { IS_DEAD } else { 0 },
+            length: u32::try_from(rest.len()).unwrap_or(u32::MAX),
+        };
+        let mut s = header.to_bytes().to_vec();
+        s.extend_from_slice(rest);
+        s
+    } else {
+        rest.to_vec()
+    };
+    let whole = read_frames(&stream, &[stream.len().max(1)]);
+    let mut x = u64::from(ctl) | 0x9E37_79B9_0000_0000;
+    let sizes: Vec<usize> = (0..64)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            1 + (x % 97) as usize
+        })
+        .collect();
+    let pieces = read_frames(&stream, &sizes);
+    assert_eq!(
+        whole, pieces,
+        "frames differ when the stream arrives in pieces"
+    );
+}
+
+/// Maximum payload the frame harness allows (small, so the size check is reached).
+const FRAME_MAX: u64 = 4096;
+
+fn mitogen_policy() -> &'static Policy {
+    static P: OnceLock<Policy> = OnceLock::new();
+    P.get_or_init(|| Policy::builtin("mitogen").unwrap_or_else(|| Policy::empty("mitogen")))
+}
+
+/// Reads `stream` in pieces of `sizes` (cycled); returns a summary of every frame and error.
+fn read_frames(stream: &[u8], sizes: &[usize]) -> Vec<String> {
+    use picklewarden::mitogen::{Content, FrameReader, HEADER_LEN};
+    let mut reader = FrameReader::with_max_message_bytes(FRAME_MAX);
+    let mut out = Vec::new();
+    let mut at = 0usize; // bytes pushed
+    let mut next = 0usize; // stream offset of the next frame
+    let mut i = 0usize;
+    while at < stream.len() {
+        let n = sizes.get(i % sizes.len()).copied().unwrap_or(1).max(1);
+        i += 1;
+        let end = (at + n).min(stream.len());
+        reader.push(stream.get(at..end).unwrap_or_default());
+        at = end;
+        loop {
+            match reader.next_frame() {
+                Ok(None) => break,
+                Ok(Some(frame)) => {
+                    let bytes = frame.as_bytes();
+                    assert_eq!(
+                        frame.payload_offset(),
+                        (next + HEADER_LEN) as u64,
+                        "frame offset"
+                    );
+                    assert_eq!(
+                        Some(bytes),
+                        stream.get(next..next + bytes.len()),
+                        "frame bytes are not the stream's bytes at its offset"
+                    );
+                    assert!(frame.payload().len() as u64 <= FRAME_MAX);
+                    next += bytes.len();
+                    let start = frame.payload_offset();
+                    let stop = start + frame.payload().len() as u64;
+                    let policy = mitogen_policy();
+                    let mut summary = format!("frame@{}:{}", next, bytes.len());
+                    for limits in [policy.limits, tight_limits(&policy.limits)] {
+                        match frame.decode(policy, limits) {
+                            Ok(Content::Values(doc)) => {
+                                if !(KNOWN_OPEN_JSON_SET_CYCLE && has_set_and_record(&doc)) {
+                                    let text = json::to_typed_json(&doc);
+                                    check_json(&text, &limits);
+                                }
+                                let _ = repr::to_repr(&doc);
+                                summary.push_str(&format!(" values:{}", doc.roots().len()));
+                            }
+                            Ok(other) => summary.push_str(&format!(" {other:?}")),
+                            Err(e) => {
+                                assert!(
+                                    (start..=stop).contains(&e.offset()),
+                                    "payload error offset {} outside the payload {start}..{stop}: {e}",
+                                    e.offset()
+                                );
+                                if let Some(pe) = e.payload_error() {
+                                    check_error_kind_only(pe, &limits);
+                                }
+                                summary.push_str(&format!(" err:{}@{}", e.kind_name(), e.offset()));
+                            }
+                        }
+                    }
+                    out.push(summary);
+                }
+                Err(e) => {
+                    assert!(e.offset() <= stream.len() as u64, "frame error offset: {e}");
+                    out.push(format!("error {}@{}", e.kind_name(), e.offset()));
+                    return out;
+                }
+            }
+            assert!(
+                reader.buffered() as u64 <= HEADER_LEN as u64 + FRAME_MAX + n as u64,
+                "reader buffers {} bytes (one frame plus a piece of {n} at most)",
+                reader.buffered()
+            );
+        }
+    }
+    match reader.finish() {
+        Ok(()) => out.push("end".into()),
+        Err(e) => out.push(format!("end {}@{}", e.kind_name(), e.offset())),
+    }
+    out
+}
+
+/// The parts of [`check_error`] that do not need the input (payload errors are shifted).
+fn check_error_kind_only(e: &Error, limits: &Limits) {
+    assert_ne!(e.category(), Category::Io);
+    if let ErrorKind::LimitExceeded { limit, seen, max } = e.kind() {
+        assert_eq!(*max, limits.get(*limit));
+        assert!(seen > max);
+    }
+}
