@@ -313,8 +313,10 @@ impl<'a, 'p> Machine<'a, 'p> {
     }
 
     fn get_mut(&mut self, id: NodeId) -> Result<&mut Value<'a>> {
-        let e = self.err(internal());
-        self.nodes.get_mut(id.index()).ok_or(e)
+        match self.nodes.get_mut(id.index()) {
+            Some(v) => Ok(v),
+            None => Err(self.r.err(internal())),
+        }
     }
 
     fn keys(&self) -> KeyOps<'_, 'a, RandomState> {
@@ -1246,34 +1248,26 @@ impl<'a, 'p> Machine<'a, 'p> {
 /// hold a code point above U+00FF (C0 and C1 cannot occur). The value of a continuation byte
 /// `b` after lead `l` is `(l << 6) | (b & 0x3f)` truncated to 8 bits.
 fn latin1_encode(s: &[u8]) -> Option<Cow<'_, [u8]>> {
+    // `s` is valid UTF-8. Its code points are all below U+0100 exactly when no byte is a lead
+    // byte of a longer code point (C4..FF); then every non-ASCII code point is C2 or C3
+    // followed by one continuation byte, and its Latin-1 byte is that continuation byte, plus
+    // 0x40 after C3. Both loops are branch-free per byte (the first vectorises).
     if s.is_ascii() {
         return Some(Cow::Borrowed(s));
     }
-    let ascii = s.iter().position(|&b| b >= 0x80).unwrap_or(s.len());
-    let mut out = vec![0u8; s.len()];
-    let (head, tail) = s.split_at(ascii);
-    if let Some(dst) = out.get_mut(..ascii) {
-        dst.copy_from_slice(head);
-    }
-    let mut w = ascii;
-    let mut prev = 0u8;
-    let mut above_ff = false;
-    for &b in tail {
-        let value = if b < 0x80 {
-            b
-        } else {
-            (prev << 6) | (b & 0x3f)
-        };
-        if let Some(slot) = out.get_mut(w) {
-            *slot = value;
-        }
-        let lead = b >= 0xc0;
-        above_ff |= b >= 0xc4;
-        w += usize::from(!lead);
-        prev = b;
-    }
-    if above_ff {
+    if s.iter().fold(false, |acc, &b| acc | (b >= 0xC4)) {
         return None;
+    }
+    let mut out = vec![0u8; s.len()];
+    let mut w = 0usize;
+    let mut prev = 0u8;
+    for &b in s {
+        if let Some(slot) = out.get_mut(w) {
+            *slot = b | (u8::from(prev == 0xC3) << 6);
+        }
+        // Lead bytes (C2, C3) are overwritten by the byte that follows them.
+        w += usize::from(b < 0xC0);
+        prev = b;
     }
     out.truncate(w);
     Some(Cow::Owned(out))
@@ -1288,6 +1282,25 @@ mod tests {
             Ok(_) => "ok",
             Err(e) => e.kind().name(),
         }
+    }
+
+    #[test]
+    fn latin1_encode_matches_the_definition() {
+        let all: String = (0u32..=0xFF).filter_map(char::from_u32).collect();
+        let want: Vec<u8> = (0u8..=0xFF).collect();
+        assert_eq!(
+            latin1_encode(all.as_bytes()).unwrap().as_ref(),
+            want.as_slice()
+        );
+        let mixed = "a\u{e9}\u{ff}b\u{80}\u{c0}\u{3}";
+        assert_eq!(
+            latin1_encode(mixed.as_bytes()).unwrap().as_ref(),
+            b"a\xe9\xffb\x80\xc0\x03"
+        );
+        assert!(latin1_encode("x\u{100}".as_bytes()).is_none());
+        assert!(latin1_encode("\u{20ac}".as_bytes()).is_none());
+        assert!(latin1_encode("\u{1f600}".as_bytes()).is_none());
+        assert!(matches!(latin1_encode(b"abc"), Some(Cow::Borrowed(_))));
     }
 
     #[test]

@@ -176,6 +176,20 @@ pub enum Opcode {
     Binpersid = 81,
 }
 
+/// Opcodes by byte, built at compile time from [`Opcode::ALL`] (the indexing runs in const
+/// evaluation, where an out-of-bounds index is a compile error, never a runtime panic).
+#[allow(clippy::indexing_slicing)]
+const BY_BYTE: [Option<Opcode>; 256] = {
+    let mut table = [None; 256];
+    let mut i = 0;
+    while i < Opcode::ALL.len() {
+        let op = Opcode::ALL[i];
+        table[op as usize] = Some(op);
+        i += 1;
+    }
+    table
+};
+
 impl Opcode {
     /// All 68 opcodes in `Lib/pickletools.py` order.
     pub const ALL: [Opcode; 68] = [
@@ -251,77 +265,7 @@ impl Opcode {
 
     /// The opcode for a byte, or `None` for a byte that is no opcode.
     pub fn from_byte(byte: u8) -> Option<Opcode> {
-        match byte {
-            73 => Some(Opcode::Int),
-            74 => Some(Opcode::Binint),
-            75 => Some(Opcode::Binint1),
-            77 => Some(Opcode::Binint2),
-            76 => Some(Opcode::Long),
-            138 => Some(Opcode::Long1),
-            139 => Some(Opcode::Long4),
-            83 => Some(Opcode::String),
-            84 => Some(Opcode::Binstring),
-            85 => Some(Opcode::ShortBinstring),
-            66 => Some(Opcode::Binbytes),
-            67 => Some(Opcode::ShortBinbytes),
-            142 => Some(Opcode::Binbytes8),
-            150 => Some(Opcode::Bytearray8),
-            151 => Some(Opcode::NextBuffer),
-            152 => Some(Opcode::ReadonlyBuffer),
-            78 => Some(Opcode::None),
-            136 => Some(Opcode::Newtrue),
-            137 => Some(Opcode::Newfalse),
-            86 => Some(Opcode::Unicode),
-            140 => Some(Opcode::ShortBinunicode),
-            88 => Some(Opcode::Binunicode),
-            141 => Some(Opcode::Binunicode8),
-            70 => Some(Opcode::Float),
-            71 => Some(Opcode::Binfloat),
-            93 => Some(Opcode::EmptyList),
-            97 => Some(Opcode::Append),
-            101 => Some(Opcode::Appends),
-            108 => Some(Opcode::List),
-            41 => Some(Opcode::EmptyTuple),
-            116 => Some(Opcode::Tuple),
-            133 => Some(Opcode::Tuple1),
-            134 => Some(Opcode::Tuple2),
-            135 => Some(Opcode::Tuple3),
-            125 => Some(Opcode::EmptyDict),
-            100 => Some(Opcode::Dict),
-            115 => Some(Opcode::Setitem),
-            117 => Some(Opcode::Setitems),
-            143 => Some(Opcode::EmptySet),
-            144 => Some(Opcode::Additems),
-            145 => Some(Opcode::Frozenset),
-            48 => Some(Opcode::Pop),
-            50 => Some(Opcode::Dup),
-            40 => Some(Opcode::Mark),
-            49 => Some(Opcode::PopMark),
-            103 => Some(Opcode::Get),
-            104 => Some(Opcode::Binget),
-            106 => Some(Opcode::LongBinget),
-            112 => Some(Opcode::Put),
-            113 => Some(Opcode::Binput),
-            114 => Some(Opcode::LongBinput),
-            148 => Some(Opcode::Memoize),
-            130 => Some(Opcode::Ext1),
-            131 => Some(Opcode::Ext2),
-            132 => Some(Opcode::Ext4),
-            99 => Some(Opcode::Global),
-            147 => Some(Opcode::StackGlobal),
-            82 => Some(Opcode::Reduce),
-            98 => Some(Opcode::Build),
-            105 => Some(Opcode::Inst),
-            111 => Some(Opcode::Obj),
-            129 => Some(Opcode::Newobj),
-            146 => Some(Opcode::NewobjEx),
-            128 => Some(Opcode::Proto),
-            46 => Some(Opcode::Stop),
-            149 => Some(Opcode::Frame),
-            80 => Some(Opcode::Persid),
-            81 => Some(Opcode::Binpersid),
-            _ => None,
-        }
+        BY_BYTE.get(usize::from(byte)).copied().flatten()
     }
 
     /// The opcode's byte.
