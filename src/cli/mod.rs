@@ -8,6 +8,7 @@ mod decode;
 mod filter;
 mod guard;
 mod mitogen;
+mod scan;
 
 use std::fs::File;
 use std::io::{self, Read, Write};
@@ -53,6 +54,18 @@ enum Command {
         "Exit status:\n",
         "  0  decoded (the value is on stdout)\n  1  refused (reason on stderr)\n  2  usage or I/O error"))]
     Decode(decode::Opts),
+    /// Scan-only mode: one validating pass, no values built; prints the verdict, the globals
+    /// named and the opcode counts as JSON.
+    #[command(after_help = concat!(
+        "Examples:\n",
+        "  picklewarden scan tests/corpus/hostile/global-os.system-GLOBAL_REDUCE.pkl\n",
+        "  picklewarden scan --policy strict --stream - < stream.bin\n\n",
+        "The scan checks opcodes, frames, MARKs, the memo, every global and call against the\n",
+        "policy, number and string syntax, UTF-8, and the limits it can see. Only `check` also\n",
+        "checks constructor arguments, hashability, nesting depth and the value budgets.\n\n",
+        "Exit status:\n",
+        "  0  the scan accepted the input\n  1  refused (also in the JSON)\n  2  usage or I/O error"))]
+    Scan(scan::Opts),
     /// Validate a Mitogen stream frame by frame: accepted frames pass unchanged from stdin to
     /// stdout; a refused frame ends the stream (or is dropped), with an audit event on stderr.
     #[command(after_help = concat!(
@@ -203,6 +216,7 @@ fn report_refusal(input: &Path, e: &Error) {
 pub(crate) fn run(cli: Cli) -> ExitCode {
     let (common, result) = match &cli.command {
         Command::Check(o) => (&o.common, check::run(o)),
+        Command::Scan(o) => (&o.common, scan::run(o)),
         Command::Decode(o) if o.mitogen => return exit_of(decode::run_mitogen(o)),
         Command::Decode(o) => (&o.common, decode::run(o)),
         Command::Filter(o) => return exit_of(filter::run(o)),
