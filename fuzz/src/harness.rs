@@ -336,10 +336,17 @@ fn check_document(data: &[u8], limits: &Limits, stream: bool, doc: &Document<'_>
     }
     let text = json::to_typed_json(doc);
     check_json(&text, limits);
-    doc.roots()
-        .iter()
-        .map(|&r| json::node_to_typed_json(doc, r))
-        .collect()
+    // One text per document (json::node_to_typed_json per root would cost the whole arena per
+    // root: quadratic for a stream of many small pickles). A single pickle's text is put in
+    // the stream form, so the two modes compare equal.
+    let single = format!("{{\"format\":\"{}\",\"value\":", json::FORMAT);
+    match text.strip_prefix(&single).and_then(|t| t.strip_suffix('}')) {
+        Some(value) if !stream => vec![format!(
+            "{{\"format\":\"{}\",\"values\":[{value}]}}",
+            json::FORMAT
+        )],
+        _ => vec![text],
+    }
 }
 
 /// Known open bug (tests/regression/EXPECTED.tsv, status `open`): the typed JSON writer loops
