@@ -172,7 +172,9 @@ pub struct Limits {
     pub max_stack_len: u64,
     /// Distinct memo indices set. Default [`DEFAULT_MAX_MEMO_ENTRIES`].
     pub max_memo_entries: u64,
-    /// Items of one container (a dict item is one key-value pair).
+    /// Items of one container (a dict item is one key-value pair). Counted as the items are
+    /// given to the container, before equal keys or set items are merged, so it may refuse a
+    /// container whose final size is below the limit (never one above it).
     /// Default [`DEFAULT_MAX_CONTAINER_ITEMS`].
     pub max_container_items: u64,
     /// Values created in one decode. Default [`DEFAULT_MAX_NODES`].

@@ -1,0 +1,223 @@
+//! The hostile corpus (`tests/corpus/hostile`, written by `tests/python/gen_hostile.py`): every
+//! file must be refused with exactly the kind (and, for limit_exceeded, the limit) that
+//! MANIFEST.tsv names, under the named built-in policy with the listed limit overrides.
+
+// Test code: a failed invariant is a panic, by design (clippy.toml's allow-*-in-tests covers
+// #[test] fns only, not the helpers and the shared module).
+#![allow(
+    clippy::panic,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing
+)]
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::{decode_outcome, repo, Outcome};
+use picklewarden::{ErrorKind, Limits, Policy};
+
+struct Entry {
+    file: String,
+    kind: String,
+    limit: String,
+    policy: String,
+    limits: String,
+    description: String,
+}
+
+fn manifest() -> Vec<Entry> {
+    let path = repo().join("tests/corpus/hostile/MANIFEST.tsv");
+    let text =
+        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
+    let mut lines = text.lines();
+    let header = lines.next().unwrap_or_default();
+    assert_eq!(
+        header, "file\tkind\tlimit\tpolicy\tlimits\tdescription",
+        "manifest header"
+    );
+    lines
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            let cols: Vec<&str> = l.split('\t').collect();
+            assert_eq!(
+                cols.len(),
+                6,
+                "manifest line has {} columns: {l:?}",
+                cols.len()
+            );
+            Entry {
+                file: cols[0].to_owned(),
+                kind: cols[1].to_owned(),
+                limit: cols[2].to_owned(),
+                policy: cols[3].to_owned(),
+                limits: cols[4].to_owned(),
+                description: cols[5].to_owned(),
+            }
+        })
+        .collect()
+}
+
+fn limits_for(entry: &Entry, policy: &Policy) -> Limits {
+    let mut limits = policy.limits;
+    if entry.limits != "-" {
+        for item in entry.limits.split(',') {
+            limits
+                .set_from_str(item.trim())
+                .unwrap_or_else(|e| panic!("{}: bad limits override {item:?}: {e}", entry.file));
+        }
+    }
+    limits
+}
+
+#[test]
+fn manifest_is_well_formed() {
+    let entries = manifest();
+    assert!(
+        entries.len() >= 60,
+        "only {} manifest entries",
+        entries.len()
+    );
+    let mut names = std::collections::BTreeSet::new();
+    for e in &entries {
+        assert!(names.insert(e.file.clone()), "{} listed twice", e.file);
+        assert!(
+            repo().join("tests/corpus/hostile").join(&e.file).is_file(),
+            "{} is in the manifest but missing",
+            e.file
+        );
+        assert_eq!(
+            e.kind == "limit_exceeded",
+            e.limit != "-",
+            "{}: a limit name goes with limit_exceeded only",
+            e.file
+        );
+        if e.limit != "-" {
+            assert!(
+                picklewarden::LimitName::ALL
+                    .iter()
+                    .any(|l| l.name() == e.limit),
+                "{}: unknown limit {}",
+                e.file,
+                e.limit
+            );
+        }
+        assert!(
+            Policy::builtin(&e.policy).is_some(),
+            "{}: unknown policy {}",
+            e.file,
+            e.policy
+        );
+        assert!(!e.description.is_empty(), "{}: no description", e.file);
+    }
+    // every .pkl in the folder is in the manifest
+    for entry in
+        std::fs::read_dir(repo().join("tests/corpus/hostile")).unwrap_or_else(|e| panic!("{e}"))
+    {
+        let name = entry
+            .unwrap_or_else(|e| panic!("{e}"))
+            .file_name()
+            .to_string_lossy()
+            .into_owned();
+        if name.ends_with(".pkl") {
+            assert!(
+                names.contains(&name),
+                "{name} is in the folder but not in the manifest"
+            );
+        }
+    }
+}
+
+#[test]
+fn every_hostile_file_is_refused_as_the_manifest_says() {
+    let entries = manifest();
+    assert!(
+        entries.len() >= 60,
+        "only {} manifest entries",
+        entries.len()
+    );
+    let mut mismatches = Vec::new();
+    let mut times: Vec<(Duration, String)> = Vec::new();
+    let mut decoded_ok = Vec::new();
+    for e in &entries {
+        let path = repo().join("tests/corpus/hostile").join(&e.file);
+        let data = match std::fs::read(&path) {
+            Ok(d) => d,
+            Err(err) => {
+                mismatches.push(format!("{}: cannot read: {err}", e.file));
+                continue;
+            }
+        };
+        let policy =
+            Policy::builtin(&e.policy).unwrap_or_else(|| panic!("unknown policy {}", e.policy));
+        let limits = limits_for(e, &policy);
+        let start = Instant::now();
+        let got = decode_outcome(&data, &policy, Some(limits), false, false);
+        times.push((start.elapsed(), e.file.clone()));
+        let expected = if e.limit == "-" {
+            e.kind.clone()
+        } else {
+            format!("{}({})", e.kind, e.limit)
+        };
+        if matches!(got, Outcome::Ok { .. }) {
+            decoded_ok.push(e.file.clone());
+        }
+        if got.label() != expected {
+            mismatches.push(format!(
+                "{}: expected {expected}, got {} -- {} [{}]",
+                e.file,
+                got.label(),
+                got.detail(),
+                e.description
+            ));
+        }
+    }
+    times.sort_by_key(|t| std::cmp::Reverse(t.0));
+    eprintln!("slowest hostile decodes:");
+    for (t, f) in times.iter().take(5) {
+        eprintln!("  {:>10.3} ms  {f}", t.as_secs_f64() * 1000.0);
+    }
+    assert!(
+        decoded_ok.is_empty(),
+        "hostile files decoded successfully: {decoded_ok:?}"
+    );
+    assert!(
+        mismatches.is_empty(),
+        "{} of {} hostile files were not refused as the manifest says:\n{}",
+        mismatches.len(),
+        entries.len(),
+        mismatches.join("\n")
+    );
+}
+
+/// The limit errors carry a `seen` above the configured `max`, which is the override.
+#[test]
+fn limit_refusals_report_seen_above_max() {
+    let mut checked = 0;
+    for e in manifest().iter().filter(|e| e.kind == "limit_exceeded") {
+        let data = std::fs::read(repo().join("tests/corpus/hostile").join(&e.file))
+            .unwrap_or_else(|err| panic!("{err}"));
+        let policy = Policy::builtin(&e.policy).unwrap_or_else(|| panic!("policy"));
+        let limits = limits_for(e, &policy);
+        let err = match picklewarden::Decoder::new(&data, &policy)
+            .limits(limits)
+            .decode()
+        {
+            Ok(_) => panic!("{} decoded", e.file),
+            Err(err) => err,
+        };
+        if let ErrorKind::LimitExceeded { limit, seen, max } = err.kind() {
+            assert_eq!(
+                *max,
+                limits.get(*limit),
+                "{}: max is the configured limit",
+                e.file
+            );
+            assert!(seen > max, "{}: seen {seen} not above max {max}", e.file);
+            assert_eq!(err.category().name(), "limit_exceeded");
+            checked += 1;
+        }
+    }
+    assert!(checked >= 10, "only {checked} limit files checked");
+}

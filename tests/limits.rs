@@ -1,0 +1,586 @@
+//! Every limit of `picklewarden::LimitName::ALL` at N-1, N and N+1, where N is exactly what a
+//! small pickle needs: N-1 is refused with `LimitExceeded` of that limit (seen = N, max = N-1),
+//! N and N+1 are accepted. The counting rules (from src/machine.rs and src/limits.rs):
+//!
+//! - max_input_bytes: the input length (checked before anything is read);
+//! - max_nesting_depth: depth of the value tree, a root is depth 1, each container level adds
+//!   one (an int inside a list at the root is depth 2);
+//! - max_stack_len: the peak of values plus MARKs on the stack;
+//! - max_memo_entries: distinct memo indices set (setting an index again is free);
+//! - max_container_items: items of one container (a dict pair is one item);
+//! - max_nodes: values created (scalars, containers, globals, constructed values);
+//! - max_alloc_bytes: bytes charged for the document (implementation-defined, found by
+//!   bisection);
+//! - max_long_text_digits: digits of INT/LONG text, sign excluded (leading zeros count);
+//! - max_long_bytes: LONG1/LONG4 payload bytes;
+//! - max_opcodes: opcodes executed, STOP (and PROTO, FRAME) included.
+
+// Test code: a failed invariant is a panic, by design (clippy.toml's allow-*-in-tests covers
+// #[test] fns only, not the helpers and the shared module).
+#![allow(
+    clippy::panic,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing
+)]
+
+mod common;
+
+use common::python_hex;
+use picklewarden::{Decoder, Error, ErrorKind, LimitName, Limits, Policy};
+
+fn decode_with(data: &[u8], policy: &Policy, name: LimitName, value: u64) -> Result<(), Error> {
+    let mut limits = Limits::default();
+    limits.set(name, value);
+    Decoder::new(data, policy)
+        .limits(limits)
+        .decode()
+        .map(|_| ())
+}
+
+/// N-1 refused with this limit (seen == N unless `exact_seen` is false, then seen >= N),
+/// N and N+1 accepted.
+fn check_exact(
+    label: &str,
+    data: &[u8],
+    policy: &Policy,
+    name: LimitName,
+    n: u64,
+    exact_seen: bool,
+) {
+    assert!(n >= 1, "{label}: N must be at least 1");
+    match decode_with(data, policy, name, n - 1) {
+        Ok(()) => panic!(
+            "{label}: {name}={} (N-1) was accepted; N should be {n}",
+            n - 1
+        ),
+        Err(e) => match e.kind() {
+            ErrorKind::LimitExceeded { limit, seen, max } => {
+                assert_eq!(*limit, name, "{label}: wrong limit in {e}");
+                assert_eq!(*max, n - 1, "{label}: max in {e}");
+                if exact_seen {
+                    assert_eq!(*seen, n, "{label}: seen in {e}");
+                } else {
+                    assert!(*seen >= n, "{label}: seen below N in {e}");
+                }
+                assert_eq!(e.category().name(), "limit_exceeded");
+                assert_eq!(e.kind().name(), "limit_exceeded");
+            }
+            other => panic!(
+                "{label}: {name}={}: expected limit_exceeded({name}), got {} ({e})",
+                n - 1,
+                other.name()
+            ),
+        },
+    }
+    for v in [n, n + 1] {
+        if let Err(e) = decode_with(data, policy, name, v) {
+            panic!("{label}: {name}={v} refused, but the pickle needs exactly {n}: {e}");
+        }
+    }
+}
+
+fn data() -> Policy {
+    Policy::data()
+}
+
+// ------------------------------------------------------------------------------- per limit
+
+fn max_input_bytes() {
+    let pickles: [&[u8]; 2] = [b"K\x05.", b"\x80\x02]q\x00(K\x01K\x02e."];
+    for p in pickles {
+        check_exact(
+            "input",
+            p,
+            &data(),
+            LimitName::MaxInputBytes,
+            p.len() as u64,
+            true,
+        );
+        // refused before anything is read: offset 0, no opcode
+        let e = decode_with(p, &data(), LimitName::MaxInputBytes, p.len() as u64 - 1)
+            .err()
+            .unwrap_or_else(|| panic!("accepted"));
+        assert_eq!(e.offset(), 0);
+        assert_eq!(e.opcode(), None);
+    }
+}
+
+fn max_nesting_depth() {
+    // [[[[1]]]]: 4 lists + the int = depth 5
+    check_exact(
+        "nested lists",
+        b"((((K\x01llll.",
+        &data(),
+        LimitName::MaxNestingDepth,
+        5,
+        true,
+    );
+    // {"a": ([1],)}: dict 1, tuple 2, list 3, int 4 (CPython-written, protocol 2)
+    let p = python_hex("import pickle; print(pickle.dumps({'a': ([1],)}, 2).hex())");
+    check_exact(
+        "dict/tuple/list",
+        &p,
+        &data(),
+        LimitName::MaxNestingDepth,
+        4,
+        true,
+    );
+    // 30 nested lists around an int, protocol 0 and 4: depth 31
+    for proto in [0, 4] {
+        let p = python_hex(&format!(
+            "import pickle\nv = 1\nfor _ in range(30): v = [v]\nprint(pickle.dumps(v, {proto}).hex())"
+        ));
+        check_exact(
+            &format!("30 lists p{proto}"),
+            &p,
+            &data(),
+            LimitName::MaxNestingDepth,
+            31,
+            true,
+        );
+    }
+    // A memoized list reached twice counts where it first appears (document order), and its
+    // later appearance is a leaf (a ref in typed JSON). x = [1]:
+    // [x, [[x]]]: x at 2 (its int at 3), then the second x at depth 4 -> 4
+    let p = b"\x80\x02](]K\x01aq\x00]]h\x00aae.";
+    check_exact(
+        "x first shallow",
+        p,
+        &data(),
+        LimitName::MaxNestingDepth,
+        4,
+        true,
+    );
+    // [[[x]], x]: x first at depth 4, its int at 5 -> 5
+    let p = b"\x80\x02](]]]K\x01aq\x00aah\x00e.";
+    check_exact(
+        "x first deep",
+        p,
+        &data(),
+        LimitName::MaxNestingDepth,
+        5,
+        true,
+    );
+}
+
+fn max_stack_len() {
+    // MARK, 1, 2, 3 -> 4 entries, then LIST leaves 1
+    check_exact(
+        "mark+3",
+        b"(K\x01K\x02K\x03l.",
+        &data(),
+        LimitName::MaxStackLen,
+        4,
+        true,
+    );
+    // 1, 2, 3, TUPLE3 -> 3 entries
+    check_exact(
+        "tuple3",
+        b"\x80\x02K\x01K\x02K\x03\x87.",
+        &data(),
+        LimitName::MaxStackLen,
+        3,
+        true,
+    );
+    // list, DUP, APPEND -> 2 entries (a list holding itself)
+    check_exact("dup", b"]2a.", &data(), LimitName::MaxStackLen, 2, true);
+    // nested marks: MARK MARK MARK 1 -> 4
+    check_exact(
+        "marks",
+        b"(((K\x01ttt.",
+        &data(),
+        LimitName::MaxStackLen,
+        4,
+        true,
+    );
+}
+
+fn max_memo_entries() {
+    // indices 0, 1, 0x0fffffff (sparse), MEMOIZE (index 3), then index 0 set again: 4 distinct
+    let p = b"\x80\x04(K\x01q\x00K\x02q\x01K\x03r\xff\xff\xff\x0fK\x04\x94h\x00q\x00l.";
+    check_exact("memo", p, &data(), LimitName::MaxMemoEntries, 4, true);
+    // CPython's own pickle of [a, b, c] strings at protocol 2: BINPUT 0..3 -> 4
+    let p = python_hex("import pickle; print(pickle.dumps(['a', 'b', 'c'], 2).hex())");
+    check_exact(
+        "cpython memo",
+        &p,
+        &data(),
+        LimitName::MaxMemoEntries,
+        4,
+        true,
+    );
+}
+
+fn max_container_items() {
+    let d = data();
+    // list by APPENDS: 5 items
+    check_exact(
+        "list",
+        b"](K\x01K\x02K\x03K\x04K\x05e.",
+        &d,
+        LimitName::MaxContainerItems,
+        5,
+        true,
+    );
+    // list by APPEND one at a time: 3 items
+    check_exact(
+        "append",
+        b"]K\x01aK\x02aK\x03a.",
+        &d,
+        LimitName::MaxContainerItems,
+        3,
+        true,
+    );
+    // tuple by TUPLE: 3
+    check_exact(
+        "tuple",
+        b"(K\x01K\x02K\x03t.",
+        &d,
+        LimitName::MaxContainerItems,
+        3,
+        true,
+    );
+    // dict by SETITEMS: 2 pairs count as 2 items
+    check_exact(
+        "dict",
+        b"}(K\x01K\x02K\x03K\x04u.",
+        &d,
+        LimitName::MaxContainerItems,
+        2,
+        true,
+    );
+    // dict by DICT: 3 pairs
+    check_exact(
+        "DICT",
+        b"(K\x01K\x02K\x03K\x04K\x05K\x06d.",
+        &d,
+        LimitName::MaxContainerItems,
+        3,
+        true,
+    );
+    // set by ADDITEMS: 3
+    check_exact(
+        "set",
+        b"\x80\x04\x8f(K\x01K\x02K\x03\x90.",
+        &d,
+        LimitName::MaxContainerItems,
+        3,
+        true,
+    );
+    // frozenset: 2
+    check_exact(
+        "frozenset",
+        b"\x80\x04(K\x01K\x02\x91.",
+        &d,
+        LimitName::MaxContainerItems,
+        2,
+        true,
+    );
+    // the biggest container counts, not the total: [[1, 2], [3, 4, 5, 6]] -> 4
+    check_exact(
+        "biggest",
+        b"((K\x01K\x02l(K\x03K\x04K\x05K\x06ll.",
+        &d,
+        LimitName::MaxContainerItems,
+        4,
+        true,
+    );
+}
+
+fn max_nodes() {
+    // 1, 2, tuple -> 3 values
+    check_exact(
+        "tuple",
+        b"(K\x01K\x02t.",
+        &data(),
+        LimitName::MaxNodes,
+        3,
+        true,
+    );
+    // __builtin__.set([1]): global, list, int, args tuple, set -> 5 (APPEND creates nothing)
+    check_exact(
+        "set()",
+        b"c__builtin__\nset\n]K\x01a\x85R.",
+        &data(),
+        LimitName::MaxNodes,
+        5,
+        true,
+    );
+    // memo GET and DUP create nothing: list, 1, GET, DUP -> 2
+    check_exact(
+        "get/dup",
+        b"\x80\x02]q\x00K\x01ah\x002a0.",
+        &data(),
+        LimitName::MaxNodes,
+        2,
+        true,
+    );
+}
+
+fn max_alloc_bytes() {
+    // No closed formula is promised: find the smallest accepted value by bisection, then check
+    // N-1 / N / N+1. Several CPython pickles, every protocol.
+    let value = "{'a': [1, 2.5, 'xyz', b'bytes', (1, 2)], 'b': {1, 2, 3}, 'c': bytearray(b'ab'), 10**30: None, 'd': 'caf\\xe9'}";
+    let mut needs = Vec::new();
+    for proto in 0..=5 {
+        let p = python_hex(&format!(
+            "import pickle; print(pickle.dumps({value}, {proto}).hex())"
+        ));
+        let n = smallest_accepted(&p, &data(), LimitName::MaxAllocBytes, 1 << 24);
+        assert!(n > 0, "p{proto}: a document needs some bytes");
+        check_exact(
+            &format!("alloc p{proto}"),
+            &p,
+            &data(),
+            LimitName::MaxAllocBytes,
+            n,
+            false,
+        );
+        needs.push(n);
+    }
+    eprintln!("max_alloc_bytes needed per protocol 0..5: {needs:?}");
+    // more of the same needs more
+    let small = python_hex("import pickle; print(pickle.dumps(list(range(10)), 2).hex())");
+    let big = python_hex("import pickle; print(pickle.dumps(list(range(1000)), 2).hex())");
+    let ns = smallest_accepted(&small, &data(), LimitName::MaxAllocBytes, 1 << 24);
+    let nb = smallest_accepted(&big, &data(), LimitName::MaxAllocBytes, 1 << 24);
+    check_exact(
+        "alloc small list",
+        &small,
+        &data(),
+        LimitName::MaxAllocBytes,
+        ns,
+        false,
+    );
+    check_exact(
+        "alloc big list",
+        &big,
+        &data(),
+        LimitName::MaxAllocBytes,
+        nb,
+        false,
+    );
+    assert!(
+        nb > ns + 990 * 4,
+        "1000 ints ({nb}) should cost well above 10 ints ({ns})"
+    );
+}
+
+/// Smallest value of `name` that accepts `data` (bisection; `hi` must be accepted).
+fn smallest_accepted(data: &[u8], policy: &Policy, name: LimitName, hi: u64) -> u64 {
+    if let Err(e) = decode_with(data, policy, name, hi) {
+        panic!("not accepted even at {name}={hi}: {e}");
+    }
+    let (mut lo, mut hi) = (0u64, hi); // lo refused (or 0), hi accepted
+    if decode_with(data, policy, name, 0).is_ok() {
+        return 0;
+    }
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        if decode_with(data, policy, name, mid).is_ok() {
+            hi = mid;
+        } else {
+            lo = mid;
+        }
+    }
+    hi
+}
+
+fn max_long_text_digits() {
+    // INT, sign excluded: 5 digits
+    check_exact(
+        "INT",
+        b"I-12345\n.",
+        &data(),
+        LimitName::MaxLongTextDigits,
+        5,
+        true,
+    );
+    // LONG with the L suffix (not a digit): 22 digits
+    check_exact(
+        "LONG",
+        b"L1234567890123456789012L\n.",
+        &data(),
+        LimitName::MaxLongTextDigits,
+        22,
+        true,
+    );
+    // leading zeros are digits of the text: 6
+    check_exact(
+        "zeros",
+        b"L000123\n.",
+        &data(),
+        LimitName::MaxLongTextDigits,
+        6,
+        true,
+    );
+    // CPython protocol 0 of 10**40: 41 digits
+    let p = python_hex("import pickle; print(pickle.dumps(-10**40, 0).hex())");
+    check_exact(
+        "cpython LONG",
+        &p,
+        &data(),
+        LimitName::MaxLongTextDigits,
+        41,
+        true,
+    );
+}
+
+fn max_long_bytes() {
+    check_exact(
+        "LONG1",
+        b"\x80\x02\x8a\x05\x01\x02\x03\x04\x05.",
+        &data(),
+        LimitName::MaxLongBytes,
+        5,
+        true,
+    );
+    let mut p = b"\x80\x02\x8b\x0a\x00\x00\x00".to_vec();
+    p.extend_from_slice(&[0x11; 10]);
+    p.push(b'.');
+    check_exact("LONG4", &p, &data(), LimitName::MaxLongBytes, 10, true);
+    // CPython's pickle of 2**100 at protocol 2: LONG1 with 13 bytes
+    let p = python_hex("import pickle; print(pickle.dumps(2**100, 2).hex())");
+    check_exact(
+        "cpython LONG1",
+        &p,
+        &data(),
+        LimitName::MaxLongBytes,
+        13,
+        true,
+    );
+}
+
+fn max_opcodes() {
+    check_exact(
+        "3 ops",
+        b"\x80\x02K\x01.",
+        &data(),
+        LimitName::MaxOpcodes,
+        3,
+        true,
+    );
+    check_exact(
+        "5 ops",
+        b"(K\x01K\x02l.",
+        &data(),
+        LimitName::MaxOpcodes,
+        5,
+        true,
+    );
+    // CPython pickles (FRAME at protocol 4/5 counts): N from pickletools.genops
+    for proto in [2, 4, 5] {
+        let out = common::python(
+            &format!(
+                "import pickle, pickletools\nd = pickle.dumps({{'k': [1, 2, (3, 'x')]}}, {proto})\nprint(d.hex(), len(list(pickletools.genops(d))))"
+            ),
+            &[],
+        );
+        let (hex, n) = out
+            .trim()
+            .split_once(' ')
+            .unwrap_or_else(|| panic!("bad output {out:?}"));
+        let n: u64 = n.parse().unwrap_or_else(|e| panic!("{e}"));
+        check_exact(
+            &format!("ops p{proto}"),
+            &common::hex_decode(hex),
+            &data(),
+            LimitName::MaxOpcodes,
+            n,
+            true,
+        );
+    }
+}
+
+/// One test per limit; the exhaustive match fails to compile when a limit is added without one.
+#[test]
+fn every_limit_at_n_minus_1_n_and_n_plus_1() {
+    for name in LimitName::ALL {
+        eprintln!("checking {name}");
+        match name {
+            LimitName::MaxInputBytes => max_input_bytes(),
+            LimitName::MaxNestingDepth => max_nesting_depth(),
+            LimitName::MaxStackLen => max_stack_len(),
+            LimitName::MaxMemoEntries => max_memo_entries(),
+            LimitName::MaxContainerItems => max_container_items(),
+            LimitName::MaxNodes => max_nodes(),
+            LimitName::MaxAllocBytes => max_alloc_bytes(),
+            LimitName::MaxLongTextDigits => max_long_text_digits(),
+            LimitName::MaxLongBytes => max_long_bytes(),
+            LimitName::MaxOpcodes => max_opcodes(),
+        }
+    }
+}
+
+/// The documented rule "a scalar at top level is depth 1" with the strict-maximum rule means
+/// `max_nesting_depth = 0` refuses even a bare int (and an empty list, also depth 1).
+#[test]
+fn nesting_depth_of_a_scalar_root_is_one() {
+    check_exact(
+        "scalar root",
+        b"K\x01.",
+        &data(),
+        LimitName::MaxNestingDepth,
+        1,
+        true,
+    );
+    check_exact(
+        "empty list root",
+        b"].",
+        &data(),
+        LimitName::MaxNestingDepth,
+        1,
+        true,
+    );
+    check_exact(
+        "list of int",
+        b"]K\x01a.",
+        &data(),
+        LimitName::MaxNestingDepth,
+        2,
+        true,
+    );
+}
+
+/// A protocol-2 pickle whose LONG_BINPUT names memo index 0x0fffffff: CPython 3.11 would grow
+/// its memo array to that size; picklewarden's sparse memo decodes it to [] with defaults.
+#[test]
+fn memo_index_dos_decodes_to_an_empty_list() {
+    let p = b"\x80\x02]r\xff\xff\xff\x0f.";
+    let policy = Policy::data();
+    let doc = Decoder::new(p, &policy)
+        .limits(Limits::default())
+        .decode()
+        .unwrap_or_else(|e| panic!("refused: {e}"));
+    let root = doc.root().unwrap_or_else(|| panic!("no root"));
+    match doc.get(root) {
+        Some(picklewarden::Value::List(items)) => assert!(items.is_empty(), "{items:?}"),
+        other => panic!("expected an empty list, got {other:?}"),
+    }
+    assert_eq!(
+        picklewarden::json::to_typed_json(&doc),
+        "{\"format\":\"picklewarden-typed-json/1\",\"value\":{\"type\":\"list\",\"items\":[]}}"
+    );
+    // and it costs one memo entry
+    check_exact("memo dos", p, &policy, LimitName::MaxMemoEntries, 1, true);
+}
+
+/// Every default is the documented constant, and a limit set to its default changes nothing.
+#[test]
+fn defaults_are_documented_values() {
+    use picklewarden::limits::*;
+    let d = Limits::default();
+    assert_eq!(d.max_input_bytes, DEFAULT_MAX_INPUT_BYTES);
+    assert_eq!(d.max_input_bytes, 256 << 20);
+    assert_eq!(d.max_nesting_depth, 1000);
+    assert_eq!(d.max_long_text_digits, 4300);
+    assert_eq!(d.max_long_bytes, 4096);
+    for name in LimitName::ALL {
+        assert_eq!(name.default_value(), d.get(name), "{name}");
+        let mut l = Limits::default();
+        l.set_from_str(&format!("{}={}", name.name(), d.get(name)))
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(l, d);
+    }
+}

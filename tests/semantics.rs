@@ -1,0 +1,390 @@
+//! Targeted CPython semantics, with pickles made (and checked against CPython) by python3 at
+//! test time: dict key and set item equality, shared references and cycles, unhashable keys,
+//! lone surrogates, INT text, FRAME boundaries, Python 2 STRING.
+
+// Test code: a failed invariant is a panic, by design (clippy.toml's allow-*-in-tests covers
+// #[test] fns only, not the helpers and the shared module).
+#![allow(
+    clippy::panic,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing
+)]
+
+mod common;
+
+use common::{python, python_hex};
+use picklewarden::{json::to_typed_json, Decoder, Document, NodeId, Policy, PyStr, Value};
+
+const FMT: &str = "{\"format\":\"picklewarden-typed-json/1\",\"value\":";
+
+fn decode<'a>(data: &'a [u8], policy: &Policy) -> Document<'a> {
+    Decoder::new(data, policy)
+        .decode()
+        .unwrap_or_else(|e| panic!("refused {}: {e}", common::hex_encode(data)))
+}
+
+fn refusal(data: &[u8], policy: &Policy) -> picklewarden::Error {
+    match Decoder::new(data, policy).decode() {
+        Ok(doc) => panic!(
+            "decoded {} to {}",
+            common::hex_encode(data),
+            to_typed_json(&doc)
+        ),
+        Err(e) => e,
+    }
+}
+
+fn root<'d, 'a>(doc: &'d Document<'a>) -> (NodeId, &'d Value<'a>) {
+    let id = doc.root().unwrap_or_else(|| panic!("no root"));
+    (
+        id,
+        doc.get(id)
+            .unwrap_or_else(|| panic!("root id out of range")),
+    )
+}
+
+fn value<'d, 'a>(doc: &'d Document<'a>, id: NodeId) -> &'d Value<'a> {
+    doc.get(id).unwrap_or_else(|| panic!("id out of range"))
+}
+
+/// Python helpers shared by the snippets: `u(s)` is BINUNICODE, `f(x)` is BINFLOAT.
+const PY_PRELUDE: &str = r#"
+import io, pickle, struct
+def u(s):
+    b = s.encode("utf-8", "surrogatepass")
+    return b"X" + struct.pack("<I", len(b)) + b
+def f(x):
+    return b"G" + struct.pack(">d", x)
+def py_load(d):
+    return pickle._Unpickler(io.BytesIO(d)).load()
+"#;
+
+fn py(code: &str) -> Vec<u8> {
+    python_hex(&format!("{PY_PRELUDE}\n{code}"))
+}
+
+#[test]
+fn dict_keys_1_1_0_true_are_one_key_first_kept_last_value() {
+    // Keys pushed separately and added by one SETITEMS, so no Python-side dict literal merges
+    // them before pickling. CPython: {1: 'c'} with the int 1 (the first key object) kept.
+    let data = py(r#"
+d = b"\x80\x02}(K\x01" + u("a") + f(1.0) + u("b") + b"\x88" + u("c") + b"u."
+v = pickle.loads(d)
+assert v == {1: "c"} and type(next(iter(v))) is int, v
+assert py_load(d) == v
+print(d.hex())
+"#);
+    let policy = Policy::data();
+    let doc = decode(&data, &policy);
+    let (_, r) = root(&doc);
+    let Value::Dict(d) = r else {
+        panic!("not a dict: {r:?}")
+    };
+    assert_eq!(d.items.len(), 1, "one key");
+    let (k, v) = d.items[0];
+    assert!(
+        matches!(value(&doc, k), Value::Int(1)),
+        "first key object (int 1) kept: {:?}",
+        value(&doc, k)
+    );
+    assert!(
+        matches!(value(&doc, v), Value::Str(PyStr::Utf8(s)) if s == "c"),
+        "last value: {:?}",
+        value(&doc, v)
+    );
+    assert_eq!(
+        to_typed_json(&doc),
+        format!("{FMT}{{\"type\":\"dict\",\"items\":[[{{\"type\":\"int\",\"value\":\"1\"}},{{\"type\":\"str\",\"value\":\"c\"}}]]}}}}")
+    );
+
+    // True first: the bool key is kept
+    let data = py(r#"
+d = b"\x80\x02}(\x88" + u("a") + b"K\x01" + u("b") + b"u."
+v = pickle.loads(d)
+assert v == {True: "b"} and next(iter(v)) is True
+print(d.hex())
+"#);
+    let doc = decode(&data, &policy);
+    let (_, r) = root(&doc);
+    let Value::Dict(d) = r else {
+        panic!("not a dict")
+    };
+    assert_eq!(d.items.len(), 1);
+    assert!(matches!(value(&doc, d.items[0].0), Value::Bool(true)));
+    // SETITEM one at a time, float key first: 1.0 kept
+    let data = py(r#"
+d = b"\x80\x02}" + f(1.0) + u("a") + b"s" + b"K\x01" + u("b") + b"s."
+v = pickle.loads(d)
+assert v == {1.0: "b"} and type(next(iter(v))) is float
+print(d.hex())
+"#);
+    let doc = decode(&data, &policy);
+    let (_, r) = root(&doc);
+    let Value::Dict(d) = r else {
+        panic!("not a dict")
+    };
+    assert_eq!(d.items.len(), 1);
+    assert!(matches!(value(&doc, d.items[0].0), Value::Float(x) if *x == 1.0));
+    assert!(matches!(value(&doc, d.items[0].1), Value::Str(PyStr::Utf8(s)) if s == "b"));
+}
+
+#[test]
+fn sets_with_1_1_0_true_hold_one_item() {
+    let policy = Policy::data();
+    // protocol 4 ADDITEMS, FROZENSET, and protocol 2 __builtin__.set([1, 1.0, True]) by REDUCE
+    for (code, frozen) in [
+        (
+            r#"d = b"\x80\x04\x8f(K\x01" + f(1.0) + b"\x88\x90.""#,
+            false,
+        ),
+        (r#"d = b"\x80\x04(K\x01" + f(1.0) + b"\x88\x91.""#, true),
+        (
+            r#"d = b"\x80\x02c__builtin__\nset\n](K\x01" + f(1.0) + b"\x88e\x85R.""#,
+            false,
+        ),
+    ] {
+        let data = py(&format!(
+            "{code}\nv = pickle.loads(d)\nassert v == {{1}} and len(v) == 1 and type(next(iter(v))) is int, v\nassert py_load(d) == v\nprint(d.hex())"
+        ));
+        let doc = decode(&data, &policy);
+        let (_, r) = root(&doc);
+        let items = match (r, frozen) {
+            (Value::Set(s), false) | (Value::FrozenSet(s), true) => &s.items,
+            other => panic!("wrong container {other:?}"),
+        };
+        assert_eq!(items.len(), 1, "{}", to_typed_json(&doc));
+        assert!(
+            matches!(value(&doc, items[0]), Value::Int(1)),
+            "first item kept: {:?}",
+            value(&doc, items[0])
+        );
+    }
+}
+
+#[test]
+fn shared_reference_is_one_node() {
+    let data = python_hex("import pickle\na = [1]\nprint(pickle.dumps([a, a], 2).hex())");
+    let policy = Policy::data();
+    let doc = decode(&data, &policy);
+    let (_, r) = root(&doc);
+    let Value::List(items) = r else {
+        panic!("not a list")
+    };
+    assert_eq!(items.len(), 2);
+    assert_eq!(items[0], items[1], "the same NodeId");
+    assert!(matches!(value(&doc, items[0]), Value::List(inner) if inner.len() == 1));
+    assert_eq!(
+        to_typed_json(&doc),
+        format!("{FMT}{{\"type\":\"list\",\"items\":[{{\"type\":\"list\",\"id\":0,\"items\":[{{\"type\":\"int\",\"value\":\"1\"}}]}},{{\"type\":\"ref\",\"id\":0}}]}}}}")
+    );
+    // protocol 0 (PUT/GET text) too
+    let data = python_hex("import pickle\na = {'k': 1}\nprint(pickle.dumps((a, [a]), 0).hex())");
+    let doc = decode(&data, &policy);
+    let (_, r) = root(&doc);
+    let Value::Tuple(items) = r else {
+        panic!("not a tuple")
+    };
+    let Value::List(inner) = value(&doc, items[1]) else {
+        panic!("not a list")
+    };
+    assert_eq!(items[0], inner[0]);
+}
+
+#[test]
+fn recursive_list_contains_itself() {
+    let policy = Policy::data();
+    for proto in 0..=5 {
+        let data = python_hex(&format!(
+            "import pickle\nl = []\nl.append(l)\nprint(pickle.dumps(l, {proto}).hex())"
+        ));
+        let doc = decode(&data, &policy);
+        let (id, r) = root(&doc);
+        let Value::List(items) = r else {
+            panic!("p{proto}: not a list")
+        };
+        assert_eq!(
+            items.as_slice(),
+            &[id],
+            "p{proto}: the item is the list itself"
+        );
+        assert_eq!(
+            to_typed_json(&doc),
+            format!(
+                "{FMT}{{\"type\":\"list\",\"id\":0,\"items\":[{{\"type\":\"ref\",\"id\":0}}]}}}}"
+            )
+        );
+    }
+}
+
+#[test]
+fn unhashable_keys_are_refused() {
+    let policy = Policy::data();
+    for (label, code) in [
+        ("list key", r#"d = b"}(]K\x01u.""#),
+        ("tuple holding a list", r#"d = b"}(]\x85K\x01u.""#),
+        ("dict key by SETITEM", r#"d = b"}}K\x01s.""#),
+        ("set item", r#"d = b"\x80\x04\x8f(]\x90.""#),
+        ("frozenset of a set", r#"d = b"\x80\x04(\x8f\x91.""#),
+        (
+            "DICT with a bytearray key",
+            r#"d = b"\x80\x05(\x96\x00\x00\x00\x00\x00\x00\x00\x00K\x01d.""#,
+        ),
+    ] {
+        let data = py(&format!(
+            "{code}\ntry:\n    pickle.loads(d)\nexcept TypeError as e:\n    assert 'unhashable' in str(e), e\nelse:\n    raise SystemExit('CPython loaded {label}')\nprint(d.hex())"
+        ));
+        let e = refusal(&data, &policy);
+        assert_eq!(e.kind().name(), "unhashable_key", "{label}: {e}");
+        assert_eq!(e.category().name(), "malformed", "{label}");
+    }
+}
+
+#[test]
+fn lone_surrogates_round_trip_as_surrogatepass_hex() {
+    let policy = Policy::data();
+    for proto in [0, 1, 2, 3, 4, 5] {
+        let data = python_hex(&format!(
+            "import pickle\nprint(pickle.dumps('a\\ud800b\\udfff', {proto}).hex())"
+        ));
+        let doc = decode(&data, &policy);
+        let (_, r) = root(&doc);
+        assert!(
+            matches!(r, Value::Str(PyStr::Surrogates(_))),
+            "p{proto}: {r:?}"
+        );
+        assert_eq!(
+            to_typed_json(&doc),
+            format!("{FMT}{{\"type\":\"str\",\"surrogatepass_hex\":\"61eda08062edbfbf\"}}}}"),
+            "p{proto}"
+        );
+    }
+    // a proper pair spelled as two surrogates stays two code points (no UTF-16 joining)
+    let data = python_hex("import pickle\nprint(pickle.dumps('\\ud83d\\ude00', 3).hex())");
+    let doc = decode(&data, &policy);
+    assert_eq!(
+        to_typed_json(&doc),
+        format!("{FMT}{{\"type\":\"str\",\"surrogatepass_hex\":\"eda0bdedb880\"}}}}")
+    );
+}
+
+/// Protocol-0 INT text "010" decodes as ten: picklewarden reads INT text as plain decimal.
+/// CPython 3.11's C unpickler reads INT with base 0 through strtol and gives 8 (octal), while
+/// its pure-Python unpickler raises ValueError; later CPython releases read decimal.
+#[test]
+fn int_text_with_leading_zero_is_decimal() {
+    let out = python(
+        "import io, pickle\nd = b'I010\\n.'\nprint(pickle.loads(d))\ntry:\n    pickle._Unpickler(io.BytesIO(d)).load()\n    print('loaded')\nexcept ValueError:\n    print('ValueError')",
+        &[],
+    );
+    eprintln!(
+        "CPython {}: C unpickler / pure-Python unpickler: {:?}",
+        python("import sys; print(sys.version.split()[0])", &[]).trim(),
+        out.trim()
+    );
+    let policy = Policy::data();
+    let doc = decode(b"I010\n.", &policy);
+    assert!(matches!(root(&doc).1, Value::Int(10)), "{:?}", root(&doc).1);
+    let doc = decode(b"I-007\n.", &policy);
+    assert!(matches!(root(&doc).1, Value::Int(-7)));
+    // "00" and "01" are protocol 0's False and True, not ints
+    assert!(matches!(
+        root(&decode(b"I01\n.", &policy)).1,
+        Value::Bool(true)
+    ));
+    assert!(matches!(
+        root(&decode(b"I00\n.", &policy)).1,
+        Value::Bool(false)
+    ));
+    // base prefixes are not decimal
+    assert_eq!(
+        refusal(b"I0x10\n.", &policy).kind().name(),
+        "invalid_number"
+    );
+}
+
+/// An opcode whose argument crosses the end of its FRAME: refused as frame_straddle, as
+/// `Lib/pickle.py`'s _Unframer refuses it; CPython's C unpickler does not check frame ends
+/// and loads 'a'.
+#[test]
+fn frame_straddle_is_refused_though_the_c_unpickler_accepts_it() {
+    let data = py(r#"
+d = b"\x80\x04\x95" + struct.pack("<Q", 3) + b"X\x01\x00" + b"\x00\x00a."
+assert pickle.loads(d) == "a"
+try:
+    py_load(d)
+except pickle.UnpicklingError:
+    pass
+else:
+    raise SystemExit("pickle._Unpickler accepted a frame straddle")
+print(d.hex())
+"#);
+    let policy = Policy::data();
+    let e = refusal(&data, &policy);
+    assert_eq!(e.kind().name(), "frame_straddle", "{e}");
+    assert_eq!(e.offset(), 11, "at the BINUNICODE inside the frame: {e}");
+    assert_eq!(e.opcode(), Some(b'X'));
+    // the same bytes with a frame that covers the whole opcode decode
+    let ok = py(r#"
+d = b"\x80\x04\x95" + struct.pack("<Q", 7) + b"X\x01\x00\x00\x00a."
+assert pickle.loads(d) == "a" and py_load(d) == "a"
+print(d.hex())
+"#);
+    let doc = decode(&ok, &policy);
+    assert!(matches!(root(&doc).1, Value::Str(PyStr::Utf8(s)) if s == "a"));
+}
+
+/// Python 2 STRING: bytes under `data` (CPython's encoding="bytes"), str under a policy with
+/// python2_str = "str" and latin1 (CPython's encoding="latin1").
+#[test]
+fn python2_string_is_bytes_or_latin1_str_by_policy() {
+    let data = py(r#"
+d = b"S'abc\\xe9'\n."
+assert pickle.loads(d, encoding="bytes") == b"abc\xe9"
+assert pickle.loads(d, encoding="latin1") == "abc\xe9"
+print(d.hex())
+"#);
+    assert_eq!(data, b"S'abc\\xe9'\n.");
+    let bytes_policy = Policy::data();
+    let doc = decode(&data, &bytes_policy);
+    assert!(
+        matches!(root(&doc).1, Value::Bytes(b) if b.as_ref() == b"abc\xe9"),
+        "{:?}",
+        root(&doc).1
+    );
+    assert_eq!(
+        to_typed_json(&doc),
+        format!("{FMT}{{\"type\":\"bytes\",\"hex\":\"616263e9\"}}}}")
+    );
+
+    let str_policy = Policy::from_toml_str(
+        "name = \"py2str\"\npython2_str = \"str\"\npython2_str_encoding = \"latin1\"\n",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let doc = decode(&data, &str_policy);
+    assert!(
+        matches!(root(&doc).1, Value::Str(PyStr::Utf8(s)) if s == "abc\u{e9}"),
+        "{:?}",
+        root(&doc).1
+    );
+    assert_eq!(
+        to_typed_json(&doc),
+        format!("{FMT}{{\"type\":\"str\",\"value\":\"abc\u{e9}\"}}}}")
+    );
+
+    // BINSTRING and SHORT_BINSTRING follow the same rule
+    for d in [&b"U\x04abc\xe9."[..], &b"T\x04\x00\x00\x00abc\xe9."[..]] {
+        assert!(
+            matches!(root(&decode(d, &bytes_policy)).1, Value::Bytes(b) if b.as_ref() == b"abc\xe9")
+        );
+        assert!(
+            matches!(root(&decode(d, &str_policy)).1, Value::Str(PyStr::Utf8(s)) if s == "abc\u{e9}")
+        );
+    }
+    // with ascii (CPython's default encoding) a non-ASCII byte is refused, as CPython raises
+    let ascii_policy = Policy::from_toml_str(
+        "name = \"a\"\npython2_str = \"str\"\npython2_str_encoding = \"ascii\"\n",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(refusal(&data, &ascii_policy).kind().name(), "invalid_utf8");
+}
