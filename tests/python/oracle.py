@@ -664,6 +664,7 @@ def read_document(doc, lint=True, float_repr=True):
 # Canonical renderer
 # --------------------------------------------------------------------------------------------
 
+_esc = json.encoder.encode_basestring_ascii
 _ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=True,
                             allow_nan=False)
 LEAF_TYPES = frozenset({"none", "bool", "int", "float", "str", "bytes", "bytearray", "global"})
@@ -672,6 +673,24 @@ LEAF_TYPES = frozenset({"none", "bool", "int", "float", "str", "bytes", "bytearr
 def dumps(obj):
     """Canonical compact JSON text (sorted keys, ASCII)."""
     return _ENCODER.encode(obj)
+
+
+def leaf_text(t, fields):
+    """dumps({"type": t, **fields}) for a leaf node, without the general encoder (leaf
+    fields are str or bool), which is most of the time spent sorting big sets."""
+    items = sorted([("type", t), *fields.items()])
+    parts = []
+    for k, v in items:
+        if isinstance(v, str):
+            val = _esc(v)
+        elif v is True:
+            val = "true"
+        elif v is False:
+            val = "false"
+        else:
+            val = dumps(v)
+        parts.append(_esc(k) + ":" + val)
+    return "{" + ",".join(parts) + "}"
 
 
 class Renderer:
@@ -691,9 +710,7 @@ class Renderer:
         if hit is not None:
             return hit[1]
         if n.t in LEAF_TYPES:       # no children, never an id when standalone
-            d = {"type": n.t}
-            d.update(n.f)
-            text = _ENCODER.encode(d)
+            text = leaf_text(n.t, n.f)
         else:
             text = dumps(self.render_roots([n])[0])
         self._standalone[id(n)] = (n, text)
@@ -766,11 +783,14 @@ class Renderer:
                                     for a, b in n.dictitems]
         return out
 
-    def document(self, roots, stream):
+    def document_obj(self, roots, stream):
         rendered = self.render_roots(roots)
         if stream:
-            return dumps({"format": FORMAT, "values": rendered})
-        return dumps({"format": FORMAT, "value": rendered[0]})
+            return {"format": FORMAT, "values": rendered}
+        return {"format": FORMAT, "value": rendered[0]}
+
+    def document(self, roots, stream):
+        return dumps(self.document_obj(roots, stream))
 
 
 def canonical_from_python(values, stream):
@@ -782,6 +802,18 @@ def canonical_from_python(values, stream):
 def canonical_from_rust(doc, lint=True, float_repr=True):
     roots, stream, problems = read_document(doc, lint, float_repr)
     return Renderer().document(roots, stream), stream, problems
+
+
+def canonical_obj_from_python(values, stream):
+    """The canonical document as Python objects (compare with ==, dumps() for text)."""
+    memo = {}
+    roots = [from_python(v, memo) for v in values]
+    return Renderer().document_obj(roots, stream)
+
+
+def canonical_obj_from_rust(doc, lint=True, float_repr=True):
+    roots, stream, problems = read_document(doc, lint, float_repr)
+    return Renderer().document_obj(roots, stream), stream, problems
 
 
 # --------------------------------------------------------------------------------------------
@@ -823,8 +855,8 @@ class Options:
         self.context = context
 
 
-def python_expectation(path, opts, stream):
-    """-> ("ok", canonical_text) | ("error", msg) | ("skip", msg)"""
+def python_expectation(path, opts, stream, as_obj=False):
+    """-> ("ok", canonical_text or object) | ("error", msg) | ("skip", msg)"""
     data = read_pickle_file(path)
     enc = opts.encoding
     if opts.mode == "data":
@@ -844,6 +876,8 @@ def python_expectation(path, opts, stream):
         except Exception as e:  # noqa: BLE001
             return ("error", "record unpickler failed: %s: %s" % (type(e).__name__, e))
     try:
+        if as_obj:
+            return ("ok", canonical_obj_from_python(values, stream))
         return ("ok", canonical_from_python(values, stream))
     except CanonError as e:
         return ("skip", "CPython value has no canonical form: %s" % e)
@@ -905,7 +939,7 @@ def cmd_compare(args):
                 continue
             stream = opts.stream or (has_json and isinstance(entry["json"], dict) and "values" in entry["json"])
             try:
-                status, expect = python_expectation(path, opts, stream)
+                status, expect = python_expectation(path, opts, stream, as_obj=True)
             except OSError as e:
                 print("MISMATCH %s: cannot read the pickle: %s" % (fname, e))
                 compared += 1
@@ -927,15 +961,15 @@ def cmd_compare(args):
                 print("MISMATCH %s: rust refused (%s) a file CPython loads" % (fname, str(entry["error"])[:300]))
                 continue
             try:
-                got, got_stream, problems = canonical_from_rust(entry["json"], opts.lint,
-                                                                not args.ignore_float_repr)
+                got, got_stream, problems = canonical_obj_from_rust(entry["json"], opts.lint,
+                                                                    not args.ignore_float_repr)
             except CanonError as e:
                 mismatched += 1
                 print("MISMATCH %s: %s" % (fname, e))
                 continue
             if got != expect:
                 mismatched += 1
-                print("MISMATCH %s: %s" % (fname, show_diff(expect, got, opts.context)))
+                print("MISMATCH %s: %s" % (fname, show_diff(dumps(expect), dumps(got), opts.context)))
             elif problems:
                 mismatched += 1
                 print("MISMATCH %s: same value, but the document's form is wrong: %s"
