@@ -18,7 +18,7 @@ pub const FORMAT: &str = "picklewarden-typed-json/1";
 /// The typed JSON text of a document: `{"format": ..., "value": node}` for one pickle, or
 /// `{"format": ..., "values": [...]}` for a document decoded as a stream.
 pub fn to_typed_json(doc: &Document<'_>) -> String {
-    let mut w = Writer::new(doc);
+    let mut w = Writer::new(doc, &doc.roots);
     w.out.push_str("{\"format\":\"");
     w.out.push_str(FORMAT);
     if doc.stream {
@@ -45,7 +45,7 @@ pub fn to_typed_json(doc: &Document<'_>) -> String {
 /// The typed JSON node of one value of a document (no `format` wrapper), with ids numbered
 /// from 0 within this text.
 pub fn node_to_typed_json(doc: &Document<'_>, id: NodeId) -> String {
-    let mut w = Writer::new(doc);
+    let mut w = Writer::new(doc, &[id]);
     w.write(id);
     w.out
 }
@@ -55,31 +55,56 @@ enum Task {
     Raw(&'static str),
 }
 
+/// Bytes of a set item's standalone text used as its sort key.
+const SORT_KEY_BYTES: usize = 1024;
+
 struct Writer<'d, 'a> {
     doc: &'d Document<'a>,
     out: String,
-    /// How many times each node is referenced (from containers and roots).
+    /// How many times each node is referenced within the part of the graph reachable from the
+    /// roots being written (roots count once).
     refs: Vec<u8>,
     /// Ids given to nodes written so far (only nodes referenced twice or more).
     ids: HashMap<NodeId, u64>,
     next_id: u64,
-    /// The sorted item order of each set and frozenset.
+    /// The sorted item order of each reachable set and frozenset.
     set_orders: HashMap<NodeId, Vec<NodeId>>,
+    /// Writing a set item's sort key: every container gets an id (so any cycle ends in a ref)
+    /// and writing stops after [`SORT_KEY_BYTES`].
+    sort_key: bool,
 }
 
 impl<'d, 'a> Writer<'d, 'a> {
-    fn new(doc: &'d Document<'a>) -> Writer<'d, 'a> {
+    fn new(doc: &'d Document<'a>, roots: &[NodeId]) -> Writer<'d, 'a> {
+        // In-degrees over what the roots reach only: an unreachable cycle (values popped from
+        // the stack) must not be mistaken for a shared value, nor written.
         let mut refs = vec![0u8; doc.nodes.len()];
-        let mut bump = |id: NodeId| {
-            if let Some(r) = refs.get_mut(id.index()) {
-                *r = r.saturating_add(1);
+        let mut seen = vec![false; doc.nodes.len()];
+        let mut work: Vec<NodeId> = Vec::new();
+        for &r in roots {
+            if let Some(c) = refs.get_mut(r.index()) {
+                *c = c.saturating_add(1);
             }
-        };
-        for v in &doc.nodes {
-            v.for_each_child(&mut bump);
+            work.push(r);
         }
-        for &r in &doc.roots {
-            bump(r);
+        let mut sets = Vec::new();
+        while let Some(id) = work.pop() {
+            match seen.get_mut(id.index()) {
+                Some(s) if !*s => *s = true,
+                _ => continue,
+            }
+            let Some(v) = doc.nodes.get(id.index()) else {
+                continue;
+            };
+            if matches!(v, Value::Set(_) | Value::FrozenSet(_)) {
+                sets.push(id);
+            }
+            v.for_each_child(|c| {
+                if let Some(n) = refs.get_mut(c.index()) {
+                    *n = n.saturating_add(1);
+                }
+                work.push(c);
+            });
         }
         let mut w = Writer {
             doc,
@@ -88,49 +113,50 @@ impl<'d, 'a> Writer<'d, 'a> {
             ids: HashMap::new(),
             next_id: 0,
             set_orders: HashMap::new(),
+            sort_key: false,
         };
-        w.sort_sets();
+        // Arena order: the items of a frozenset were created before it, so their own orders
+        // are known when its items are written as sort keys.
+        sets.sort_unstable();
+        w.sort_sets(&sets);
         w
     }
 
-    /// Computes every set's item order, in arena order: the items of a frozenset were created
-    /// before it, so their own orders are known when its items are rendered for sorting.
-    fn sort_sets(&mut self) {
-        for (i, v) in self.doc.nodes.iter().enumerate() {
-            let (Value::Set(s) | Value::FrozenSet(s)) = v else {
+    /// Orders the items of each set by the compact JSON text of the item written on its own
+    /// (its first [`SORT_KEY_BYTES`] bytes; ties keep arena order).
+    fn sort_sets(&mut self, sets: &[NodeId]) {
+        for &set in sets {
+            let Some(Value::Set(s) | Value::FrozenSet(s)) = self.doc.nodes.get(set.index()) else {
                 continue;
             };
-            let mut keyed: Vec<(String, NodeId)> = s
-                .items
-                .iter()
-                .map(|&item| {
-                    let mut sub = Writer {
-                        doc: self.doc,
-                        out: String::new(),
-                        refs: Vec::new(),
-                        ids: HashMap::new(),
-                        next_id: 0,
-                        set_orders: HashMap::new(),
-                    };
-                    std::mem::swap(&mut sub.refs, &mut self.refs);
-                    std::mem::swap(&mut sub.set_orders, &mut self.set_orders);
-                    sub.write(item);
-                    std::mem::swap(&mut sub.refs, &mut self.refs);
-                    std::mem::swap(&mut sub.set_orders, &mut self.set_orders);
-                    (sub.out, item)
-                })
-                .collect();
+            let mut keyed: Vec<(String, NodeId)> = Vec::with_capacity(s.items.len());
+            for &item in &s.items {
+                let mut sub = Writer {
+                    doc: self.doc,
+                    out: String::new(),
+                    refs: Vec::new(),
+                    ids: HashMap::new(),
+                    next_id: 0,
+                    set_orders: std::mem::take(&mut self.set_orders),
+                    sort_key: true,
+                };
+                sub.write(item);
+                self.set_orders = sub.set_orders;
+                keyed.push((sub.out, item));
+            }
             keyed.sort();
-            self.set_orders.insert(
-                NodeId(i as u32),
-                keyed.into_iter().map(|(_, id)| id).collect(),
-            );
+            self.set_orders
+                .insert(set, keyed.into_iter().map(|(_, id)| id).collect());
         }
     }
 
     fn write(&mut self, root: NodeId) {
         let mut tasks = vec![Task::Node(root)];
         while let Some(task) = tasks.pop() {
+            if self.sort_key && self.out.len() >= SORT_KEY_BYTES {
+                self.out.truncate(SORT_KEY_BYTES);
+                return;
+            }
             match task {
                 Task::Raw(s) => self.out.push_str(s),
                 Task::Node(id) => self.node(id, &mut tasks),
@@ -167,7 +193,12 @@ impl<'d, 'a> Writer<'d, 'a> {
             Value::Object(_) => "object",
         });
         out.push('"');
-        if self.refs.get(id.index()).is_some_and(|&r| r >= 2) {
+        let shared = if self.sort_key {
+            v.is_mutable() || matches!(v, Value::Tuple(_) | Value::FrozenSet(_))
+        } else {
+            self.refs.get(id.index()).is_some_and(|&r| r >= 2)
+        };
+        if shared {
             let n = self.next_id;
             self.next_id += 1;
             self.ids.insert(id, n);
