@@ -246,6 +246,11 @@ copy("stack-not-empty-open-mark.pkl", "stack_not_empty", "A37")
 # A38 input size
 copy("limit-input-bytes.pkl", "limit_exceeded", "A38", limit="max_input_bytes", limits="max_input_bytes=64")
 
+# A39 a record on a cycle through a set, all popped (typed JSON looped forever before 67b5088)
+put("a39-record-cycle-through-set-mitogen.pkl",
+    P4 + b"cmitogen.core\nKwargs\n}q\x00\x85Rq\x010h\x00X\x01\x00\x00\x00k\x8f(h\x01\x90s0N.",
+    "ok", "A39", policy="mitogen")
+
 with open(os.path.join(HERE, "MANIFEST.tsv"), "w") as f:
     f.write("file\texpected\tlimit\tpolicy\tlimits\tmode\tattack\n")
     seen = set()
