@@ -1,10 +1,13 @@
 //! Python-like `repr()` text of a document, for people.
 //!
 //! Follows CPython's `repr` for scalars and containers (quoting and escapes of str and bytes,
-//! float digits, `(1,)`, `set()`, `frozenset({...})`). Two differences keep the output linear
-//! and finite: a container that was already printed is shown again as `[...]`, `{...}` or
-//! `(...)` (CPython shows cycles so, but repeats shared containers in full), and sets keep
-//! insertion order (CPython's order depends on its hashes). Record objects print as
+//! float digits, `(1,)`, `set()`, `frozenset({...})`): a container inside itself is shown as
+//! `[...]`, `{...}` or `(...)`, and a shared container is printed again in full, as CPython
+//! does. Two differences keep the output finite and linear in the input: once the text has
+//! printed more than four times as many values as the document holds (plus 100,000), a
+//! container that was already printed is shown as `[...]` instead of again (a DAG of shared
+//! tuples would otherwise print exponentially); and sets keep insertion order (CPython's order
+//! depends on its hashes). Record objects print as
 //! `module.name(args)`, with `, **kwargs`, and `; state=...`, `; listitems=[...]`,
 //! `; dictitems={...}` when present. Walks an explicit stack.
 
@@ -17,130 +20,157 @@ use crate::value::{CallKind, Document, NodeId, PyStr, Value};
 enum Task {
     Node(NodeId),
     Raw(&'static str),
+    /// A container's text is complete: it leaves the path of containers being printed.
+    Exit(NodeId),
 }
 
 /// The repr text of each root, one per line.
 pub fn to_repr(doc: &Document<'_>) -> String {
     let mut out = String::new();
-    let mut seen = HashSet::new();
+    let mut printer = Printer {
+        printed: HashSet::new(),
+        on_path: HashSet::new(),
+        budget: doc.nodes().len().saturating_mul(4).saturating_add(100_000),
+    };
     for &root in doc.roots() {
-        write_node(doc, root, &mut seen, &mut out);
+        printer.write_node(doc, root, &mut out);
         out.push('\n');
     }
     out
 }
 
-fn write_node(doc: &Document<'_>, root: NodeId, seen: &mut HashSet<NodeId>, out: &mut String) {
-    let mut tasks = vec![Task::Node(root)];
-    while let Some(t) = tasks.pop() {
-        let id = match t {
-            Task::Raw(s) => {
-                out.push_str(s);
-                continue;
-            }
-            Task::Node(id) => id,
-        };
-        let Some(v) = doc.get(id) else { continue };
-        let container = matches!(
-            v,
-            Value::List(_)
-                | Value::Tuple(_)
-                | Value::Dict(_)
-                | Value::Set(_)
-                | Value::FrozenSet(_)
-                | Value::Object(_)
-        );
-        if container && !seen.insert(id) {
-            out.push_str(match v {
-                Value::List(_) => "[...]",
-                Value::Tuple(_) => "(...)",
-                _ => "{...}",
-            });
-            continue;
-        }
-        match v {
-            Value::None => out.push_str("None"),
-            Value::Bool(true) => out.push_str("True"),
-            Value::Bool(false) => out.push_str("False"),
-            Value::Int(i) => {
-                let _ = write!(out, "{i}");
-            }
-            Value::BigInt(b) => {
-                let _ = write!(out, "{b}");
-            }
-            Value::Float(x) => out.push_str(&float_repr(*x)),
-            Value::Complex(re, im) => complex_repr(out, *re, *im),
-            Value::Str(s) => str_repr(out, s),
-            Value::Bytes(b) => bytes_repr(out, b),
-            Value::ByteArray(b) => {
-                out.push_str("bytearray(");
-                bytes_repr(out, b);
-                out.push(')');
-            }
-            Value::Global(g) => {
-                let _ = write!(out, "{}.{}", g.module, g.name);
-            }
-            Value::List(items) => {
-                out.push('[');
-                tasks.push(Task::Raw("]"));
-                push_items(&mut tasks, items, ", ");
-            }
-            Value::Tuple(items) => {
-                out.push('(');
-                tasks.push(Task::Raw(if items.len() == 1 { ",)" } else { ")" }));
-                push_items(&mut tasks, items, ", ");
-            }
-            Value::Set(s) | Value::FrozenSet(s) => {
-                let frozen = matches!(v, Value::FrozenSet(_));
-                match (frozen, s.items.is_empty()) {
-                    (false, true) => out.push_str("set()"),
-                    (true, true) => out.push_str("frozenset()"),
-                    (false, false) => {
-                        out.push('{');
-                        tasks.push(Task::Raw("}"));
-                        push_items(&mut tasks, &s.items, ", ");
-                    }
-                    (true, false) => {
-                        out.push_str("frozenset({");
-                        tasks.push(Task::Raw("})"));
-                        push_items(&mut tasks, &s.items, ", ");
-                    }
+struct Printer {
+    /// Containers printed at least once.
+    printed: HashSet<NodeId>,
+    /// Containers whose text is being printed (the path from the root).
+    on_path: HashSet<NodeId>,
+    /// Values that may still be printed before repeated containers are cut short.
+    budget: usize,
+}
+
+impl Printer {
+    fn write_node(&mut self, doc: &Document<'_>, root: NodeId, out: &mut String) {
+        let mut tasks = vec![Task::Node(root)];
+        while let Some(t) = tasks.pop() {
+            let id = match t {
+                Task::Raw(s) => {
+                    out.push_str(s);
+                    continue;
                 }
-            }
-            Value::Dict(d) => {
-                out.push('{');
-                tasks.push(Task::Raw("}"));
-                push_pairs(&mut tasks, &d.items);
-            }
-            Value::Object(o) => {
-                // callable(args[, **kwargs])[; state=..][; listitems=[..]][; dictitems={..}]
-                tasks.push(Task::Raw(">"));
-                if !o.dictitems.is_empty() {
-                    tasks.push(Task::Raw("}"));
-                    push_pairs(&mut tasks, &o.dictitems);
-                    tasks.push(Task::Raw("; dictitems={"));
+                Task::Exit(id) => {
+                    self.on_path.remove(&id);
+                    continue;
                 }
-                if !o.listitems.is_empty() {
+                Task::Node(id) => id,
+            };
+            let Some(v) = doc.get(id) else { continue };
+            self.budget = self.budget.saturating_sub(1);
+            let container = matches!(
+                v,
+                Value::List(_)
+                    | Value::Tuple(_)
+                    | Value::Dict(_)
+                    | Value::Set(_)
+                    | Value::FrozenSet(_)
+                    | Value::Object(_)
+            );
+            if container {
+                let repeat = !self.printed.insert(id);
+                if self.on_path.contains(&id) || (repeat && self.budget == 0) {
+                    out.push_str(match v {
+                        Value::List(_) => "[...]",
+                        Value::Tuple(_) => "(...)",
+                        _ => "{...}",
+                    });
+                    continue;
+                }
+                self.on_path.insert(id);
+                tasks.push(Task::Exit(id));
+            }
+            match v {
+                Value::None => out.push_str("None"),
+                Value::Bool(true) => out.push_str("True"),
+                Value::Bool(false) => out.push_str("False"),
+                Value::Int(i) => {
+                    let _ = write!(out, "{i}");
+                }
+                Value::BigInt(b) => {
+                    let _ = write!(out, "{b}");
+                }
+                Value::Float(x) => out.push_str(&float_repr(*x)),
+                Value::Complex(re, im) => complex_repr(out, *re, *im),
+                Value::Str(s) => str_repr(out, s),
+                Value::Bytes(b) => bytes_repr(out, b),
+                Value::ByteArray(b) => {
+                    out.push_str("bytearray(");
+                    bytes_repr(out, b);
+                    out.push(')');
+                }
+                Value::Global(g) => {
+                    let _ = write!(out, "{}.{}", g.module, g.name);
+                }
+                Value::List(items) => {
+                    out.push('[');
                     tasks.push(Task::Raw("]"));
-                    push_items(&mut tasks, &o.listitems, ", ");
-                    tasks.push(Task::Raw("; listitems=["));
+                    push_items(&mut tasks, items, ", ");
                 }
-                if let Some(s) = o.state {
-                    tasks.push(Task::Node(s));
-                    tasks.push(Task::Raw("; state="));
+                Value::Tuple(items) => {
+                    out.push('(');
+                    tasks.push(Task::Raw(if items.len() == 1 { ",)" } else { ")" }));
+                    push_items(&mut tasks, items, ", ");
                 }
-                if let Some(k) = o.kwargs {
-                    tasks.push(Task::Node(k));
-                    tasks.push(Task::Raw(", **"));
+                Value::Set(s) | Value::FrozenSet(s) => {
+                    let frozen = matches!(v, Value::FrozenSet(_));
+                    match (frozen, s.items.is_empty()) {
+                        (false, true) => out.push_str("set()"),
+                        (true, true) => out.push_str("frozenset()"),
+                        (false, false) => {
+                            out.push('{');
+                            tasks.push(Task::Raw("}"));
+                            push_items(&mut tasks, &s.items, ", ");
+                        }
+                        (true, false) => {
+                            out.push_str("frozenset({");
+                            tasks.push(Task::Raw("})"));
+                            push_items(&mut tasks, &s.items, ", ");
+                        }
+                    }
                 }
-                tasks.push(Task::Node(o.args));
-                tasks.push(Task::Raw(match o.kind {
-                    CallKind::Reduce => " ",
-                    CallKind::NewObj => " __new__",
-                    CallKind::NewObjEx => " __new__",
-                }));
-                tasks.push(Task::Node(o.callable));
-                out.push('<');
+                Value::Dict(d) => {
+                    out.push('{');
+                    tasks.push(Task::Raw("}"));
+                    push_pairs(&mut tasks, &d.items);
+                }
+                Value::Object(o) => {
+                    // callable(args[, **kwargs])[; state=..][; listitems=[..]][; dictitems={..}]
+                    tasks.push(Task::Raw(">"));
+                    if !o.dictitems.is_empty() {
+                        tasks.push(Task::Raw("}"));
+                        push_pairs(&mut tasks, &o.dictitems);
+                        tasks.push(Task::Raw("; dictitems={"));
+                    }
+                    if !o.listitems.is_empty() {
+                        tasks.push(Task::Raw("]"));
+                        push_items(&mut tasks, &o.listitems, ", ");
+                        tasks.push(Task::Raw("; listitems=["));
+                    }
+                    if let Some(s) = o.state {
+                        tasks.push(Task::Node(s));
+                        tasks.push(Task::Raw("; state="));
+                    }
+                    if let Some(k) = o.kwargs {
+                        tasks.push(Task::Node(k));
+                        tasks.push(Task::Raw(", **"));
+                    }
+                    tasks.push(Task::Node(o.args));
+                    tasks.push(Task::Raw(match o.kind {
+                        CallKind::Reduce => " ",
+                        CallKind::NewObj => " __new__",
+                        CallKind::NewObjEx => " __new__",
+                    }));
+                    tasks.push(Task::Node(o.callable));
+                    out.push('<');
+                }
             }
         }
     }

@@ -251,6 +251,14 @@ put("a39-record-cycle-through-set-mitogen.pkl",
     P4 + b"cmitogen.core\nKwargs\n}q\x00\x85Rq\x010h\x00X\x01\x00\x00\x00k\x8f(h\x01\x90s0N.",
     "ok", "A39", policy="mitogen")
 
+# A40 a tuple DAG as a set item / dict key (hashing was exponential before the fix in keys.rs)
+put("a40-tuple-dag-set-strict.pkl",
+    P4 + b"\x8f(K\x00" + b"22\x87" * 40 + b"\x90.",
+    "ok", "A40", policy="strict")
+put("a40-tuple-dag-dict-key.pkl",
+    b"\x80\x02}K\x00" + b"2\x86" * 60 + b"K\x01s.",
+    "ok", "A40")
+
 with open(os.path.join(HERE, "MANIFEST.tsv"), "w") as f:
     f.write("file\texpected\tlimit\tpolicy\tlimits\tmode\tattack\n")
     seen = set()

@@ -204,12 +204,16 @@ fn with_document(
 
 fn report_refusal(input: &Path, e: &Error) {
     let mut stderr = io::stderr().lock();
+    // For a limit, the limit's name says more than the kind (which repeats the category).
+    let what = match e.kind() {
+        picklewarden::ErrorKind::LimitExceeded { limit, .. } => limit.name(),
+        kind => kind.name(),
+    };
     let _ = writeln!(
         stderr,
-        "picklewarden: {}: refused ({}, {}): {e}",
+        "picklewarden: {}: refused ({}, {what}): {e}",
         input.display(),
         e.category().name(),
-        e.kind().name()
     );
 }
 
