@@ -220,8 +220,44 @@ impl<S: BuildHasher> KeyOps<'_, '_, S> {
         Ok(Some(h.finish()))
     }
 
+    /// `Ok` when the value is hashable: a type test for scalars, the full walk (a hash) only
+    /// for tuples and frozensets.
+    pub(crate) fn check_hashable(&self, id: NodeId) -> Result<(), Unhashable> {
+        match self.node(id) {
+            Some(
+                Value::None
+                | Value::Bool(_)
+                | Value::Int(_)
+                | Value::BigInt(_)
+                | Value::Float(_)
+                | Value::Complex(..)
+                | Value::Str(_)
+                | Value::Bytes(_)
+                | Value::Global(_)
+                | Value::Object(_),
+            ) => Ok(()),
+            Some(Value::Tuple(_) | Value::FrozenSet(_)) => self.hash(id).map(|_| ()),
+            _ => Err(Unhashable),
+        }
+    }
+
     /// Python `a == b` for two hashable values (both already hashed successfully).
+    #[inline]
     pub(crate) fn eq(&self, a: NodeId, b: NodeId) -> bool {
+        if a == b {
+            return true;
+        }
+        // Fast paths for the common keys; everything else walks.
+        match (self.node(a), self.node(b)) {
+            (Some(Value::Str(p)), Some(Value::Str(q))) => p.as_bytes() == q.as_bytes(),
+            (Some(Value::Int(x)), Some(Value::Int(y))) => x == y,
+            _ => self.eq_walk(a, b),
+        }
+    }
+
+    /// `eq` for any two hashable values, with an explicit work list.
+    #[inline(never)]
+    fn eq_walk(&self, a: NodeId, b: NodeId) -> bool {
         let mut work = vec![(a, b)];
         while let Some((x, y)) = work.pop() {
             if x == y {

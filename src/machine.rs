@@ -44,6 +44,10 @@ const NODE_BYTES: u64 = mem::size_of::<Value<'static>>() as u64;
 const ITEM_BYTES: u64 = 4;
 /// Bytes charged per dict pair or hashed set item (slot plus index entry).
 const KEYED_BYTES: u64 = 8 + 16;
+/// Dicts and sets of up to this many entries are searched linearly with Python equality and
+/// get no hash index (no hashing, no table); the index is built when an insertion could take
+/// them past it. The charge per entry (`KEYED_BYTES`) is the same either way.
+const SMALL_KEYED: usize = 16;
 
 /// Decodes pickles under a policy. Build one with [`Decoder::new`], adjust it, then call
 /// [`Decoder::decode`] (one pickle) or [`Decoder::decode_stream`] (several pickles one after
@@ -94,13 +98,15 @@ impl<'a, 'p> Decoder<'a, 'p> {
 
     /// The scan pass: validates opcodes, frames, MARKs, the memo and every global and call
     /// against the policy before the build pass creates any value.
-    fn validate(&self, stream: bool) -> Result<()> {
-        Scanner::new(self.input, self.policy)
+    /// Returns an upper bound on the nodes the build will create (from the opcode counts).
+    fn validate(&self, stream: bool) -> Result<u64> {
+        let report = Scanner::new(self.input, self.policy)
             .limits(self.limits)
             .stream(stream)
             .buffers(self.buffers.as_ref().map(Vec::len))
-            .run()
-            .result
+            .run();
+        report.result?;
+        Ok(node_bound(&report.opcode_counts))
     }
 
     /// Decodes exactly one pickle; anything after its STOP is refused
@@ -109,8 +115,9 @@ impl<'a, 'p> Decoder<'a, 'p> {
     /// # Errors
     /// Any refusal, with its kind, offset and opcode.
     pub fn decode(self) -> Result<Document<'a>> {
-        self.validate(false)?;
+        let bound = self.validate(false)?;
         let mut m = Machine::new(self.input, self.policy, self.limits, self.buffers)?;
+        m.reserve_nodes(bound);
         let root = m.run()?;
         m.r.expect_end()?;
         Ok(m.finish(vec![root], false))
@@ -122,8 +129,9 @@ impl<'a, 'p> Decoder<'a, 'p> {
     /// # Errors
     /// Any refusal; an empty input is [`ErrorKind::Truncated`].
     pub fn decode_stream(self) -> Result<Document<'a>> {
-        self.validate(true)?;
+        let bound = self.validate(true)?;
         let mut m = Machine::new(self.input, self.policy, self.limits, self.buffers)?;
+        m.reserve_nodes(bound);
         let mut roots = Vec::new();
         loop {
             roots.push(m.run()?);
@@ -135,6 +143,47 @@ impl<'a, 'p> Decoder<'a, 'p> {
         }
         Ok(m.finish(roots, true))
     }
+}
+
+/// An upper bound on the nodes a build creates, from the scan's opcode counts: every opcode
+/// creates at most one node, except INST (the global, the argument tuple and the object) and
+/// OBJ (the argument tuple and the object); stack, memo and container-filling opcodes create
+/// none.
+fn node_bound(counts: &[u64; 256]) -> u64 {
+    use Opcode as O;
+    let mut total = 0u64;
+    for (byte, &n) in counts.iter().enumerate() {
+        let per = match u8::try_from(byte).ok().and_then(Opcode::from_byte) {
+            Some(
+                O::Mark
+                | O::Stop
+                | O::Pop
+                | O::PopMark
+                | O::Dup
+                | O::Append
+                | O::Appends
+                | O::Setitem
+                | O::Setitems
+                | O::Additems
+                | O::Get
+                | O::Binget
+                | O::LongBinget
+                | O::Put
+                | O::Binput
+                | O::LongBinput
+                | O::Memoize
+                | O::Build
+                | O::Proto
+                | O::Frame,
+            )
+            | None => 0,
+            Some(O::Inst) => 3,
+            Some(O::Obj) => 2,
+            Some(_) => 1,
+        };
+        total = total.saturating_add(n.saturating_mul(per));
+    }
+    total
 }
 
 /// Decodes one pickle under `policy` with the policy's limits.
@@ -202,6 +251,18 @@ impl<'a, 'p> Machine<'a, 'p> {
         })
     }
 
+    /// Reserves the arena for the nodes the scan counted (no regrowth, no copies, no doubling
+    /// slack), never past what `max_nodes` and `max_alloc_bytes` allow. A failed reservation
+    /// is only a lost hint: the arena then grows as nodes arrive, under the same limits.
+    fn reserve_nodes(&mut self, bound: u64) {
+        let cap = bound
+            .min(self.limits.max_nodes)
+            .min(self.limits.max_alloc_bytes / NODE_BYTES);
+        if let Ok(cap) = usize::try_from(cap) {
+            let _ = self.nodes.try_reserve_exact(cap);
+        }
+    }
+
     fn finish(self, roots: Vec<NodeId>, stream: bool) -> Document<'a> {
         Document {
             nodes: self.nodes,
@@ -235,6 +296,7 @@ impl<'a, 'p> Machine<'a, 'p> {
         self.marks.last().copied().unwrap_or(0)
     }
 
+    #[inline]
     fn push(&mut self, id: NodeId) -> Result<()> {
         let depth = (self.stack.len() + self.marks.len()) as u64;
         if depth >= self.limits.max_stack_len {
@@ -271,6 +333,39 @@ impl<'a, 'p> Machine<'a, 'p> {
         Ok(self.stack.split_off(mark.min(self.stack.len())))
     }
 
+    /// Pops the topmost MARK and returns where its group starts; the group stays on the stack
+    /// (`self.stack[start..]`) for the caller to use and truncate, with no temporary `Vec`.
+    fn group(&mut self) -> Result<usize> {
+        let mark = self
+            .marks
+            .pop()
+            .ok_or_else(|| self.err(ErrorKind::MarkMissing))?;
+        Ok(mark.min(self.stack.len()))
+    }
+
+    /// The stack item just below `start` (the target of a group), which must be above the
+    /// current fence: what `top()` gives once the group is popped.
+    fn below(&self, start: usize) -> Result<NodeId> {
+        if start <= self.fence() {
+            return Err(self.err(ErrorKind::StackUnderflow));
+        }
+        start
+            .checked_sub(1)
+            .and_then(|i| self.stack.get(i))
+            .copied()
+            .ok_or_else(|| self.err(ErrorKind::StackUnderflow))
+    }
+
+    /// Starts a group of the top `n` items (APPEND: 1, SETITEM: 2) after checking that they
+    /// are above the current fence, as `n` pops would.
+    fn top_group(&self, n: usize) -> Result<usize> {
+        if self.stack.len() < self.fence() + n {
+            return Err(self.err(ErrorKind::StackUnderflow));
+        }
+        Ok(self.stack.len() - n)
+    }
+
+    #[inline]
     fn charge(&mut self, bytes: u64) -> Result<()> {
         let total = self.alloc.saturating_add(bytes);
         if total > self.limits.max_alloc_bytes {
@@ -288,6 +383,7 @@ impl<'a, 'p> Machine<'a, 'p> {
     }
 
     /// Adds a node, charging its slot plus `extra` bytes.
+    #[inline]
     fn node(&mut self, v: Value<'a>, extra: u64) -> Result<NodeId> {
         let n = self.nodes.len() as u64;
         if n >= self.limits.max_nodes {
@@ -301,6 +397,7 @@ impl<'a, 'p> Machine<'a, 'p> {
         Ok(NodeId(id))
     }
 
+    #[inline]
     fn push_new(&mut self, v: Value<'a>, extra: u64) -> Result<()> {
         let id = self.node(v, extra)?;
         self.push(id)
@@ -335,11 +432,32 @@ impl<'a, 'p> Machine<'a, 'p> {
             .try_reserve(pairs)
             .map_err(|_| self.limit(LimitName::MaxAllocBytes, self.alloc))?;
         let ops = self.keys();
+        let unhashable = |_| self.err(ErrorKind::UnhashableKey);
+        if d.index.is_empty() && d.items.len() + pairs <= SMALL_KEYED {
+            // Small: linear search with Python equality, no index.
+            for pair in flat.chunks_exact(2) {
+                let &[k, v] = pair else { continue };
+                ops.check_hashable(k).map_err(unhashable)?;
+                match d.items.iter_mut().find(|e| ops.eq(k, e.0)) {
+                    Some(slot) => slot.1 = v,
+                    None => d.items.push((k, v)),
+                }
+            }
+            return Ok(());
+        }
+        if d.index.is_empty() {
+            // Leaving the small form: index the items so far (all hashable).
+            d.index.reserve(d.items.len() + pairs, |e| e.0);
+            for (pos, e) in d.items.iter().enumerate() {
+                let h = ops.hash(e.0).map_err(unhashable)?;
+                index_insert(&mut d.index, h, pos as u32);
+            }
+        } else {
+            d.index.reserve(pairs, |e| e.0);
+        }
         for pair in flat.chunks_exact(2) {
             let &[k, v] = pair else { continue };
-            let h = ops
-                .hash(k)
-                .map_err(|_| self.err(ErrorKind::UnhashableKey))?;
+            let h = ops.hash(k).map_err(unhashable)?;
             let items = &d.items;
             match ops.find(&d.index, h, k, |pos| items.get(pos as usize).map(|e| e.0)) {
                 Some(pos) => {
@@ -364,10 +482,27 @@ impl<'a, 'p> Machine<'a, 'p> {
             .try_reserve(items.len())
             .map_err(|_| self.limit(LimitName::MaxAllocBytes, self.alloc))?;
         let ops = self.keys();
+        let unhashable = |_| self.err(ErrorKind::UnhashableKey);
+        if s.index.is_empty() && s.items.len() + items.len() <= SMALL_KEYED {
+            for &k in items {
+                ops.check_hashable(k).map_err(unhashable)?;
+                if !s.items.iter().any(|&e| ops.eq(k, e)) {
+                    s.items.push(k);
+                }
+            }
+            return Ok(());
+        }
+        if s.index.is_empty() {
+            s.index.reserve(s.items.len() + items.len(), |e| e.0);
+            for (pos, &e) in s.items.iter().enumerate() {
+                let h = ops.hash(e).map_err(unhashable)?;
+                index_insert(&mut s.index, h, pos as u32);
+            }
+        } else {
+            s.index.reserve(items.len(), |e| e.0);
+        }
         for &k in items {
-            let h = ops
-                .hash(k)
-                .map_err(|_| self.err(ErrorKind::UnhashableKey))?;
+            let h = ops.hash(k).map_err(unhashable)?;
             let existing = &s.items;
             if ops
                 .find(&s.index, h, k, |pos| existing.get(pos as usize).copied())
@@ -450,8 +585,8 @@ impl<'a, 'p> Machine<'a, 'p> {
                 0
             };
             let mut buf = [fill; 8];
-            for (slot, &b) in buf.iter_mut().zip(bytes) {
-                *slot = b;
+            if let Some(head) = buf.get_mut(..bytes.len()) {
+                head.copy_from_slice(bytes);
             }
             Value::Int(i64::from_le_bytes(buf))
         } else {
@@ -731,10 +866,12 @@ impl<'a, 'p> Machine<'a, 'p> {
     }
 
     /// APPEND/APPENDS: extend a list, or add listitems to a record that allows items.
-    fn extend(&mut self, target: NodeId, items: Vec<NodeId>) -> Result<()> {
+    /// The items are `self.stack[start..]`; on success they are popped.
+    fn extend(&mut self, target: NodeId, start: usize) -> Result<()> {
         let allowed = self.items_allowed(target)?;
         let max = self.limits.max_container_items;
-        let extra = items.len() as u64 * ITEM_BYTES;
+        let n = self.stack.len().saturating_sub(start);
+        let extra = n as u64 * ITEM_BYTES;
         let current = match self.get(target)? {
             Value::List(l) => l.len(),
             Value::Object(o) => o.listitems.len(),
@@ -743,16 +880,18 @@ impl<'a, 'p> Machine<'a, 'p> {
         if !allowed {
             return Err(self.err(ErrorKind::FormNotAllowed("APPEND")));
         }
-        let total = (current + items.len()) as u64;
+        let total = (current + n) as u64;
         if total > max {
             return Err(self.limit(LimitName::MaxContainerItems, total));
         }
         self.charge(extra)?;
-        match self.get_mut(target)? {
-            Value::List(l) => l.extend(items),
-            Value::Object(o) => o.listitems.extend(items),
-            _ => {}
+        let items = self.stack.get(start..).unwrap_or_default();
+        match self.nodes.get_mut(target.index()) {
+            Some(Value::List(l)) => l.extend_from_slice(items),
+            Some(Value::Object(o)) => o.listitems.extend_from_slice(items),
+            _ => return Err(self.r.err(internal())),
         }
+        self.stack.truncate(start);
         Ok(())
     }
 
@@ -768,9 +907,11 @@ impl<'a, 'p> Machine<'a, 'p> {
         }
     }
 
-    /// SETITEM/SETITEMS with a flat `[k, v, ...]` slice.
-    fn set_items(&mut self, target: NodeId, flat: Vec<NodeId>) -> Result<()> {
-        if flat.len() % 2 != 0 {
+    /// SETITEM/SETITEMS with a flat `[k, v, ...]` group `self.stack[start..]`, popped on
+    /// success.
+    fn set_items(&mut self, target: NodeId, start: usize) -> Result<()> {
+        let flat_len = self.stack.len().saturating_sub(start);
+        if flat_len % 2 != 0 {
             return Err(self.err(ErrorKind::OddItemCount));
         }
         let allowed = self.items_allowed(target)?;
@@ -780,9 +921,13 @@ impl<'a, 'p> Machine<'a, 'p> {
                 let Value::Dict(mut d) = mem::replace(slot, DETACHED) else {
                     return Err(self.err(internal()));
                 };
-                let r = self.dict_insert(&mut d, &flat);
+                let stack = mem::take(&mut self.stack);
+                let r = self.dict_insert(&mut d, stack.get(start..).unwrap_or_default());
+                self.stack = stack;
                 *self.get_mut(target)? = Value::Dict(d);
-                r
+                r?;
+                self.stack.truncate(start);
+                Ok(())
             }
             Value::Object(_) => {
                 if !allowed {
@@ -791,16 +936,18 @@ impl<'a, 'p> Machine<'a, 'p> {
                 let total = self.get(target).map(|v| match v {
                     Value::Object(o) => o.dictitems.len(),
                     _ => 0,
-                })? + flat.len() / 2;
+                })? + flat_len / 2;
                 self.check_items(total)?;
-                self.charge((flat.len() / 2) as u64 * 8)?;
-                if let Value::Object(o) = self.get_mut(target)? {
+                self.charge((flat_len / 2) as u64 * 8)?;
+                let flat = self.stack.get(start..).unwrap_or_default();
+                if let Some(Value::Object(o)) = self.nodes.get_mut(target.index()) {
                     o.dictitems
                         .extend(flat.chunks_exact(2).filter_map(|p| match p {
                             &[k, v] => Some((k, v)),
                             _ => None,
                         }));
                 }
+                self.stack.truncate(start);
                 Ok(())
             }
             _ => Err(self.err(ErrorKind::TypeMismatch("SETITEM target is not a dict"))),
@@ -859,11 +1006,16 @@ impl<'a, 'p> Machine<'a, 'p> {
     /// (depth first, items in order, a node already written counts as a leaf).
     fn check_depth(&mut self, root: NodeId) -> Result<()> {
         let max = self.limits.max_nesting_depth;
+        // The root itself is depth 1 (src/limits.rs), so a maximum of 0 refuses any value.
+        if max == 0 {
+            return Err(self.limit(LimitName::MaxNestingDepth, 1));
+        }
         let total = self.nodes.len();
         if (total as u64) <= max && self.depth_seen.is_empty() {
             return Ok(());
         }
         self.depth_seen.resize(total, false);
+        let nodes = &self.nodes;
         let mut work: Vec<(NodeId, u64)> = vec![(root, 1)];
         while let Some((id, depth)) = work.pop() {
             let Some(seen) = self.depth_seen.get_mut(id.index()) else {
@@ -873,14 +1025,18 @@ impl<'a, 'p> Machine<'a, 'p> {
                 continue;
             }
             *seen = true;
-            let Some(v) = self.nodes.get(id.index()) else {
+            let Some(v) = nodes.get(id.index()) else {
                 continue;
             };
             let start = work.len();
             let mut has_children = false;
             v.for_each_child(|c| {
                 has_children = true;
-                work.push((c, depth + 1));
+                // Only a child that can hold children can go deeper: leaves (the bulk of
+                // most documents) are not queued, which changes nothing in the verdict.
+                if nodes.get(c.index()).is_some_and(can_hold_children) {
+                    work.push((c, depth + 1));
+                }
             });
             if has_children && depth + 1 > max {
                 return Err(self.limit(LimitName::MaxNestingDepth, depth + 1));
@@ -911,7 +1067,8 @@ impl<'a, 'p> Machine<'a, 'p> {
                 }
             }
             O::PopMark => {
-                self.pop_mark()?;
+                let start = self.group()?;
+                self.stack.truncate(start);
             }
             O::Dup => {
                 let top = self.top()?;
@@ -1088,43 +1245,50 @@ impl<'a, 'p> Machine<'a, 'p> {
                 self.push(id)?;
             }
             O::Dict => {
-                let flat = self.pop_mark()?;
-                if flat.len() % 2 != 0 {
+                let start = self.group()?;
+                if (self.stack.len() - start) % 2 != 0 {
                     return Err(self.err(ErrorKind::OddItemCount));
                 }
                 let mut d = Box::<DictItems>::default();
-                self.dict_insert(&mut d, &flat)?;
+                let stack = mem::take(&mut self.stack);
+                let r = self.dict_insert(&mut d, stack.get(start..).unwrap_or_default());
+                self.stack = stack;
+                r?;
+                self.stack.truncate(start);
                 self.push_new(Value::Dict(d), 0)?;
             }
             O::Frozenset => {
-                let items = self.pop_mark()?;
-                let id = self.new_set(&items, true)?;
+                let start = self.group()?;
+                let stack = mem::take(&mut self.stack);
+                let r = self.new_set(stack.get(start..).unwrap_or_default(), true);
+                self.stack = stack;
+                let id = r?;
+                self.stack.truncate(start);
                 self.push(id)?;
             }
             O::Append => {
-                let v = self.pop()?;
-                let target = self.top()?;
-                self.extend(target, vec![v])?;
+                let start = self.top_group(1)?;
+                let target = self.below(start)?;
+                self.extend(target, start)?;
             }
             O::Appends => {
-                let items = self.pop_mark()?;
-                let target = self.top()?;
-                self.extend(target, items)?;
+                let start = self.group()?;
+                let target = self.below(start)?;
+                self.extend(target, start)?;
             }
             O::Setitem => {
-                let v = self.pop()?;
-                let k = self.pop()?;
-                let target = self.top()?;
-                self.set_items(target, vec![k, v])?;
+                let start = self.top_group(2)?;
+                let target = self.below(start)?;
+                self.set_items(target, start)?;
             }
             O::Setitems => {
-                let flat = self.pop_mark()?;
-                let target = self.top()?;
-                self.set_items(target, flat)?;
+                let start = self.group()?;
+                let target = self.below(start)?;
+                self.set_items(target, start)?;
             }
             O::Additems => {
-                let items = self.pop_mark()?;
-                let target = self.top()?;
+                let start = self.group()?;
+                let target = self.below(start)?;
                 let slot = self.get_mut(target)?;
                 if !matches!(slot, Value::Set(_)) {
                     return Err(self.err(ErrorKind::TypeMismatch("ADDITEMS target is not a set")));
@@ -1132,9 +1296,12 @@ impl<'a, 'p> Machine<'a, 'p> {
                 let Value::Set(mut s) = mem::replace(slot, DETACHED) else {
                     return Err(self.err(internal()));
                 };
-                let r = self.set_insert(&mut s, &items);
+                let stack = mem::take(&mut self.stack);
+                let r = self.set_insert(&mut s, stack.get(start..).unwrap_or_default());
+                self.stack = stack;
                 *self.get_mut(target)? = Value::Set(s);
                 r?;
+                self.stack.truncate(start);
             }
             O::Get => {
                 let line = self.r.read_line()?;
@@ -1237,6 +1404,19 @@ impl<'a, 'p> Machine<'a, 'p> {
         }
         Ok(())
     }
+}
+
+/// Whether a value is of a kind that can refer to other nodes (see `Value::for_each_child`).
+fn can_hold_children(v: &Value<'_>) -> bool {
+    matches!(
+        v,
+        Value::List(_)
+            | Value::Tuple(_)
+            | Value::Dict(_)
+            | Value::Set(_)
+            | Value::FrozenSet(_)
+            | Value::Object(_)
+    )
 }
 
 /// Latin-1 bytes of valid UTF-8 text, or `None` if it holds a code point above U+00FF.

@@ -43,7 +43,9 @@ impl<T: Copy> Memo<T> {
         }
         if index < self.count.saturating_mul(2).saturating_add(256) && self.sparse.is_empty() {
             if let Ok(i) = usize::try_from(index) {
-                self.dense.resize(i, None);
+                if i > self.dense.len() {
+                    self.dense.resize(i, None);
+                }
                 self.dense.push(Some(value));
                 self.count += 1;
                 return;
