@@ -10,6 +10,7 @@
 //! Hashes are keyed SipHash (`std::hash::RandomState`), not CPython's hash, so an attacker
 //! cannot pick keys that collide (hash flooding). Every walk uses an explicit stack.
 
+use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasher, Hash, Hasher};
 
 use hashbrown::HashTable;
@@ -116,18 +117,26 @@ impl<S: BuildHasher> KeyOps<'_, '_, S> {
             return Ok(h);
         }
         // Tuples and frozensets: post-order with an explicit stack of frames.
+        // Each tuple or frozenset is hashed once per call (`done`), so a DAG of shared tuples
+        // (`t = (t', t')` through DUP or the memo) costs its size, not its unfolded size.
         struct Frame<'v, H> {
+            id: NodeId,
             items: &'v [NodeId],
             next: usize,
             tuple: bool,
             hasher: H,
             acc: u64,
         }
+        let mut done: HashMap<NodeId, u64> = HashMap::new();
         let mut stack: Vec<Frame<'_, S::Hasher>> = Vec::new();
         let mut pending = Some(root);
         loop {
             if let Some(id) = pending.take() {
-                match self.hash_scalar(id)? {
+                let known = match done.get(&id) {
+                    Some(&h) => Some(h),
+                    None => self.hash_scalar(id)?,
+                };
+                match known {
                     Some(h) => {
                         // Feed into the parent frame or return.
                         match stack.last_mut() {
@@ -145,6 +154,7 @@ impl<S: BuildHasher> KeyOps<'_, '_, S> {
                         hasher.write_u8(if tuple { 10 } else { 11 });
                         hasher.write_usize(items.len());
                         stack.push(Frame {
+                            id,
                             items,
                             next: 0,
                             tuple,
@@ -163,14 +173,15 @@ impl<S: BuildHasher> KeyOps<'_, '_, S> {
                 continue;
             }
             // Frame complete.
-            let Some(done) = stack.pop() else {
+            let Some(frame) = stack.pop() else {
                 return Err(Unhashable);
             };
-            let mut hasher = done.hasher;
-            if !done.tuple {
-                hasher.write_u64(done.acc);
+            let mut hasher = frame.hasher;
+            if !frame.tuple {
+                hasher.write_u64(frame.acc);
             }
             let h = hasher.finish();
+            done.insert(frame.id, h);
             match stack.last_mut() {
                 Some(f) => feed(f.tuple, &mut f.hasher, &mut f.acc, h),
                 None => return Ok(h),
@@ -258,9 +269,12 @@ impl<S: BuildHasher> KeyOps<'_, '_, S> {
     /// `eq` for any two hashable values, with an explicit work list.
     #[inline(never)]
     fn eq_walk(&self, a: NodeId, b: NodeId) -> bool {
+        // A pair is compared once: on shared tuples (DAGs) the walk is linear in the pairs of
+        // distinct nodes, not in the unfolded trees.
+        let mut compared: HashSet<(NodeId, NodeId)> = HashSet::new();
         let mut work = vec![(a, b)];
         while let Some((x, y)) = work.pop() {
-            if x == y {
+            if x == y || !compared.insert((x, y)) {
                 continue;
             }
             let (Some(vx), Some(vy)) = (self.node(x), self.node(y)) else {

@@ -3,9 +3,9 @@
 //! Follows CPython's `repr` for scalars and containers (quoting and escapes of str and bytes,
 //! float digits, `(1,)`, `set()`, `frozenset({...})`): a container inside itself is shown as
 //! `[...]`, `{...}` or `(...)`, and a shared container is printed again in full, as CPython
-//! does. Two differences keep the output finite and linear in the input: once the text has
-//! printed more than four times as many values as the document holds (plus 100,000), a
-//! container that was already printed is shown as `[...]` instead of again (a DAG of shared
+//! does. Two differences keep the output finite and linear in the input: once the text is
+//! longer than 16 bytes per value of the document (plus 1 KiB), a value that was already
+//! printed is shown as `[...]`, `{...}`, `(...)` or `...` instead of again (a DAG of shared
 //! tuples would otherwise print exponentially); and sets keep insertion order (CPython's order
 //! depends on its hashes). Record objects print as
 //! `module.name(args)`, with `, **kwargs`, and `; state=...`, `; listitems=[...]`,
@@ -30,7 +30,7 @@ pub fn to_repr(doc: &Document<'_>) -> String {
     let mut printer = Printer {
         printed: HashSet::new(),
         on_path: HashSet::new(),
-        budget: doc.nodes().len().saturating_mul(4).saturating_add(100_000),
+        limit: doc.nodes().len().saturating_mul(16).saturating_add(1024),
     };
     for &root in doc.roots() {
         printer.write_node(doc, root, &mut out);
@@ -40,12 +40,12 @@ pub fn to_repr(doc: &Document<'_>) -> String {
 }
 
 struct Printer {
-    /// Containers printed at least once.
+    /// Values printed at least once.
     printed: HashSet<NodeId>,
     /// Containers whose text is being printed (the path from the root).
     on_path: HashSet<NodeId>,
-    /// Values that may still be printed before repeated containers are cut short.
-    budget: usize,
+    /// Output length after which repeated values are cut short.
+    limit: usize,
 }
 
 impl Printer {
@@ -64,7 +64,6 @@ impl Printer {
                 Task::Node(id) => id,
             };
             let Some(v) = doc.get(id) else { continue };
-            self.budget = self.budget.saturating_sub(1);
             let container = matches!(
                 v,
                 Value::List(_)
@@ -74,16 +73,17 @@ impl Printer {
                     | Value::FrozenSet(_)
                     | Value::Object(_)
             );
+            let repeat = !self.printed.insert(id);
+            if self.on_path.contains(&id) || (repeat && out.len() > self.limit) {
+                out.push_str(match v {
+                    Value::List(_) => "[...]",
+                    Value::Tuple(_) => "(...)",
+                    _ if container => "{...}",
+                    _ => "...",
+                });
+                continue;
+            }
             if container {
-                let repeat = !self.printed.insert(id);
-                if self.on_path.contains(&id) || (repeat && self.budget == 0) {
-                    out.push_str(match v {
-                        Value::List(_) => "[...]",
-                        Value::Tuple(_) => "(...)",
-                        _ => "{...}",
-                    });
-                    continue;
-                }
                 self.on_path.insert(id);
                 tasks.push(Task::Exit(id));
             }
