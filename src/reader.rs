@@ -3,6 +3,7 @@
 //! in the input) before anything is read; every position is an absolute offset.
 
 use crate::error::{Error, ErrorKind, Result};
+use crate::opcode::Opcode;
 
 /// A cursor over one input.
 pub(crate) struct Reader<'a> {
@@ -120,6 +121,33 @@ impl<'a> Reader<'a> {
                 Ok(line)
             }
             None => Err(self.overrun()),
+        }
+    }
+
+    /// The memo index argument of GET/PUT (decimal text line), BINGET/BINPUT (1 byte) or
+    /// LONG_BINGET/LONG_BINPUT (4 bytes, unsigned); any other opcode reads nothing (MEMOIZE's
+    /// index is the memo's size, known to the caller).
+    ///
+    /// # Errors
+    /// Truncation, or [`ErrorKind::InvalidNumber`] for text that is not plain decimal digits
+    /// (a negative index included).
+    pub(crate) fn memo_arg(&mut self, op: Opcode) -> Result<u64> {
+        match op {
+            Opcode::Get | Opcode::Put => {
+                let text = self.read_line()?;
+                if text.is_empty() || !text.iter().all(u8::is_ascii_digit) {
+                    return Err(self.err(ErrorKind::InvalidNumber));
+                }
+                std::str::from_utf8(text)
+                    .ok()
+                    .and_then(|s| s.parse::<u64>().ok())
+                    .ok_or_else(|| self.err(ErrorKind::InvalidNumber))
+            }
+            Opcode::Binget | Opcode::Binput => Ok(u64::from(self.take_u8()?)),
+            Opcode::LongBinget | Opcode::LongBinput => {
+                Ok(u64::from(u32::from_le_bytes(self.take_array::<4>()?)))
+            }
+            _ => Ok(0),
         }
     }
 

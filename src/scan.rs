@@ -272,16 +272,6 @@ impl Scan<'_, '_> {
         })
     }
 
-    fn memo_index(&self, text: &[u8]) -> Result<u64> {
-        if text.is_empty() || !text.iter().all(u8::is_ascii_digit) {
-            return Err(self.err(ErrorKind::InvalidNumber));
-        }
-        std::str::from_utf8(text)
-            .ok()
-            .and_then(|s| s.parse::<u64>().ok())
-            .ok_or_else(|| self.err(ErrorKind::InvalidNumber))
-    }
-
     fn memo_get(&mut self, index: u64) -> Result<()> {
         let s = self
             .memo
@@ -735,31 +725,13 @@ impl Scan<'_, '_> {
                         );
                     }
                 }
-                O::Get => {
-                    let line = self.r.read_line()?;
-                    let i = self.memo_index(line)?;
+                O::Get | O::Binget | O::LongBinget => {
+                    let i = self.r.memo_arg(op)?;
                     self.memo_get(i)?;
                 }
-                O::Binget => {
-                    let i = self.r.take_u8()?;
-                    self.memo_get(u64::from(i))?;
-                }
-                O::LongBinget => {
-                    let i = u32::from_le_bytes(self.r.take_array::<4>()?);
-                    self.memo_get(u64::from(i))?;
-                }
-                O::Put => {
-                    let line = self.r.read_line()?;
-                    let i = self.memo_index(line)?;
+                O::Put | O::Binput | O::LongBinput => {
+                    let i = self.r.memo_arg(op)?;
                     self.memo_put(i)?;
-                }
-                O::Binput => {
-                    let i = self.r.take_u8()?;
-                    self.memo_put(u64::from(i))?;
-                }
-                O::LongBinput => {
-                    let i = u32::from_le_bytes(self.r.take_array::<4>()?);
-                    self.memo_put(u64::from(i))?;
                 }
                 O::Memoize => {
                     let i = self.memo.count;
