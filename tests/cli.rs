@@ -1,0 +1,157 @@
+//! The command-line tool as a user runs it: exit status 0 accepted, 1 refused (reason on
+//! stderr), 2 usage or I/O error; typed JSON, repr and scan output.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
+
+const GOOD: &str = "tests/corpus/good/mixed_bag.p2.c.pkl";
+const HOSTILE: &str = "tests/corpus/hostile/global-os.system-GLOBAL_REDUCE.pkl";
+
+fn run(args: &[&str], stdin: Option<&[u8]>) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_picklewarden"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut input = child.stdin.take().unwrap();
+    input.write_all(stdin.unwrap_or_default()).unwrap();
+    drop(input);
+    child.wait_with_output().unwrap()
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+#[test]
+fn check_exit_status() {
+    let ok = run(&["check", GOOD], None);
+    assert_eq!(ok.status.code(), Some(0), "{}", text(&ok.stderr));
+    assert!(ok.stdout.is_empty());
+
+    let refused = run(&["check", HOSTILE], None);
+    assert_eq!(refused.status.code(), Some(1));
+    let err = text(&refused.stderr);
+    assert!(
+        err.contains("refused (policy_denied, global_not_allowed)"),
+        "{err}"
+    );
+    assert!(
+        err.contains("global os.system is not allowed by policy \"data\""),
+        "{err}"
+    );
+    assert!(err.contains("offset 0x2 (opcode 0x63 GLOBAL)"), "{err}");
+
+    assert_eq!(
+        run(&["check", "no/such/file.pkl"], None).status.code(),
+        Some(2)
+    );
+    assert_eq!(
+        run(&["check", "--policy", "nope", GOOD], None)
+            .status
+            .code(),
+        Some(2)
+    );
+    assert_eq!(
+        run(&["check", "--limit", "max_bogus=1", GOOD], None)
+            .status
+            .code(),
+        Some(2)
+    );
+    assert_eq!(run(&["check"], None).status.code(), Some(2));
+}
+
+#[test]
+fn limits_and_policies_from_the_command_line() {
+    // [[1]] is depth 3.
+    let nested = b"\x80\x02]q\x00]q\x01K\x01aa.";
+    assert_eq!(run(&["check", "-"], Some(nested)).status.code(), Some(0));
+    let out = run(
+        &["check", "--limit", "max_nesting_depth=2", "-"],
+        Some(nested),
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("(limit_exceeded, max_nesting_depth)"));
+    // Protocol 2 bytes name _codecs.encode: data accepts, strict refuses.
+    let bytes = b"\x80\x02c_codecs\nencode\nq\x00X\x01\x00\x00\x00aq\x01X\x06\x00\x00\x00latin1q\x02\x86q\x03Rq\x04.";
+    assert_eq!(run(&["check", "-"], Some(bytes)).status.code(), Some(0));
+    assert_eq!(
+        run(&["check", "--policy", "strict", "-"], Some(bytes))
+            .status
+            .code(),
+        Some(1)
+    );
+    // Empty input is truncated (a refusal, not an I/O error).
+    assert_eq!(run(&["check", "-"], Some(b"")).status.code(), Some(1));
+}
+
+#[test]
+fn decode_json_repr_and_stream() {
+    let out = run(
+        &["decode", "-"],
+        Some(b"\x80\x02]q\x00(K\x01X\x01\x00\x00\x00aq\x01e."),
+    );
+    assert_eq!(out.status.code(), Some(0));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["format"], "picklewarden-typed-json/1");
+    assert_eq!(doc["value"]["type"], "list");
+    assert_eq!(doc["value"]["items"][0]["value"], "1");
+    assert_eq!(doc["value"]["items"][1]["value"], "a");
+
+    let repr = run(&["decode", "--format", "repr", GOOD], None);
+    assert_eq!(repr.status.code(), Some(0));
+    assert!(text(&repr.stdout).contains("'shared': [[1, 2, 3], [1, 2, 3]]"));
+    assert!(text(&repr.stdout).contains("'recursive': [1, [...]]"));
+
+    // Two pickles sharing one memo: the second is a GET of the first's list.
+    let stream = b"\x80\x02]q\x00K\x07a.\x80\x02h\x00.";
+    let single = run(&["decode", "-"], Some(stream));
+    assert_eq!(single.status.code(), Some(1));
+    assert!(text(&single.stderr).contains("trailing_data"));
+    let both = run(&["decode", "--stream", "-"], Some(stream));
+    assert_eq!(both.status.code(), Some(0), "{}", text(&both.stderr));
+    let doc: serde_json::Value = serde_json::from_slice(&both.stdout).unwrap();
+    let values = doc["values"].as_array().unwrap();
+    assert_eq!(values.len(), 2);
+    assert_eq!(values[0]["id"], 0);
+    assert_eq!(values[1], serde_json::json!({"type": "ref", "id": 0}));
+}
+
+#[test]
+fn scan_reports_globals_and_opcodes() {
+    let out = run(&["scan", HOSTILE], None);
+    assert_eq!(out.status.code(), Some(1));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["verdict"], "refused");
+    assert_eq!(report["error"]["kind"], "global_not_allowed");
+    assert_eq!(report["error"]["offset"], 2);
+    assert_eq!(report["globals"][0]["module"], "os");
+    assert_eq!(report["globals"][0]["allowed"], false);
+
+    let ok = run(&["scan", GOOD], None);
+    assert_eq!(ok.status.code(), Some(0));
+    let report: serde_json::Value = serde_json::from_slice(&ok.stdout).unwrap();
+    assert_eq!(report["verdict"], "accepted");
+    assert_eq!(report["protocol"], 2);
+    assert_eq!(report["opcodes"]["STOP"], 1);
+}
+
+#[test]
+fn help_has_examples_and_exit_status() {
+    for sub in ["check", "decode", "scan"] {
+        let out = run(&[sub, "--help"], None);
+        assert_eq!(out.status.code(), Some(0));
+        let help = text(&out.stdout);
+        assert!(help.contains("Examples:"), "{sub}");
+        assert!(help.contains("Exit status:"), "{sub}");
+    }
+}
