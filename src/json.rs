@@ -154,7 +154,12 @@ impl<'d, 'a> Writer<'d, 'a> {
         let mut tasks = vec![Task::Node(root)];
         while let Some(task) = tasks.pop() {
             if self.sort_key && self.out.len() >= SORT_KEY_BYTES {
-                self.out.truncate(SORT_KEY_BYTES);
+                // Cut at a char boundary at or below the limit (text is UTF-8).
+                let cut = (0..=SORT_KEY_BYTES)
+                    .rev()
+                    .find(|&i| self.out.is_char_boundary(i))
+                    .unwrap_or(0);
+                self.out.truncate(cut);
                 return;
             }
             match task {
@@ -380,6 +385,21 @@ pub(crate) fn write_json_string(out: &mut String, s: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn set_sort_keys_are_cut_at_a_char_boundary() {
+        // {'\u{e9}' * 2000}: the item's text passes the 1024-byte sort-key cut inside a
+        // two-byte character (found by the mitogen_frames fuzzer).
+        let text = "\u{e9}".repeat(2000);
+        let mut p = b"\x80\x04\x8f(X".to_vec();
+        p.extend_from_slice(&(text.len() as u32).to_le_bytes());
+        p.extend_from_slice(text.as_bytes());
+        p.extend_from_slice(b"\x90.");
+        let policy = crate::Policy::strict();
+        let doc = crate::decode(&p, &policy).unwrap();
+        let json = to_typed_json(&doc);
+        assert!(json.contains(&text));
+    }
 
     #[test]
     fn json_strings_escape() {
