@@ -222,7 +222,7 @@ impl ErrorKind {
     }
 }
 
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 struct Inner {
     kind: ErrorKind,
     offset: u64,
@@ -235,7 +235,7 @@ struct Inner {
 ///
 /// Display: `global os.system is not allowed by policy "data" at offset 0x2 (opcode 0x63 GLOBAL)`.
 /// Text taken from the input is escaped and truncated to 64 characters.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct Error(Box<Inner>);
 
 /// `Result` with picklewarden's [`Error`].

@@ -258,7 +258,9 @@ impl Limits {
     }
 }
 
-fn parse_size(text: &str) -> Option<u64> {
+/// Parses a size as `--limit` takes it: a decimal integer (`_` separators allowed), optionally
+/// with a binary suffix `K`, `M` or `G` (KiB, MiB, GiB). `None` when malformed or over `u64`.
+pub fn parse_size(text: &str) -> Option<u64> {
     let (digits, scale) = match text.as_bytes().last()? {
         b'K' | b'k' => (text.get(..text.len() - 1)?, 1u64 << 10),
         b'M' | b'm' => (text.get(..text.len() - 1)?, 1u64 << 20),

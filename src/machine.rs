@@ -29,7 +29,7 @@ use crate::memo::Memo;
 use crate::opcode::Opcode;
 use crate::policy::{Constructor, Policy, Python2Str, TextEncoding};
 use crate::reader::Reader;
-use crate::scan::Scanner;
+use crate::scan::{ScanReport, Scanner};
 use crate::text::{self, NumberError, ParsedInt};
 use crate::value::{CallKind, DictItems, Document, Global, NodeId, Object, PyStr, SetItems, Value};
 
@@ -100,38 +100,44 @@ impl<'a, 'p> Decoder<'a, 'p> {
     /// against the policy before the build pass creates any value.
     /// Returns an upper bound on the nodes the build will create (from the opcode counts).
     fn validate(&self, stream: bool) -> Result<u64> {
-        let report = Scanner::new(self.input, self.policy)
-            .limits(self.limits)
-            .stream(stream)
-            .buffers(self.buffers.as_ref().map(Vec::len))
-            .run();
+        let report = self.scan(stream);
         report.result?;
         Ok(node_bound(&report.opcode_counts))
     }
 
-    /// Decodes exactly one pickle; anything after its STOP is refused
-    /// ([`ErrorKind::TrailingData`]).
-    ///
-    /// # Errors
-    /// Any refusal, with its kind, offset and opcode.
-    pub fn decode(self) -> Result<Document<'a>> {
-        let bound = self.validate(false)?;
-        let mut m = Machine::new(self.input, self.policy, self.limits, self.buffers)?;
-        m.reserve_nodes(bound);
-        let root = m.run()?;
-        m.r.expect_end()?;
-        Ok(m.finish(vec![root], false))
+    fn scan(&self, stream: bool) -> ScanReport {
+        Scanner::new(self.input, self.policy)
+            .limits(self.limits)
+            .stream(stream)
+            .buffers(self.buffers.as_ref().map(Vec::len))
+            .run()
     }
 
-    /// Decodes every pickle in the input, one after another, sharing one memo; the input must
-    /// end right after a STOP. The document has one root per pickle.
+    /// Decodes as [`Decoder::decode`] (or [`Decoder::decode_stream`] when `stream`), and also
+    /// returns the scan pass's report: the globals named (up to the first refusal the scan
+    /// finds), the opcode counts and the protocol. The scan runs once, as in `decode`.
     ///
     /// # Errors
-    /// Any refusal; an empty input is [`ErrorKind::Truncated`].
-    pub fn decode_stream(self) -> Result<Document<'a>> {
-        let bound = self.validate(true)?;
+    /// The first refusal of the scan or the build, as `decode` returns it. The report's own
+    /// `result` is the scan's verdict alone.
+    pub fn decode_with_report(self, stream: bool) -> (Result<Document<'a>>, ScanReport) {
+        let report = self.scan(stream);
+        if let Err(e) = &report.result {
+            let e = e.clone();
+            return (Err(e), report);
+        }
+        let bound = node_bound(&report.opcode_counts);
+        (self.build(bound, stream), report)
+    }
+
+    fn build(self, bound: u64, stream: bool) -> Result<Document<'a>> {
         let mut m = Machine::new(self.input, self.policy, self.limits, self.buffers)?;
         m.reserve_nodes(bound);
+        if !stream {
+            let root = m.run()?;
+            m.r.expect_end()?;
+            return Ok(m.finish(vec![root], false));
+        }
         let mut roots = Vec::new();
         loop {
             roots.push(m.run()?);
@@ -142,6 +148,26 @@ impl<'a, 'p> Decoder<'a, 'p> {
             }
         }
         Ok(m.finish(roots, true))
+    }
+
+    /// Decodes exactly one pickle; anything after its STOP is refused
+    /// ([`ErrorKind::TrailingData`]).
+    ///
+    /// # Errors
+    /// Any refusal, with its kind, offset and opcode.
+    pub fn decode(self) -> Result<Document<'a>> {
+        let bound = self.validate(false)?;
+        self.build(bound, false)
+    }
+
+    /// Decodes every pickle in the input, one after another, sharing one memo; the input must
+    /// end right after a STOP. The document has one root per pickle.
+    ///
+    /// # Errors
+    /// Any refusal; an empty input is [`ErrorKind::Truncated`].
+    pub fn decode_stream(self) -> Result<Document<'a>> {
+        let bound = self.validate(true)?;
+        self.build(bound, true)
     }
 }
 
