@@ -2,6 +2,8 @@
 //! `main` only dispatches; each subcommand lives in `src/cli/`.
 
 mod cli;
+#[cfg(feature = "service")]
+mod service;
 
 use std::process::ExitCode;
 

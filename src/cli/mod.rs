@@ -91,6 +91,33 @@ enum Command {
         "  1  a frame was refused: the child was killed and the stream cut off\n",
         "  2  usage error, or the command could not be started"))]
     Guard(guard::Opts),
+    /// Run the sidecar validation service: HTTP on a Unix socket (POST /v1/check, /v1/decode;
+    /// GET /v1/policies, /healthz, /metrics), sandboxed after start-up, one audit event per
+    /// verdict.
+    #[cfg(feature = "service")]
+    #[command(after_help = concat!(
+        "Examples:\n",
+        "  picklewarden serve --listen unix:/run/picklewarden.sock\n",
+        "  picklewarden serve --listen unix:/tmp/pw.sock --listen tcp:127.0.0.1:8750 \\\n",
+        "      --policy-dir /etc/picklewarden/policies --audit-log /var/log/picklewarden/audit.jsonl\n",
+        "  curl --unix-socket /tmp/pw.sock --data-binary @data.pkl 'http://x/v1/check?policy=data'\n\n",
+        "After binding its sockets and reading its policies the server sandboxes itself (no new\n",
+        "privileges, Landlock with no file access, a seccomp allowlist, rlimits) and refuses to\n",
+        "start if it cannot, unless --insecure-no-sandbox. SIGTERM or SIGINT: stop accepting,\n",
+        "finish in-flight requests, exit 0.\n\n",
+        "Exit status:\n",
+        "  0  stopped by SIGTERM/SIGINT after finishing in-flight requests\n",
+        "  2  could not start (usage, policies, sockets, sandbox)"))]
+    Serve(crate::service::ServeOpts),
+    /// Apply the service's sandbox to this process and report, operation by operation, that
+    /// it is enforced (file open, process spawn, socket, ...) while what the server needs
+    /// still works.
+    #[cfg(feature = "service")]
+    #[command(after_help = concat!(
+        "Exit status:\n",
+        "  0  every layer applied, every forbidden operation denied\n",
+        "  1  some layer or probe failed (see the JSON report)"))]
+    SandboxCheck(crate::service::SandboxCheckOpts),
 }
 
 /// Options shared by `check` and `decode`.
@@ -119,7 +146,7 @@ pub(crate) struct Common {
 }
 
 /// A usage or I/O failure (exit 2).
-pub(crate) struct Fatal(String);
+pub(crate) struct Fatal(pub(crate) String);
 
 impl Common {
     fn policy(&self) -> Result<Policy, Fatal> {
@@ -224,6 +251,18 @@ pub(crate) fn run(cli: Cli) -> ExitCode {
         Command::Decode(o) if o.mitogen => return exit_of(decode::run_mitogen(o)),
         Command::Decode(o) => (&o.common, decode::run(o)),
         Command::Filter(o) => return exit_of(filter::run(o)),
+        #[cfg(feature = "service")]
+        Command::Serve(o) => {
+            return match crate::service::run(o) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(Fatal(msg)) => {
+                    crate::service::report_fatal(&msg);
+                    ExitCode::from(2)
+                }
+            }
+        }
+        #[cfg(feature = "service")]
+        Command::SandboxCheck(o) => return crate::service::sandbox_check(o),
         Command::Guard(o) => {
             return guard::run(o).unwrap_or_else(|Fatal(msg)| {
                 let _ = writeln!(io::stderr().lock(), "picklewarden: error: {msg}");

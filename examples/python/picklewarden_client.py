@@ -1,0 +1,104 @@
+#!/usr/bin/env python3
+"""A client of the picklewarden sidecar service, standard library only.
+
+    python3 examples/python/picklewarden_client.py /run/picklewarden.sock
+
+`check()` and `decode()` POST pickle bytes to the service over its Unix socket and return the
+verdict as a dict; `from_typed_json()` turns a decoded document's plain values back into Python
+values. Run as a script, it checks a harmless pickle, a malicious one (pickled here, never
+loaded) and decodes a value, printing one JSON line for each.
+"""
+
+import http.client
+import json
+import os
+import pickle
+import socket
+import sys
+import urllib.parse
+
+
+class UnixHTTPConnection(http.client.HTTPConnection):
+    """http.client over a Unix stream socket instead of TCP."""
+
+    def __init__(self, path, timeout=60):
+        super().__init__("picklewarden", timeout=timeout)
+        self.unix_path = path
+
+    def connect(self):
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.settimeout(self.timeout)
+        sock.connect(self.unix_path)
+        self.sock = sock
+
+
+def _post(sock_path, endpoint, data, **params):
+    conn = UnixHTTPConnection(sock_path)
+    try:
+        query = urllib.parse.urlencode({k: v for k, v in params.items() if v is not None})
+        conn.request("POST", f"/v1/{endpoint}?{query}", body=data,
+                     headers={"Content-Type": "application/octet-stream"})
+        resp = conn.getresponse()
+        body = json.loads(resp.read())
+    finally:
+        conn.close()
+    if resp.status != 200:
+        # 4xx: a malformed request or a body over the bound; 503: busy or past the deadline.
+        raise RuntimeError(f"picklewarden answered {resp.status}: {body}")
+    return body
+
+
+def check(sock_path, data, policy=None):
+    """The verdict on `data` (bytes): {"verdict": "accepted"|"refused", "kind", "offset", ...}."""
+    return _post(sock_path, "check", data, policy=policy)
+
+
+def decode(sock_path, data, policy=None):
+    """As check(); when accepted, "document" holds the typed JSON of the value."""
+    return _post(sock_path, "decode", data, policy=policy, format="json")
+
+
+def from_typed_json(node):
+    """Plain values of a typed JSON node (docs/typed-json.md) as Python values: none, bool,
+    int, float, str, bytes, list, tuple, dict. Anything else (sets, records, shared or
+    recursive nodes) raises ValueError: extend it for the kinds you accept."""
+    t = node["type"]
+    if t == "none":
+        return None
+    if t == "bool":
+        return node["value"]
+    if t == "int":
+        return int(node["value"])
+    if t == "float":
+        return float(node["repr"])
+    if t == "str":
+        return node["value"]
+    if t == "bytes":
+        return bytes.fromhex(node["hex"])
+    if t == "list":
+        return [from_typed_json(i) for i in node["items"]]
+    if t == "tuple":
+        return tuple(from_typed_json(i) for i in node["items"])
+    if t == "dict":
+        return {from_typed_json(k): from_typed_json(v) for k, v in node["items"]}
+    raise ValueError(f"typed JSON node {t!r} not handled by this example")
+
+
+class Exploit:
+    """Pickles to a call of os.system: what a hostile peer would send."""
+
+    def __reduce__(self):
+        return (os.system, ("echo pwned",))
+
+
+def main():
+    sock_path = sys.argv[1] if len(sys.argv) > 1 else "/run/picklewarden.sock"
+    value = {"a": [1, 2.5, None]}
+    print(json.dumps(check(sock_path, pickle.dumps(value))))
+    print(json.dumps(check(sock_path, pickle.dumps(Exploit()))))
+    verdict = decode(sock_path, pickle.dumps(value))
+    print(json.dumps({"value": from_typed_json(verdict["document"]["value"])}))
+
+
+if __name__ == "__main__":
+    main()

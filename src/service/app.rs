@@ -1,0 +1,631 @@
+//! The HTTP API (axum routes) and what each request does.
+//!
+//! - `POST /v1/check?policy=NAME[&stream=true]`: body = pickle bytes. 200 with the verdict JSON
+//!   whether the input is accepted or refused (the check itself worked); 4xx for a malformed
+//!   request, 413 for a body over the bound, 503 when busy or past the deadline.
+//! - `POST /v1/decode?policy=NAME&format=json|repr[&stream=true]`: as check, and when accepted
+//!   the value: `"document"` holds the typed JSON document (docs/typed-json.md), or `"repr"` the
+//!   Python-like repr.
+//! - `GET /v1/policies`, `GET /healthz`, `GET /metrics`.
+//!
+//! Admission: a request first takes a decode slot (at most `concurrency` at once) or waits in
+//! a queue of at most `queue` requests (503 beyond it). Only then is its body read, so the
+//! memory held by bodies is bounded by `concurrency` x the body bound. The deadline covers
+//! waiting, reading and decoding.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use axum::body::{Body, Bytes};
+use axum::extract::{Query, State};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Extension, Router};
+use http_body_util::{BodyExt, LengthLimitError, Limited};
+use picklewarden::{Error, ErrorKind, Policy};
+use serde::Deserialize;
+use serde_json::{json, Map, Value as Json};
+use sha2::{Digest, Sha256};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+use super::metrics::{EndpointLabels, Metrics, RequestLabels};
+
+/// Who is on the other end of a connection, for the audit log.
+#[derive(Clone, Debug)]
+pub(crate) enum Peer {
+    /// A Unix-socket peer, from `SO_PEERCRED` (unix(7)): the credentials at `connect` time.
+    Unix {
+        /// Process id (absent when the peer is in another pid namespace).
+        pid: Option<i32>,
+        /// Effective user id.
+        uid: u32,
+        /// Effective group id.
+        gid: u32,
+    },
+    /// A TCP peer address.
+    Tcp(std::net::SocketAddr),
+}
+
+/// Configuration of the request path, fixed at start-up.
+pub(crate) struct Config {
+    /// Policies by the name requests use.
+    pub(crate) policies: BTreeMap<String, Arc<Policy>>,
+    /// Where each policy came from (`built-in` or its file name), for `GET /v1/policies`.
+    pub(crate) sources: BTreeMap<String, String>,
+    /// The policy of a request that names none.
+    pub(crate) default_policy: String,
+    /// Upper bound on any body, below each policy's `max_input_bytes`.
+    pub(crate) max_body: u64,
+    /// Requests decoded at once.
+    pub(crate) concurrency: usize,
+    /// Requests that may wait for a slot.
+    pub(crate) queue: usize,
+    /// Per-request deadline.
+    pub(crate) deadline: Duration,
+    /// Serve `GET /v1/debug/sandbox-probe` (tests only).
+    pub(crate) sandbox_probe: bool,
+    /// Whether the sandbox is applied (reported by /healthz).
+    pub(crate) sandboxed: bool,
+}
+
+/// Shared state of every handler.
+pub(crate) struct AppState {
+    pub(crate) cfg: Config,
+    pub(crate) metrics: Metrics,
+    slots: Arc<Semaphore>,
+    waiting: AtomicUsize,
+    started: Instant,
+}
+
+impl AppState {
+    /// The state for `cfg`, with every metric at zero.
+    pub(crate) fn new(cfg: Config) -> AppState {
+        AppState {
+            slots: Arc::new(Semaphore::new(cfg.concurrency)),
+            waiting: AtomicUsize::new(0),
+            metrics: Metrics::new(),
+            started: Instant::now(),
+            cfg,
+        }
+    }
+}
+
+/// The router of every endpoint.
+pub(crate) fn router(state: Arc<AppState>) -> Router {
+    let mut r = Router::new()
+        .route("/v1/check", post(check))
+        .route("/v1/decode", post(decode))
+        .route("/v1/policies", get(policies))
+        .route("/healthz", get(healthz))
+        .route("/metrics", get(metrics));
+    if state.cfg.sandbox_probe {
+        r = r.route("/v1/debug/sandbox-probe", get(sandbox_probe));
+    }
+    r.fallback(not_found).with_state(state)
+}
+
+#[derive(Debug, Deserialize)]
+struct Params {
+    policy: Option<String>,
+    format: Option<String>,
+    #[serde(default)]
+    stream: bool,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Endpoint {
+    Check,
+    Decode(Format),
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Format {
+    Json,
+    Repr,
+}
+
+impl Endpoint {
+    fn name(self) -> &'static str {
+        match self {
+            Endpoint::Check => "check",
+            Endpoint::Decode(_) => "decode",
+        }
+    }
+}
+
+/// What a request came to, for the response, the metrics and the audit event.
+struct Outcome {
+    status: StatusCode,
+    verdict: &'static str,
+    policy: String,
+    body: Map<String, Json>,
+    /// Extra raw JSON member appended to `body` (the typed JSON document, already text).
+    document: Option<String>,
+    size: Option<usize>,
+    sha256: Option<String>,
+    error: Option<Error>,
+    message: Option<String>,
+}
+
+impl Outcome {
+    fn http_error(
+        status: StatusCode,
+        verdict: &'static str,
+        policy: &str,
+        message: String,
+    ) -> Outcome {
+        Outcome {
+            status,
+            verdict,
+            policy: policy.to_owned(),
+            body: object(json!({"error": verdict, "message": message})),
+            document: None,
+            size: None,
+            sha256: None,
+            error: None,
+            message: Some(message),
+        }
+    }
+}
+
+async fn check(
+    State(st): State<Arc<AppState>>,
+    peer: Option<Extension<Peer>>,
+    params: Result<Query<Params>, axum::extract::rejection::QueryRejection>,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    handle(st, peer.map(|p| p.0), params, headers, body, true).await
+}
+
+async fn decode(
+    State(st): State<Arc<AppState>>,
+    peer: Option<Extension<Peer>>,
+    params: Result<Query<Params>, axum::extract::rejection::QueryRejection>,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    handle(st, peer.map(|p| p.0), params, headers, body, false).await
+}
+
+async fn handle(
+    st: Arc<AppState>,
+    peer: Option<Peer>,
+    params: Result<Query<Params>, axum::extract::rejection::QueryRejection>,
+    headers: HeaderMap,
+    body: Body,
+    is_check: bool,
+) -> Response {
+    let start = Instant::now();
+    let (endpoint, outcome) = match params {
+        Err(e) => (
+            if is_check {
+                Endpoint::Check
+            } else {
+                Endpoint::Decode(Format::Json)
+            },
+            Outcome::http_error(StatusCode::BAD_REQUEST, "bad_request", "-", e.body_text()),
+        ),
+        Ok(Query(p)) => {
+            let endpoint = if is_check {
+                Endpoint::Check
+            } else {
+                match p.format.as_deref() {
+                    None | Some("json") => Endpoint::Decode(Format::Json),
+                    Some("repr") => Endpoint::Decode(Format::Repr),
+                    Some(other) => {
+                        let msg = format!("unknown format {other:?} (json, repr)");
+                        let o =
+                            Outcome::http_error(StatusCode::BAD_REQUEST, "bad_request", "-", msg);
+                        return finish(&st, peer, Endpoint::Decode(Format::Json), o, start);
+                    }
+                }
+            };
+            if is_check && p.format.is_some() {
+                let msg = "format applies to /v1/decode only".to_owned();
+                let o = Outcome::http_error(StatusCode::BAD_REQUEST, "bad_request", "-", msg);
+                return finish(&st, peer, endpoint, o, start);
+            }
+            let deadline = st.cfg.deadline;
+            let outcome = match tokio::time::timeout(
+                deadline,
+                run(Arc::clone(&st), p, endpoint, headers, body),
+            )
+            .await
+            {
+                Ok(o) => o,
+                Err(_) => Outcome::http_error(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "deadline",
+                    "-",
+                    format!("the request did not finish within its deadline of {deadline:?}"),
+                ),
+            };
+            (endpoint, outcome)
+        }
+    };
+    finish(&st, peer, endpoint, outcome, start)
+}
+
+/// Policy, admission, body, decode.
+async fn run(
+    st: Arc<AppState>,
+    p: Params,
+    endpoint: Endpoint,
+    headers: HeaderMap,
+    body: Body,
+) -> Outcome {
+    let name = p.policy.unwrap_or_else(|| st.cfg.default_policy.clone());
+    let Some(policy) = st.cfg.policies.get(&name) else {
+        let known: Vec<&str> = st.cfg.policies.keys().map(String::as_str).collect();
+        return Outcome::http_error(
+            StatusCode::NOT_FOUND,
+            "unknown_policy",
+            "-",
+            format!("no policy {name:?} (loaded: {})", known.join(", ")),
+        );
+    };
+    let bound = policy.limits.max_input_bytes.min(st.cfg.max_body);
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > bound) {
+        return too_large(&name, bound);
+    }
+    let Some(permit) = admit(&st).await else {
+        return Outcome::http_error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "busy",
+            &name,
+            format!(
+                "{} requests are being decoded and {} are waiting; try again later",
+                st.cfg.concurrency, st.cfg.queue
+            ),
+        );
+    };
+    let bytes = match Limited::new(body, usize::try_from(bound).unwrap_or(usize::MAX))
+        .collect()
+        .await
+    {
+        Ok(c) => c.to_bytes(),
+        Err(e) if e.downcast_ref::<LengthLimitError>().is_some() => return too_large(&name, bound),
+        Err(e) => {
+            return Outcome::http_error(
+                StatusCode::BAD_REQUEST,
+                "bad_request",
+                &name,
+                format!("cannot read the request body: {e}"),
+            )
+        }
+    };
+    let policy = Arc::clone(policy);
+    let metrics_in_flight = st.metrics.in_flight.clone();
+    metrics_in_flight.inc();
+    let stream = p.stream;
+    let job = tokio::task::spawn_blocking(move || {
+        let out = evaluate(&bytes, &policy, stream, endpoint);
+        drop(permit);
+        out
+    })
+    .await;
+    metrics_in_flight.dec();
+    match job {
+        Ok(o) => o,
+        Err(e) => Outcome::http_error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal_error",
+            &name,
+            format!("the decode task failed: {e}"),
+        ),
+    }
+}
+
+fn too_large(policy: &str, bound: u64) -> Outcome {
+    let mut o = Outcome::http_error(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        "too_large",
+        policy,
+        format!(
+            "the body is over {bound} bytes (max_input_bytes of policy {policy:?} or --max-body)"
+        ),
+    );
+    o.body.insert("limit".to_owned(), json!("max_input_bytes"));
+    o.body.insert("max_bytes".to_owned(), json!(bound));
+    o
+}
+
+/// Takes a decode slot, waiting in the queue if there is room; `None` when the queue is full.
+async fn admit(st: &AppState) -> Option<OwnedSemaphorePermit> {
+    if let Ok(p) = Arc::clone(&st.slots).try_acquire_owned() {
+        return Some(p);
+    }
+    if st.waiting.fetch_add(1, Ordering::AcqRel) >= st.cfg.queue {
+        st.waiting.fetch_sub(1, Ordering::AcqRel);
+        return None;
+    }
+    struct Waiting<'a>(&'a AppState);
+    impl Drop for Waiting<'_> {
+        fn drop(&mut self) {
+            self.0.waiting.fetch_sub(1, Ordering::AcqRel);
+            self.0.metrics.queued.dec();
+        }
+    }
+    st.metrics.queued.inc();
+    let _w = Waiting(st);
+    Arc::clone(&st.slots).acquire_owned().await.ok()
+}
+
+/// The decode itself (on a blocking thread): the verdict JSON, and the value when asked for.
+fn evaluate(input: &[u8], policy: &Policy, stream: bool, endpoint: Endpoint) -> Outcome {
+    let t = Instant::now();
+    let sha = hex_sha256(input);
+    let (result, report) = picklewarden::Decoder::new(input, policy).decode_with_report(stream);
+    let globals: Vec<Json> = report
+        .globals
+        .iter()
+        .map(|g| json!({"module": g.module, "name": g.name, "allowed": g.allowed}))
+        .collect();
+    let mut body = object(json!({
+        "verdict": if result.is_ok() { "accepted" } else { "refused" },
+        "policy": policy.name,
+        "sha256": sha,
+        "size": input.len(),
+        "protocol": report.protocol,
+        "pickles": report.pickles,
+        "globals": globals,
+    }));
+    let mut document = None;
+    let error = match result {
+        Ok(doc) => {
+            match endpoint {
+                Endpoint::Check => {}
+                Endpoint::Decode(Format::Json) => {
+                    document = Some(picklewarden::json::to_typed_json(&doc))
+                }
+                Endpoint::Decode(Format::Repr) => {
+                    body.insert("repr".to_owned(), json!(picklewarden::repr::to_repr(&doc)));
+                }
+            }
+            None
+        }
+        Err(e) => {
+            body.insert("kind".to_owned(), json!(e.kind().name()));
+            body.insert("category".to_owned(), json!(e.category().name()));
+            body.insert("offset".to_owned(), json!(e.offset()));
+            body.insert("opcode".to_owned(), json!(e.opcode_name()));
+            body.insert("reason".to_owned(), json!(e.to_string()));
+            if let ErrorKind::LimitExceeded { limit, .. } = e.kind() {
+                body.insert("limit".to_owned(), json!(limit.name()));
+            }
+            Some(e)
+        }
+    };
+    body.insert(
+        "decode_us".to_owned(),
+        json!(u64::try_from(t.elapsed().as_micros()).unwrap_or(u64::MAX)),
+    );
+    Outcome {
+        status: StatusCode::OK,
+        verdict: if error.is_none() {
+            "accepted"
+        } else {
+            "refused"
+        },
+        policy: policy.name.clone(),
+        body,
+        document,
+        size: Some(input.len()),
+        sha256: Some(sha),
+        error,
+        message: None,
+    }
+}
+
+/// The map of a `json!({...})` object literal.
+fn object(v: Json) -> Map<String, Json> {
+    match v {
+        Json::Object(m) => m,
+        _ => Map::new(),
+    }
+}
+
+fn hex_sha256(input: &[u8]) -> String {
+    let digest = Sha256::digest(input);
+    let mut s = String::with_capacity(64);
+    for b in digest.iter() {
+        let _ = write!(s, "{b:02x}");
+    }
+    s
+}
+
+/// Records the metrics and the audit event, and builds the response.
+fn finish(
+    st: &AppState,
+    peer: Option<Peer>,
+    endpoint: Endpoint,
+    mut o: Outcome,
+    start: Instant,
+) -> Response {
+    let elapsed = start.elapsed();
+    let elapsed_us = u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX);
+    let policy_label = if st.cfg.policies.contains_key(&o.policy) {
+        o.policy.clone()
+    } else {
+        "-".to_owned()
+    };
+    let labels = RequestLabels {
+        endpoint: endpoint.name(),
+        policy: policy_label,
+        verdict: o.verdict,
+    };
+    st.metrics.requests.get_or_create(&labels).inc();
+    if let Some(n) = o.size {
+        st.metrics
+            .bytes
+            .get_or_create(&labels)
+            .inc_by(u64::try_from(n).unwrap_or(u64::MAX));
+    }
+    st.metrics
+        .latency
+        .get_or_create(&EndpointLabels {
+            endpoint: endpoint.name(),
+        })
+        .observe(elapsed.as_secs_f64());
+    audit(&peer, endpoint, &o, elapsed_us);
+
+    if o.status == StatusCode::OK {
+        o.body.insert("elapsed_us".to_owned(), json!(elapsed_us));
+    }
+    let mut text = Json::Object(std::mem::take(&mut o.body)).to_string();
+    if let Some(doc) = o.document.take() {
+        // `body` is a JSON object: splice the document in as its last member.
+        if text.ends_with('}') {
+            text.pop();
+            text.push_str(",\"document\":");
+            text.push_str(&doc);
+            text.push('}');
+        }
+    }
+    let mut resp = (o.status, text).into_response();
+    resp.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    if o.status == StatusCode::SERVICE_UNAVAILABLE {
+        resp.headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+    }
+    resp
+}
+
+/// The audit event of one request (target `picklewarden::audit`): accepted at INFO, everything
+/// else at WARN.
+fn audit(peer: &Option<Peer>, endpoint: Endpoint, o: &Outcome, elapsed_us: u64) {
+    let (peer_pid, peer_uid, peer_gid, peer_addr) = match peer {
+        Some(Peer::Unix { pid, uid, gid }) => (*pid, Some(*uid), Some(*gid), None),
+        Some(Peer::Tcp(a)) => (None, None, None, Some(a.to_string())),
+        None => (None, None, None, None),
+    };
+    let e = o.error.as_ref();
+    let kind = e.map(|e| e.kind().name());
+    let category = e.map(|e| e.category().name());
+    let offset = e.map(Error::offset);
+    let opcode = e.and_then(Error::opcode_name);
+    let reason = e.map(ToString::to_string).or_else(|| o.message.clone());
+    macro_rules! event {
+        ($level:ident) => {
+            tracing::$level!(
+                target: "picklewarden::audit",
+                event = "verdict",
+                endpoint = endpoint.name(),
+                peer_pid,
+                peer_uid,
+                peer_gid,
+                peer_addr,
+                policy = %o.policy,
+                sha256 = o.sha256.as_deref(),
+                size = o.size,
+                verdict = o.verdict,
+                status = o.status.as_u16(),
+                kind,
+                category,
+                offset,
+                opcode,
+                reason,
+                elapsed_us,
+            )
+        };
+    }
+    if o.verdict == "accepted" {
+        event!(info);
+    } else {
+        event!(warn);
+    }
+}
+
+async fn policies(State(st): State<Arc<AppState>>) -> Response {
+    let list: Vec<Json> = st
+        .cfg
+        .policies
+        .iter()
+        .map(|(name, p)| {
+            let limits: serde_json::Map<String, Json> = picklewarden::LimitName::ALL
+                .iter()
+                .map(|l| (l.name().to_owned(), json!(p.limits.get(*l))))
+                .collect();
+            json!({
+                "name": name,
+                "description": p.description,
+                "source": st.cfg.sources.get(name),
+                "default": *name == st.cfg.default_policy,
+                "globals": p.rules().len(),
+                "max_body_bytes": p.limits.max_input_bytes.min(st.cfg.max_body),
+                "limits": limits,
+            })
+        })
+        .collect();
+    json_response(StatusCode::OK, &json!({ "policies": list }))
+}
+
+async fn healthz(State(st): State<Arc<AppState>>) -> Response {
+    json_response(
+        StatusCode::OK,
+        &json!({
+            "status": "ok",
+            "version": env!("CARGO_PKG_VERSION"),
+            "sandboxed": st.cfg.sandboxed,
+            "uptime_s": st.started.elapsed().as_secs(),
+            "concurrency": st.cfg.concurrency,
+            "queue": st.cfg.queue,
+        }),
+    )
+}
+
+async fn metrics(State(st): State<Arc<AppState>>) -> Response {
+    let mut resp = (StatusCode::OK, st.metrics.encode()).into_response();
+    resp.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/openmetrics-text; version=1.0.0; charset=utf-8"),
+    );
+    resp
+}
+
+/// Runs the sandbox's probes inside the serving process (only with the hidden
+/// `--enable-sandbox-probe`, for the tests that show the sandbox holds while serving goes on).
+async fn sandbox_probe() -> Response {
+    match tokio::task::spawn_blocking(super::sandbox::probes).await {
+        Ok(probes) => {
+            let list: Vec<Json> = probes
+                .iter()
+                .map(|p| json!({"operation": p.operation, "denied": p.denied, "detail": p.detail}))
+                .collect();
+            let all = probes.iter().all(|p| p.denied);
+            json_response(StatusCode::OK, &json!({"all_denied": all, "probes": list}))
+        }
+        Err(e) => json_response(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            &json!({"error": "internal_error", "message": e.to_string()}),
+        ),
+    }
+}
+
+async fn not_found() -> Response {
+    json_response(
+        StatusCode::NOT_FOUND,
+        &json!({"error": "not_found", "message": "endpoints: POST /v1/check, POST /v1/decode, GET /v1/policies, GET /healthz, GET /metrics"}),
+    )
+}
+
+fn json_response(status: StatusCode, body: &Json) -> Response {
+    let mut resp = (status, Bytes::from(body.to_string())).into_response();
+    resp.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    resp
+}

@@ -1,0 +1,985 @@
+//! The sidecar service, end to end: the real `picklewarden serve` binary, sandboxed as in
+//! production, talked to over its Unix socket with hyper's HTTP/1.1 client.
+//!
+//! - the good and hostile corpora give, through `/v1/check` and `/v1/decode`, the verdicts,
+//!   kinds, offsets and typed JSON the library gives in-process;
+//! - malformed requests are 4xx, bodies over the bound 413, a full queue 503;
+//! - inside the sandbox, opening a file, spawning a process and opening a socket fail while
+//!   serving goes on;
+//! - SIGTERM during load: in-flight requests complete, new connections are refused, exit 0;
+//! - a bounded load test (Unix socket only) with good, hostile, largest-allowed and over-limit
+//!   bodies: every answer right, no crash, peak RSS under the bound the README documents.
+
+#![cfg(feature = "service")]
+// Test code: a failed invariant is a panic, by design.
+#![allow(
+    clippy::panic,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing
+)]
+
+mod common;
+
+use std::io::Read as _;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::{good_corpus, good_policies, list_globals, records_policy_toml, repo, scratch};
+use http_body_util::{BodyExt, Full};
+use hyper::body::Bytes;
+use hyper_util::rt::TokioIo;
+use picklewarden::{Limits, Policy};
+use serde_json::Value as Json;
+
+// ---------------------------------------------------------------------------- server
+
+/// A running `picklewarden serve`, killed on drop if still running.
+struct Server {
+    child: Option<Child>,
+    sock: PathBuf,
+    log: PathBuf,
+}
+
+impl Server {
+    /// Starts the server on `dir/pw.sock` with `args`, its stderr (the audit log) in
+    /// `dir/stderr.jsonl`, and waits until it answers /healthz.
+    fn start(dir: &Path, args: &[&str]) -> Server {
+        let sock = dir.join("pw.sock");
+        let log = dir.join("stderr.jsonl");
+        let _ = std::fs::remove_file(&sock);
+        let child = Command::new(env!("CARGO_BIN_EXE_picklewarden"))
+            .arg("serve")
+            .arg("--listen")
+            .arg(format!("unix:{}", sock.display()))
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .expect("start picklewarden serve");
+        let mut s = Server {
+            child: Some(child),
+            sock,
+            log,
+        };
+        let t = Instant::now();
+        loop {
+            if let Some(status) = s.child.as_mut().unwrap().try_wait().unwrap() {
+                panic!("server exited at start ({status}): {}", s.stderr());
+            }
+            if std::os::unix::net::UnixStream::connect(&s.sock).is_ok() {
+                break;
+            }
+            assert!(
+                t.elapsed() < Duration::from_secs(20),
+                "server did not start: {}",
+                s.stderr()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        s
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.as_ref().unwrap().id()
+    }
+
+    fn stderr(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// The JSON lines of the log that parse as objects.
+    fn events(&self) -> Vec<Json> {
+        self.stderr()
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Json>(l).ok())
+            .collect()
+    }
+
+    fn signal(&self, sig: &str) {
+        let st = Command::new("kill")
+            .arg(format!("-{sig}"))
+            .arg(self.pid().to_string())
+            .status()
+            .unwrap();
+        assert!(st.success());
+    }
+
+    /// Waits for the exit (at most `limit`) and returns the exit code.
+    fn wait(&mut self, limit: Duration) -> Option<i32> {
+        let mut child = self.child.take().unwrap();
+        let t = Instant::now();
+        loop {
+            if let Some(st) = child.try_wait().unwrap() {
+                return st.code();
+            }
+            if t.elapsed() > limit {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("server did not exit within {limit:?}");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Peak resident set size (VmHWM) in KiB.
+    fn peak_rss_kib(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid())).unwrap();
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmHWM:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------- client
+
+/// One HTTP/1.1 response.
+#[derive(Debug)]
+struct Resp {
+    status: u16,
+    headers: hyper::HeaderMap,
+    body: Vec<u8>,
+}
+
+impl Resp {
+    fn json(&self) -> Json {
+        serde_json::from_slice(&self.body)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&self.body)))
+    }
+}
+
+/// A keep-alive HTTP/1.1 connection over the Unix socket, reopened when the server closed it.
+struct Client {
+    sock: PathBuf,
+    sender: Option<hyper::client::conn::http1::SendRequest<Full<Bytes>>>,
+}
+
+impl Client {
+    fn new(sock: &Path) -> Client {
+        Client {
+            sock: sock.to_owned(),
+            sender: None,
+        }
+    }
+
+    async fn connect(&mut self) -> std::io::Result<()> {
+        let stream = tokio::net::UnixStream::connect(&self.sock).await?;
+        let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+            .await
+            .map_err(std::io::Error::other)?;
+        tokio::spawn(async move {
+            let _ = conn.await;
+        });
+        self.sender = Some(sender);
+        Ok(())
+    }
+
+    async fn send(&mut self, method: &str, path: &str, body: Bytes) -> Result<Resp, String> {
+        if self.sender.as_ref().is_none_or(|s| s.is_closed()) {
+            self.connect().await.map_err(|e| format!("connect: {e}"))?;
+        }
+        // A keep-alive connection the server closed (after a 413, or idle) is reopened; the
+        // request has not been sent on it yet, so sending it again is safe.
+        if self.sender.as_mut().unwrap().ready().await.is_err() {
+            self.connect().await.map_err(|e| format!("connect: {e}"))?;
+            self.sender
+                .as_mut()
+                .unwrap()
+                .ready()
+                .await
+                .map_err(|e| format!("ready: {e}"))?;
+        }
+        let sender = self.sender.as_mut().unwrap();
+        let req = hyper::Request::builder()
+            .method(method)
+            .uri(path)
+            .header("host", "picklewarden")
+            .body(Full::new(body))
+            .unwrap();
+        let resp = match sender.send_request(req).await {
+            Ok(r) => r,
+            Err(e) => {
+                self.sender = None;
+                return Err(format!("send: {e}"));
+            }
+        };
+        let status = resp.status().as_u16();
+        let headers = resp.headers().clone();
+        let body = resp
+            .into_body()
+            .collect()
+            .await
+            .map_err(|e| format!("body: {e}"))?
+            .to_bytes()
+            .to_vec();
+        Ok(Resp {
+            status,
+            headers,
+            body,
+        })
+    }
+
+    async fn post(&mut self, path: &str, body: impl Into<Bytes>) -> Resp {
+        self.send("POST", path, body.into())
+            .await
+            .unwrap_or_else(|e| panic!("POST {path}: {e}"))
+    }
+
+    async fn get(&mut self, path: &str) -> Resp {
+        self.send("GET", path, Bytes::new())
+            .await
+            .unwrap_or_else(|e| panic!("GET {path}: {e}"))
+    }
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+// ---------------------------------------------------------------------------- fixtures
+
+/// One hostile corpus entry: file, expected kind, limit, policy name as served.
+struct Hostile {
+    name: String,
+    kind: String,
+    limit: String,
+    policy: String,
+    limits: Limits,
+    base: Policy,
+}
+
+/// The hostile MANIFEST, each entry with the name of the served policy that carries its limit
+/// overrides (a file written into `policy_dir` per distinct override).
+fn hostile_entries(policy_dir: &Path) -> Vec<Hostile> {
+    let dir = repo().join("tests/corpus/hostile");
+    let manifest = std::fs::read_to_string(dir.join("MANIFEST.tsv")).unwrap();
+    let mut out = Vec::new();
+    for line in manifest.lines().skip(1).filter(|l| !l.trim().is_empty()) {
+        let cols: Vec<&str> = line.split('\t').collect();
+        let (name, kind, limit, policy, overrides) = (cols[0], cols[1], cols[2], cols[3], cols[4]);
+        let base = Policy::builtin(policy).unwrap();
+        let mut limits = base.limits;
+        let served = if overrides == "-" {
+            policy.to_owned()
+        } else {
+            let mut toml =
+                std::fs::read_to_string(repo().join(format!("policy/{policy}.toml"))).unwrap();
+            toml.push_str("\n[limits]\n");
+            for o in overrides.split(',') {
+                limits.set_from_str(o).unwrap();
+                let (k, v) = o.split_once('=').unwrap();
+                toml.push_str(&format!(
+                    "{k} = {}\n",
+                    picklewarden::limits::parse_size(v).unwrap()
+                ));
+            }
+            let served = format!("{policy}-{}", overrides.replace(['=', ','], "-"));
+            std::fs::write(policy_dir.join(format!("{served}.toml")), toml).unwrap();
+            served
+        };
+        out.push(Hostile {
+            name: name.to_owned(),
+            kind: kind.to_owned(),
+            limit: limit.to_owned(),
+            policy: served,
+            limits,
+            base,
+        });
+    }
+    assert!(out.len() >= 400, "only {} hostile entries", out.len());
+    out
+}
+
+fn read(path: &Path) -> Vec<u8> {
+    std::fs::read(path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()))
+}
+
+fn python_file(dir: &Path, name: &str, code: &str) -> Vec<u8> {
+    let path = dir.join(name);
+    let st = Command::new("python3")
+        .arg("-c")
+        .arg(code)
+        .arg(&path)
+        .status()
+        .unwrap();
+    assert!(st.success(), "python3 failed for {name}");
+    read(&path)
+}
+
+// ---------------------------------------------------------------------------- tests
+
+/// Every good and hostile corpus file through the sandboxed server: the same verdict, kind,
+/// offset and opcode as the library in-process, and for the good files the same typed JSON.
+#[test]
+fn corpora_give_the_library_verdicts() {
+    let dir = scratch("service-corpora");
+    let pdir = dir.join("policies");
+    std::fs::create_dir_all(&pdir).unwrap();
+    let files = good_corpus();
+    let (data, records) = good_policies(&files);
+    let record_paths: Vec<PathBuf> = files
+        .iter()
+        .filter(|f| f.records)
+        .map(|f| f.path.clone())
+        .collect();
+    std::fs::write(
+        pdir.join("good-records.toml"),
+        records_policy_toml("good-records", &list_globals(&record_paths)),
+    )
+    .unwrap();
+    let hostile = hostile_entries(&pdir);
+    let server = Server::start(
+        &dir,
+        &["--policy-dir", pdir.to_str().unwrap(), "--concurrency", "2"],
+    );
+
+    runtime().block_on(async {
+        let mut c = Client::new(&server.sock);
+        let (mut accepted, mut refused) = (0, 0);
+        for f in &files {
+            let bytes = read(&f.path);
+            let (policy, pname) = if f.records {
+                (&records, "good-records")
+            } else {
+                (&data, "data")
+            };
+            let q = format!("policy={pname}&stream={}", f.stream);
+            let r = c.post(&format!("/v1/decode?{q}"), bytes.clone()).await;
+            assert_eq!(r.status, 200, "{}", f.path.display());
+            let dec = picklewarden::Decoder::new(&bytes, policy);
+            let want = if f.stream {
+                dec.decode_stream()
+            } else {
+                dec.decode()
+            };
+            let text = String::from_utf8(r.body).unwrap();
+            let want = match want {
+                Ok(doc) => doc,
+                // A few record files are refused by the library too (good_corpus.rs counts
+                // them): the same refusal, at the same offset.
+                Err(e) => {
+                    let got: Json = serde_json::from_str(&text).unwrap();
+                    assert_eq!(got["verdict"], "refused", "{}", f.path.display());
+                    assert_eq!(got["kind"], e.kind().name(), "{}", f.path.display());
+                    assert_eq!(got["offset"], e.offset(), "{}", f.path.display());
+                    refused += 1;
+                    continue;
+                }
+            };
+            // The document is the last member, spliced in as text: compared as text (it may
+            // nest deeper than serde_json's recursion limit).
+            let (head, doc) = text.split_once(",\"document\":").unwrap_or_else(|| {
+                panic!("{}: {}", f.path.display(), &text[..text.len().min(400)])
+            });
+            let got: Json = serde_json::from_str(&format!("{head}}}")).unwrap();
+            assert_eq!(got["verdict"], "accepted", "{}: {got}", f.path.display());
+            assert_eq!(got["size"], bytes.len());
+            assert_eq!(
+                doc.strip_suffix('}').unwrap(),
+                picklewarden::json::to_typed_json(&want),
+                "{}",
+                f.path.display()
+            );
+            accepted += 1;
+        }
+        assert_eq!(accepted + refused, files.len());
+        assert!(
+            accepted >= files.len() - 40,
+            "{accepted} accepted of {}",
+            files.len()
+        );
+
+        let hdir = repo().join("tests/corpus/hostile");
+        for h in &hostile {
+            let bytes = read(&hdir.join(&h.name));
+            let r = c
+                .post(&format!("/v1/check?policy={}", h.policy), bytes.clone())
+                .await;
+            if h.limit == "max_input_bytes" {
+                // The body bound is the policy's max_input_bytes: refused before decoding.
+                assert_eq!(r.status, 413, "{}", h.name);
+                assert_eq!(r.json()["limit"], "max_input_bytes");
+                continue;
+            }
+            assert_eq!(
+                r.status,
+                200,
+                "{}: {}",
+                h.name,
+                String::from_utf8_lossy(&r.body)
+            );
+            let got = r.json();
+            let err = picklewarden::Decoder::new(&bytes, &h.base)
+                .limits(h.limits)
+                .decode()
+                .err()
+                .unwrap_or_else(|| panic!("{}: library accepted", h.name));
+            assert_eq!(got["verdict"], "refused", "{}", h.name);
+            assert_eq!(got["kind"], h.kind, "{}: {got}", h.name);
+            assert_eq!(got["kind"], err.kind().name(), "{}", h.name);
+            assert_eq!(got["offset"], err.offset(), "{}", h.name);
+            assert_eq!(
+                got["opcode"],
+                serde_json::json!(err.opcode_name()),
+                "{}",
+                h.name
+            );
+            assert_eq!(got["category"], err.category().name(), "{}", h.name);
+            if h.limit != "-" {
+                assert_eq!(got["limit"], h.limit, "{}", h.name);
+            }
+        }
+    });
+
+    // One audit event per verdict, with the peer's credentials from SO_PEERCRED.
+    let events = server.events();
+    let verdicts: Vec<&Json> = events.iter().filter(|e| e["event"] == "verdict").collect();
+    assert_eq!(
+        verdicts.len(),
+        files.len() + hostile.len(),
+        "{}",
+        server.stderr()
+    );
+    let me = std::process::id();
+    for v in &verdicts {
+        assert_eq!(v["peer_pid"], me, "{v}");
+        if v["status"] == 200 {
+            assert!(v["sha256"].as_str().is_some_and(|s| s.len() == 64), "{v}");
+        }
+        assert!(
+            v["timestamp"].is_string() && v["elapsed_us"].is_u64(),
+            "{v}"
+        );
+    }
+}
+
+/// The sha256 in the verdict is the input's (checked with Python's hashlib), and the repr
+/// format is Python's repr.
+#[test]
+fn check_reports_sha256_globals_and_repr() {
+    let dir = scratch("service-sha");
+    let server = Server::start(&dir, &[]);
+    let pkl = python_file(
+        &dir,
+        "set.pkl",
+        "import pickle,sys; open(sys.argv[1],'wb').write(pickle.dumps({'k': {1, 2}, 'b': bytearray(b'z')}, protocol=2))",
+    );
+    let sha = String::from_utf8(
+        Command::new("python3")
+            .args(["-c", "import hashlib,sys; print(hashlib.sha256(open(sys.argv[1],'rb').read()).hexdigest(), end='')"])
+            .arg(dir.join("set.pkl"))
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    runtime().block_on(async {
+        let mut c = Client::new(&server.sock);
+        let r = c.post("/v1/check", pkl.clone()).await;
+        let j = r.json();
+        assert_eq!(r.status, 200);
+        assert_eq!(j["verdict"], "accepted");
+        assert_eq!(j["sha256"], sha.as_str());
+        assert_eq!(j["policy"], "data");
+        assert_eq!(j["protocol"], 2);
+        let globals: Vec<String> = j["globals"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|g| {
+                format!(
+                    "{}.{}",
+                    g["module"].as_str().unwrap(),
+                    g["name"].as_str().unwrap()
+                )
+            })
+            .collect();
+        // Protocol 2 pickles bytearray's bytes through _codecs.encode.
+        assert_eq!(
+            globals,
+            ["__builtin__.set", "__builtin__.bytearray", "_codecs.encode"]
+        );
+        assert!(j["elapsed_us"].is_u64());
+        assert!(j.get("kind").is_none());
+
+        let r = c.post("/v1/decode?format=repr", pkl.clone()).await;
+        assert_eq!(r.json()["repr"], "{'k': {1, 2}, 'b': bytearray(b'z')}\n");
+
+        let r = c.post("/v1/check?policy=strict", pkl.clone()).await;
+        let j = r.json();
+        assert_eq!(
+            (r.status, &j["verdict"], &j["kind"]),
+            (
+                200,
+                &Json::from("refused"),
+                &Json::from("global_not_allowed")
+            )
+        );
+        let at = pkl.windows(4).position(|w| w == b"c__b").unwrap();
+        assert_eq!(j["offset"], at);
+        assert_eq!(j["opcode"], "GLOBAL");
+        assert_eq!(j["globals"][0]["allowed"], false);
+    });
+}
+
+/// Malformed requests are 4xx with a JSON reason; bodies over the bound are 413, whether the
+/// length is declared or not; /v1/policies, /healthz and /metrics report what happened.
+#[test]
+fn http_errors_policies_health_and_metrics() {
+    let dir = scratch("service-http");
+    let pdir = dir.join("policies");
+    std::fs::create_dir_all(&pdir).unwrap();
+    std::fs::write(
+        pdir.join("tiny.toml"),
+        "name = \"tiny\"\ndescription = \"64-byte inputs\"\n[limits]\nmax_input_bytes = 64\n",
+    )
+    .unwrap();
+    let server = Server::start(&dir, &["--policy-dir", pdir.to_str().unwrap()]);
+    let small = b"\x80\x04K\x07.".to_vec(); // pickle.dumps(7, protocol=4) without a FRAME
+    runtime().block_on(async {
+        let mut c = Client::new(&server.sock);
+        let r = c.post("/v1/check?policy=nope", small.clone()).await;
+        assert_eq!((r.status, &r.json()["error"]), (404, &Json::from("unknown_policy")));
+        let r = c.post("/v1/decode?format=yaml", small.clone()).await;
+        assert_eq!((r.status, &r.json()["error"]), (400, &Json::from("bad_request")));
+        let r = c.post("/v1/check?stream=maybe", small.clone()).await;
+        assert_eq!(r.status, 400);
+        let r = c.get("/v1/check").await;
+        assert_eq!(r.status, 405);
+        let r = c.get("/v2/check").await;
+        assert_eq!((r.status, &r.json()["error"]), (404, &Json::from("not_found")));
+
+        let r = c.post("/v1/check?policy=tiny", small.clone()).await;
+        assert_eq!((r.status, &r.json()["verdict"]), (200, &Json::from("accepted")));
+        let r = c.post("/v1/check?policy=tiny", vec![b'N'; 65]).await;
+        assert_eq!(r.status, 413);
+        assert_eq!(r.json()["max_bytes"], 64);
+        let mut at_bound = b"N.".to_vec();
+        at_bound.resize(64, b'N');
+        let r = c.post("/v1/check?policy=tiny", at_bound).await;
+        assert_eq!((r.status, &r.json()["kind"]), (200, &Json::from("trailing_data")));
+
+        // A body without Content-Length (chunked) over the bound: written by hand, as a
+        // streaming client would send it.
+        let status = raw_chunked(&server.sock, "/v1/check?policy=tiny", &[&[b'N'; 40][..]; 3]);
+        assert!(status.starts_with("HTTP/1.1 413"), "{status}");
+
+        let r = c.get("/v1/policies").await;
+        let j = r.json();
+        let names: Vec<&str> = j["policies"].as_array().unwrap().iter().map(|p| p["name"].as_str().unwrap()).collect();
+        assert_eq!(names, ["data", "mitogen", "mitogen-plus", "strict", "tiny"]);
+        let tiny = &j["policies"][4];
+        assert_eq!(tiny["max_body_bytes"], 64);
+        assert_eq!(tiny["limits"]["max_input_bytes"], 64);
+        assert_eq!(j["policies"][0]["default"], true);
+
+        let h = c.get("/healthz").await.json();
+        assert_eq!((&h["status"], &h["sandboxed"]), (&Json::from("ok"), &Json::from(true)));
+
+        let m = String::from_utf8(c.get("/metrics").await.body).unwrap();
+        for line in [
+            "picklewarden_requests_total{endpoint=\"check\",policy=\"tiny\",verdict=\"accepted\"} 1",
+            "picklewarden_requests_total{endpoint=\"check\",policy=\"tiny\",verdict=\"refused\"} 1",
+            "picklewarden_requests_total{endpoint=\"check\",policy=\"tiny\",verdict=\"too_large\"} 2",
+            "picklewarden_requests_total{endpoint=\"check\",policy=\"-\",verdict=\"unknown_policy\"} 1",
+            "picklewarden_request_bytes_total{endpoint=\"check\",policy=\"tiny\",verdict=\"accepted\"} 5",
+            "picklewarden_in_flight_requests 0",
+        ] {
+            assert!(m.lines().any(|l| l == line), "no {line:?} in\n{m}");
+        }
+    });
+}
+
+/// Sends a chunked POST over a plain Unix stream and returns the response's status line.
+fn raw_chunked(sock: &Path, path: &str, chunks: &[&[u8]]) -> String {
+    use std::io::Write as _;
+    let mut s = std::os::unix::net::UnixStream::connect(sock).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut req = format!("POST {path} HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n")
+        .into_bytes();
+    for c in chunks {
+        req.extend_from_slice(format!("{:x}\r\n", c.len()).as_bytes());
+        req.extend_from_slice(c);
+        req.extend_from_slice(b"\r\n");
+    }
+    req.extend_from_slice(b"0\r\n\r\n");
+    // The server may answer and close before it has read everything.
+    let _ = s.write_all(&req);
+    let mut resp = Vec::new();
+    let _ = s.read_to_end(&mut resp);
+    String::from_utf8_lossy(&resp)
+        .lines()
+        .next()
+        .unwrap_or("")
+        .to_owned()
+}
+
+/// A list of `n` ints as CPython pickles it (protocol 4): slow enough to keep a decode slot
+/// busy for a while.
+fn big_list(dir: &Path, n: u32) -> Vec<u8> {
+    python_file(
+        dir,
+        &format!("list_{n}.pkl"),
+        &format!("import pickle,sys; open(sys.argv[1],'wb').write(pickle.dumps(list(range({n})), protocol=4))"),
+    )
+}
+
+/// Polls /metrics until `pred` holds for the sample named `name` (at most 20 s).
+async fn wait_metric(sock: &Path, name: &str, pred: impl Fn(f64) -> bool) {
+    let mut c = Client::new(sock);
+    let t = Instant::now();
+    loop {
+        let m = String::from_utf8(c.get("/metrics").await.body).unwrap();
+        let v = m.lines().find_map(|l| {
+            l.strip_prefix(name)
+                .and_then(|r| r.trim().parse::<f64>().ok())
+        });
+        if v.is_some_and(&pred) {
+            return;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(20),
+            "{name} never satisfied: {m}"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// With one decode slot and a queue of one, simultaneous requests beyond them get 503 with
+/// Retry-After, and the others are answered.
+#[test]
+fn full_queue_answers_503() {
+    let dir = scratch("service-busy");
+    let big = Bytes::from(big_list(&dir, 3_000_000));
+    let server = Server::start(&dir, &["--concurrency", "1", "--queue", "1"]);
+    let results = runtime().block_on(async {
+        let mut tasks = Vec::new();
+        for _ in 0..8 {
+            let (sock, big) = (server.sock.clone(), big.clone());
+            tasks.push(tokio::spawn(async move {
+                let mut c = Client::new(&sock);
+                c.post("/v1/check", big).await
+            }));
+        }
+        let mut out = Vec::new();
+        for t in tasks {
+            out.push(t.await.unwrap());
+        }
+        out
+    });
+    let ok = results.iter().filter(|r| r.status == 200).count();
+    let busy: Vec<&Resp> = results.iter().filter(|r| r.status == 503).collect();
+    assert_eq!(ok + busy.len(), results.len(), "{results:?}");
+    assert!(
+        ok >= 1 && !busy.is_empty(),
+        "{ok} answered, {} busy",
+        busy.len()
+    );
+    for r in &results {
+        if r.status == 200 {
+            assert_eq!(r.json()["verdict"], "accepted");
+        }
+    }
+    for r in busy {
+        assert_eq!(r.json()["error"], "busy");
+        assert_eq!(r.headers.get("retry-after").unwrap(), "1");
+    }
+}
+
+/// Inside the serving process's sandbox, opening a file, spawning a process and opening a
+/// socket all fail; requests before and after are answered.
+#[test]
+fn sandbox_holds_while_serving() {
+    let dir = scratch("service-sandbox");
+    let server = Server::start(&dir, &["--enable-sandbox-probe"]);
+    let pkl = b"\x80\x04\x95\x06\x00\x00\x00\x00\x00\x00\x00]\x94K\x01a.".to_vec(); // [1]
+    runtime().block_on(async {
+        let mut c = Client::new(&server.sock);
+        let r = c.post("/v1/check", pkl.clone()).await;
+        assert_eq!(r.json()["verdict"], "accepted");
+        let probe = c.get("/v1/debug/sandbox-probe").await.json();
+        assert_eq!(probe["all_denied"], true, "{probe}");
+        let ops: Vec<String> = probe["probes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| {
+                assert_eq!(p["denied"], true, "{p}");
+                p["operation"].as_str().unwrap().to_owned()
+            })
+            .collect();
+        for needed in ["open", "spawn", "socket"] {
+            assert!(
+                ops.iter().any(|o| o.contains(needed)),
+                "no {needed} probe in {ops:?}"
+            );
+        }
+        let r = c.post("/v1/decode", pkl.clone()).await;
+        assert_eq!(r.json()["document"]["value"]["type"], "list");
+        assert_eq!(c.get("/healthz").await.json()["sandboxed"], true);
+    });
+    assert!(server
+        .events()
+        .iter()
+        .any(|e| e["event"] == "sandbox_applied"));
+}
+
+/// SIGTERM while requests are decoding and queued: every one of them completes with its
+/// verdict, new connections are refused, and the server exits 0.
+#[test]
+fn sigterm_during_load_drains_and_exits_0() {
+    let dir = scratch("service-sigterm");
+    let big = Bytes::from(big_list(&dir, 4_000_000));
+    let mut server = Server::start(&dir, &["--concurrency", "1", "--queue", "32"]);
+    let sock = server.sock.clone();
+    let (results, refused_while_busy) = runtime().block_on(async {
+        let done = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let mut tasks = Vec::new();
+        for _ in 0..8 {
+            let (sock, big, done) = (sock.clone(), big.clone(), Arc::clone(&done));
+            tasks.push(tokio::spawn(async move {
+                let mut c = Client::new(&sock);
+                let r = c.post("/v1/check", big).await;
+                done.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                r
+            }));
+        }
+        // One decoding, several queued.
+        wait_metric(&sock, "picklewarden_queued_requests", |v| v >= 4.0).await;
+        server.signal("TERM");
+        // New connections are refused while the queued requests are still being answered.
+        let t = Instant::now();
+        let mut refused_while_busy = false;
+        while t.elapsed() < Duration::from_secs(10) {
+            if tokio::net::UnixStream::connect(&sock).await.is_err() {
+                refused_while_busy = done.load(std::sync::atomic::Ordering::SeqCst) < 8;
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        let mut out = Vec::new();
+        for t in tasks {
+            out.push(t.await.unwrap());
+        }
+        (out, refused_while_busy)
+    });
+    assert!(
+        refused_while_busy,
+        "no refused connection while requests were in flight"
+    );
+    for r in &results {
+        assert_eq!(r.status, 200);
+        assert_eq!(r.json()["verdict"], "accepted");
+    }
+    assert_eq!(
+        server.wait(Duration::from_secs(30)),
+        Some(0),
+        "{}",
+        server.stderr()
+    );
+    let events = server.events();
+    assert!(events
+        .iter()
+        .any(|e| e["event"] == "shutdown" && e["signal"] == "SIGTERM"));
+    assert_eq!(events.iter().filter(|e| e["event"] == "verdict").count(), 8);
+}
+
+/// Peak RSS bound of the load test's server, in MiB (README, "Service"): concurrency 2 and
+/// 8 MiB bodies.
+const LOAD_PEAK_RSS_MIB: u64 = 128;
+
+/// A bounded load test over the Unix socket: 32 clients, 60 requests each, mixing good files,
+/// hostile files, the largest allowed body and bodies over the bound. Every answer is checked;
+/// the server must survive with its peak RSS under `LOAD_PEAK_RSS_MIB`. Prints requests/s and
+/// the p99 latency.
+#[test]
+fn load_test_answers_everything_within_memory_bound() {
+    let dir = scratch("service-load");
+    let pdir = dir.join("policies");
+    std::fs::create_dir_all(&pdir).unwrap();
+    let mut toml = std::fs::read_to_string(repo().join("policy/data.toml")).unwrap();
+    toml.push_str("\n[limits]\nmax_input_bytes = 8388608\n");
+    std::fs::write(pdir.join("load.toml"), toml).unwrap();
+    let load = {
+        let mut p = Policy::data();
+        p.limits.max_input_bytes = 8 << 20;
+        p
+    };
+    // The largest allowed body: a bytes object pickled by CPython to exactly 8 MiB, and the
+    // same one byte longer.
+    let max = python_file(
+        &dir,
+        "max.pkl",
+        "import pickle,sys\nd=pickle.dumps(b'x'*(8*2**20-9), protocol=4)\nassert len(d)==8*2**20\nopen(sys.argv[1],'wb').write(d)",
+    );
+    assert_eq!(max.len(), 8 << 20);
+    let mut over = max.clone();
+    over.push(b'.');
+
+    // (body, expected: Ok(kind or "accepted") / Err(status))
+    let mut inputs: Vec<(Bytes, Result<String, u16>)> = Vec::new();
+    for f in good_corpus()
+        .iter()
+        .filter(|f| !f.records && !f.stream)
+        .step_by(8)
+    {
+        inputs.push((Bytes::from(read(&f.path)), Ok("accepted".to_owned())));
+    }
+    let hdir = repo().join("tests/corpus/hostile");
+    for h in hostile_entries(&pdir)
+        .iter()
+        .filter(|h| h.policy == "data")
+        .step_by(3)
+    {
+        let bytes = read(&hdir.join(&h.name));
+        let want = match picklewarden::Decoder::new(&bytes, &load).decode() {
+            Ok(_) => "accepted".to_owned(),
+            Err(e) => e.kind().name().to_owned(),
+        };
+        inputs.push((Bytes::from(bytes), Ok(want)));
+    }
+    let n_plain = inputs.len();
+    inputs.push((Bytes::from(max), Ok("accepted".to_owned())));
+    inputs.push((Bytes::from(over), Err(413)));
+    let inputs = Arc::new(inputs);
+
+    let server = Server::start(
+        &dir,
+        &[
+            "--policy-dir",
+            pdir.to_str().unwrap(),
+            "--default-policy",
+            "load",
+            "--concurrency",
+            "2",
+            "--queue",
+            "64",
+        ],
+    );
+    let (clients, per_client) = (32usize, 60usize);
+    let t0 = Instant::now();
+    let latencies = runtime().block_on(async {
+        let mut tasks = Vec::new();
+        for k in 0..clients {
+            let (sock, inputs) = (server.sock.clone(), Arc::clone(&inputs));
+            tasks.push(tokio::spawn(async move {
+                let mut c = Client::new(&sock);
+                let mut lat = Vec::new();
+                for i in 0..per_client {
+                    // Every 10th request is one of the two 8 MiB bodies; the rest cycle
+                    // through the corpus files.
+                    let idx = if i % 10 == 9 {
+                        n_plain + (k + i / 10) % 2
+                    } else {
+                        (k * 7919 + i * 31) % n_plain
+                    };
+                    let (body, want) = &inputs[idx];
+                    let t = Instant::now();
+                    let r = match c.send("POST", "/v1/check", body.clone()).await {
+                        Ok(r) => r,
+                        // A body over the bound is answered 413 before it is read; the
+                        // client may then see the connection closed under its upload.
+                        Err(e) if *want == Err(413) => {
+                            lat.push(t.elapsed());
+                            assert!(e.contains("send"), "{e}");
+                            continue;
+                        }
+                        Err(e) => panic!("request {idx}: {e}"),
+                    };
+                    lat.push(t.elapsed());
+                    match want {
+                        Ok(kind) => {
+                            assert_eq!(
+                                r.status,
+                                200,
+                                "input {idx}: {}",
+                                String::from_utf8_lossy(&r.body)
+                            );
+                            let j = r.json();
+                            let got = if j["verdict"] == "accepted" {
+                                "accepted"
+                            } else {
+                                j["kind"].as_str().unwrap()
+                            };
+                            assert_eq!(got, kind, "input {idx}");
+                        }
+                        Err(status) => assert_eq!(r.status, *status, "input {idx}"),
+                    }
+                }
+                lat
+            }));
+        }
+        let mut all = Vec::new();
+        for t in tasks {
+            all.extend(t.await.unwrap());
+        }
+        all
+    });
+    let wall = t0.elapsed();
+    let mut lat = latencies;
+    lat.sort();
+    assert_eq!(lat.len(), clients * per_client);
+    let p50 = lat[lat.len() / 2];
+    let p99 = lat[lat.len() * 99 / 100];
+    let rss = server.peak_rss_kib() / 1024;
+    println!(
+        "load: {} requests in {:.2?} = {:.0} req/s; p50 {:.2?}, p99 {:.2?}; server peak RSS {rss} MiB",
+        lat.len(),
+        wall,
+        lat.len() as f64 / wall.as_secs_f64(),
+        p50,
+        p99
+    );
+    let mut server = server;
+    let alive = server.child.as_mut().unwrap().try_wait().unwrap().is_none();
+    assert!(alive, "the server died: {}", server.stderr());
+    assert!(
+        rss < LOAD_PEAK_RSS_MIB,
+        "peak RSS {rss} MiB over {LOAD_PEAK_RSS_MIB} MiB"
+    );
+}
+
+/// The Python client of docs/service.md (standard library only) against the real server.
+#[test]
+fn python_client_example_works() {
+    let dir = scratch("service-python");
+    let server = Server::start(&dir, &[]);
+    let out = Command::new("python3")
+        .arg(repo().join("examples/python/picklewarden_client.py"))
+        .arg(&server.sock)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines: Vec<Json> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 3, "{text}");
+    assert_eq!(lines[0]["verdict"], "accepted");
+    assert_eq!(lines[1]["verdict"], "refused");
+    assert_eq!(lines[1]["kind"], "global_not_allowed");
+    assert_eq!(lines[2]["value"], serde_json::json!({"a": [1, 2.5, null]}));
+}
