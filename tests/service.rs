@@ -48,13 +48,20 @@ impl Server {
     /// `dir/stderr.jsonl`, and waits until it answers /healthz.
     fn start(dir: &Path, args: &[&str]) -> Server {
         let sock = dir.join("pw.sock");
-        let log = dir.join("stderr.jsonl");
-        let _ = std::fs::remove_file(&sock);
-        let child = Command::new(env!("CARGO_BIN_EXE_picklewarden"))
-            .arg("serve")
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_picklewarden"));
+        cmd.arg("serve")
             .arg("--listen")
             .arg(format!("unix:{}", sock.display()))
-            .args(args)
+            .args(args);
+        Server::start_command(dir, cmd)
+    }
+
+    /// Starts `cmd` (which must end up serving on `dir/pw.sock`).
+    fn start_command(dir: &Path, mut cmd: Command) -> Server {
+        let sock = dir.join("pw.sock");
+        let log = dir.join("stderr.jsonl");
+        let _ = std::fs::remove_file(&sock);
+        let child = cmd
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(&log).unwrap())
@@ -964,6 +971,45 @@ fn load_test_answers_everything_within_memory_bound() {
     assert!(
         rss < LOAD_PEAK_RSS_MIB,
         "peak RSS {rss} MiB over {LOAD_PEAK_RSS_MIB} MiB"
+    );
+}
+
+/// systemd socket activation (sd_listen_fds(3)): a listening socket passed as fd 3 with
+/// LISTEN_FDS=1 and LISTEN_PID of the server is served without any --listen. Python stands in
+/// for systemd: it binds, moves the socket to fd 3, sets the variables and execs the server
+/// (same pid).
+#[test]
+fn systemd_socket_activation() {
+    let dir = scratch("service-systemd");
+    let script = "import os,socket,sys\n\
+        s=socket.socket(socket.AF_UNIX); s.bind(sys.argv[2]); s.listen(16)\n\
+        os.dup2(s.fileno(), 3); os.set_inheritable(3, True)\n\
+        os.environ['LISTEN_FDS']='1'; os.environ['LISTEN_PID']=str(os.getpid())\n\
+        os.execv(sys.argv[1], [sys.argv[1], 'serve'])\n";
+    let mut cmd = Command::new("python3");
+    cmd.arg("-c")
+        .arg(script)
+        .arg(env!("CARGO_BIN_EXE_picklewarden"))
+        .arg(dir.join("pw.sock"));
+    let server = Server::start_command(&dir, cmd);
+    runtime().block_on(async {
+        let mut c = Client::new(&server.sock);
+        let r = c.post("/v1/check", b"\x80\x04K\x07.".to_vec()).await;
+        assert_eq!(r.json()["verdict"], "accepted");
+        assert_eq!(c.get("/healthz").await.json()["sandboxed"], true);
+    });
+    let listening: Vec<Json> = server
+        .events()
+        .into_iter()
+        .filter(|e| e["event"] == "listening")
+        .collect();
+    assert_eq!(listening.len(), 1, "{}", server.stderr());
+    assert!(
+        listening[0]["address"]
+            .as_str()
+            .unwrap()
+            .ends_with("pw.sock (systemd)"),
+        "{listening:?}"
     );
 }
 
