@@ -18,7 +18,20 @@ pub const FORMAT: &str = "picklewarden-typed-json/1";
 /// The typed JSON text of a document: `{"format": ..., "value": node}` for one pickle, or
 /// `{"format": ..., "values": [...]}` for a document decoded as a stream.
 pub fn to_typed_json(doc: &Document<'_>) -> String {
+    write_document(doc, usize::MAX).unwrap_or_default()
+}
+
+/// As [`to_typed_json`], but gives up (`None`) once the text passes `max_bytes`, so a caller
+/// that must bound its memory (the service) never holds much more than `max_bytes` of output.
+/// Typed JSON can be many times the size of the pickle (a 1-byte NONE is 15 bytes of JSON);
+/// the text may pass `max_bytes` by at most one scalar node before the writer stops.
+pub fn to_typed_json_limited(doc: &Document<'_>, max_bytes: usize) -> Option<String> {
+    write_document(doc, max_bytes)
+}
+
+fn write_document(doc: &Document<'_>, max_bytes: usize) -> Option<String> {
     let mut w = Writer::new(doc, &doc.roots);
+    w.max_bytes = max_bytes;
     w.out.push_str("{\"format\":\"");
     w.out.push_str(FORMAT);
     if doc.stream {
@@ -39,7 +52,7 @@ pub fn to_typed_json(doc: &Document<'_>) -> String {
         }
         w.out.push('}');
     }
-    w.out
+    (!w.overflowed).then_some(w.out)
 }
 
 /// The typed JSON node of one value of a document (no `format` wrapper), with ids numbered
@@ -72,6 +85,10 @@ struct Writer<'d, 'a> {
     /// Writing a set item's sort key: every container gets an id (so any cycle ends in a ref)
     /// and writing stops after [`SORT_KEY_BYTES`].
     sort_key: bool,
+    /// Output length after which writing stops (`overflowed` is then set).
+    max_bytes: usize,
+    /// Writing stopped at `max_bytes`.
+    overflowed: bool,
 }
 
 impl<'d, 'a> Writer<'d, 'a> {
@@ -114,6 +131,8 @@ impl<'d, 'a> Writer<'d, 'a> {
             next_id: 0,
             set_orders: HashMap::new(),
             sort_key: false,
+            max_bytes: usize::MAX,
+            overflowed: false,
         };
         // Arena order: the items of a frozenset were created before it, so their own orders
         // are known when its items are written as sort keys.
@@ -139,6 +158,8 @@ impl<'d, 'a> Writer<'d, 'a> {
                     next_id: 0,
                     set_orders: std::mem::take(&mut self.set_orders),
                     sort_key: true,
+                    max_bytes: usize::MAX,
+                    overflowed: false,
                 };
                 sub.write(item);
                 self.set_orders = sub.set_orders;
@@ -153,6 +174,10 @@ impl<'d, 'a> Writer<'d, 'a> {
     fn write(&mut self, root: NodeId) {
         let mut tasks = vec![Task::Node(root)];
         while let Some(task) = tasks.pop() {
+            if self.overflowed || self.out.len() > self.max_bytes {
+                self.overflowed = true;
+                return;
+            }
             if self.sort_key && self.out.len() >= SORT_KEY_BYTES {
                 // Cut at a char boundary at or below the limit (text is UTF-8).
                 let cut = (0..=SORT_KEY_BYTES)
@@ -385,6 +410,25 @@ pub(crate) fn write_json_string(out: &mut String, s: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn limited_output_stops_past_the_bound() {
+        // [None] * 1000 (protocol 2, one APPENDS): 1008 bytes of pickle, 15 bytes of JSON per
+        // None.
+        let mut p = b"\x80\x02](".to_vec();
+        p.extend(std::iter::repeat_n(b'N', 1000));
+        p.extend_from_slice(b"e.");
+        let policy = crate::Policy::strict();
+        let doc = crate::Decoder::new(&p, &policy).decode().unwrap();
+        let full = to_typed_json(&doc);
+        assert_eq!(full.matches("{\"type\":\"none\"}").count(), 1000);
+        assert_eq!(
+            to_typed_json_limited(&doc, full.len()).as_deref(),
+            Some(full.as_str())
+        );
+        assert_eq!(to_typed_json_limited(&doc, 10_000), None);
+        assert_eq!(to_typed_json_limited(&doc, 0), None);
+    }
 
     #[test]
     fn set_sort_keys_are_cut_at_a_char_boundary() {

@@ -974,6 +974,39 @@ fn load_test_answers_everything_within_memory_bound() {
     );
 }
 
+/// /v1/decode bounds its output (typed JSON can be 15x the pickle): past --max-output the
+/// verdict stands and `output_error` says why there is no document.
+#[test]
+fn decode_output_is_bounded() {
+    let dir = scratch("service-output");
+    let server = Server::start(&dir, &["--max-output", "4K"]);
+    let nones = python_file(
+        &dir,
+        "nones.pkl",
+        "import pickle,sys; open(sys.argv[1],'wb').write(pickle.dumps([None]*1000, protocol=2))",
+    );
+    assert!(nones.len() < 1100);
+    runtime().block_on(async {
+        let mut c = Client::new(&server.sock);
+        for format in ["json", "repr"] {
+            let j = c
+                .post(&format!("/v1/decode?format={format}"), nones.clone())
+                .await
+                .json();
+            assert_eq!(j["verdict"], "accepted", "{j}");
+            assert_eq!(j["output_error"], "output_too_large", "{j}");
+            assert_eq!(j["max_output_bytes"], 4096);
+            assert!(j.get("document").is_none() && j.get("repr").is_none());
+        }
+        let small = c
+            .post("/v1/decode", b"\x80\x04K\x07.".to_vec())
+            .await
+            .json();
+        assert_eq!(small["document"]["value"]["value"], "7");
+        assert!(small.get("output_error").is_none());
+    });
+}
+
 /// systemd socket activation (sd_listen_fds(3)): a listening socket passed as fd 3 with
 /// LISTEN_FDS=1 and LISTEN_PID of the server is served without any --listen. Python stands in
 /// for systemd: it binds, moves the socket to fd 3, sets the variables and execs the server

@@ -60,6 +60,8 @@ pub(crate) struct Config {
     pub(crate) default_policy: String,
     /// Upper bound on any body, below each policy's `max_input_bytes`.
     pub(crate) max_body: u64,
+    /// Upper bound on the typed JSON or repr text of `/v1/decode`.
+    pub(crate) max_output: usize,
     /// Requests decoded at once.
     pub(crate) concurrency: usize,
     /// Requests that may wait for a slot.
@@ -307,8 +309,9 @@ async fn run(
     let metrics_in_flight = st.metrics.in_flight.clone();
     metrics_in_flight.inc();
     let stream = p.stream;
+    let max_output = st.cfg.max_output;
     let job = tokio::task::spawn_blocking(move || {
-        let out = evaluate(&bytes, &policy, stream, endpoint);
+        let out = evaluate(&bytes, &policy, stream, endpoint, max_output);
         drop(permit);
         out
     })
@@ -360,8 +363,16 @@ async fn admit(st: &AppState) -> Option<OwnedSemaphorePermit> {
     Arc::clone(&st.slots).acquire_owned().await.ok()
 }
 
-/// The decode itself (on a blocking thread): the verdict JSON, and the value when asked for.
-fn evaluate(input: &[u8], policy: &Policy, stream: bool, endpoint: Endpoint) -> Outcome {
+/// The decode itself (on a blocking thread): the verdict JSON, and the value when asked for
+/// (unless its text would pass `max_output` bytes: then `output_error` says so and the verdict
+/// stands).
+fn evaluate(
+    input: &[u8],
+    policy: &Policy,
+    stream: bool,
+    endpoint: Endpoint,
+    max_output: usize,
+) -> Outcome {
     let t = Instant::now();
     let sha = hex_sha256(input);
     let (result, report) = picklewarden::Decoder::new(input, policy).decode_with_report(stream);
@@ -382,14 +393,26 @@ fn evaluate(input: &[u8], policy: &Policy, stream: bool, endpoint: Endpoint) -> 
     let mut document = None;
     let error = match result {
         Ok(doc) => {
-            match endpoint {
-                Endpoint::Check => {}
+            let text = match endpoint {
+                Endpoint::Check => None,
                 Endpoint::Decode(Format::Json) => {
-                    document = Some(picklewarden::json::to_typed_json(&doc))
+                    Some(picklewarden::json::to_typed_json_limited(&doc, max_output))
                 }
                 Endpoint::Decode(Format::Repr) => {
-                    body.insert("repr".to_owned(), json!(picklewarden::repr::to_repr(&doc)));
+                    let r = picklewarden::repr::to_repr(&doc);
+                    Some((r.len() <= max_output).then_some(r))
                 }
+            };
+            match (endpoint, text) {
+                (Endpoint::Decode(Format::Json), Some(Some(t))) => document = Some(t),
+                (Endpoint::Decode(Format::Repr), Some(Some(t))) => {
+                    body.insert("repr".to_owned(), json!(t));
+                }
+                (_, Some(None)) => {
+                    body.insert("output_error".to_owned(), json!("output_too_large"));
+                    body.insert("max_output_bytes".to_owned(), json!(max_output));
+                }
+                _ => {}
             }
             None
         }

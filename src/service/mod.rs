@@ -70,6 +70,10 @@ pub(crate) struct ServeOpts {
     /// max_input_bytes [default: no bound beyond the policies'].
     #[arg(long, value_name = "BYTES", value_parser = parse_size)]
     max_body: Option<u64>,
+    /// Upper bound on the typed JSON or repr text /v1/decode returns (bytes, or with K/M/G):
+    /// past it the verdict stands and `output_error` is `output_too_large`.
+    #[arg(long, value_name = "BYTES", value_parser = parse_size, default_value = "256M")]
+    max_output: u64,
     /// Connections open at once; more wait in the listen backlog.
     #[arg(long, value_name = "N", default_value_t = 256)]
     max_connections: usize,
@@ -84,7 +88,7 @@ pub(crate) struct ServeOpts {
     #[arg(long, value_name = "FILE")]
     audit_log: Option<PathBuf>,
     /// Address-space limit (RLIMIT_AS; bytes, or with K/M/G) [default: concurrency x
-    /// (3 x the largest body + max_alloc_bytes) + 1G].
+    /// (2 x the largest body + max_alloc_bytes + max_output) + 1G].
     #[arg(long, value_name = "BYTES", value_parser = parse_size)]
     max_address_space: Option<u64>,
     /// Run without the sandbox (no Landlock, no seccomp, no rlimits). Logs a loud warning.
@@ -182,7 +186,12 @@ pub(crate) fn run(opts: &ServeOpts) -> Result<(), Fatal> {
     let address_space = opts.max_address_space.unwrap_or_else(|| {
         u64::try_from(concurrency)
             .unwrap_or(u64::MAX)
-            .saturating_mul(largest_body.saturating_mul(3).saturating_add(largest_alloc))
+            .saturating_mul(
+                largest_body
+                    .saturating_mul(2)
+                    .saturating_add(largest_alloc)
+                    .saturating_add(opts.max_output),
+            )
             .saturating_add(1 << 30)
     });
     let open_files = u64::try_from(opts.max_connections)
@@ -216,6 +225,7 @@ pub(crate) fn run(opts: &ServeOpts) -> Result<(), Fatal> {
         sources,
         default_policy: opts.default_policy.clone(),
         max_body,
+        max_output: usize::try_from(opts.max_output).unwrap_or(usize::MAX),
         concurrency,
         queue: opts.queue,
         deadline,
