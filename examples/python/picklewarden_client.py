@@ -39,13 +39,14 @@ def _post(sock_path, endpoint, data, **params):
         conn.request("POST", f"/v1/{endpoint}?{query}", body=data,
                      headers={"Content-Type": "application/octet-stream"})
         resp = conn.getresponse()
-        body = json.loads(resp.read())
+        raw = resp.read()
     finally:
         conn.close()
     if resp.status != 200:
-        # 4xx: a malformed request or a body over the bound; 503: busy or past the deadline.
-        raise RuntimeError(f"picklewarden answered {resp.status}: {body}")
-    return body
+        # 4xx: a malformed request or a body over the bound; 503: busy or past the deadline
+        # (Retry-After says when to try again). Errors of the HTTP parser have no body.
+        raise RuntimeError(f"picklewarden answered {resp.status}: {raw[:200]!r}")
+    return json.loads(raw)
 
 
 def check(sock_path, data, policy=None):
@@ -72,6 +73,9 @@ def from_typed_json(node):
     if t == "float":
         return float(node["repr"])
     if t == "str":
+        if "value" not in node:
+            # A str holding lone surrogates: its UTF-8 (surrogatepass) bytes in hex.
+            return bytes.fromhex(node["surrogatepass_hex"]).decode("utf-8", "surrogatepass")
         return node["value"]
     if t == "bytes":
         return bytes.fromhex(node["hex"])

@@ -15,7 +15,6 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -25,7 +24,7 @@ use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Extension, Router};
-use http_body_util::{BodyExt, LengthLimitError, Limited};
+use http_body_util::BodyExt;
 use picklewarden::{Error, ErrorKind, Policy};
 use serde::Deserialize;
 use serde_json::{json, Map, Value as Json};
@@ -68,6 +67,10 @@ pub(crate) struct Config {
     pub(crate) queue: usize,
     /// Per-request deadline.
     pub(crate) deadline: Duration,
+    /// Time allowed for a request's body to arrive.
+    pub(crate) body_timeout: Duration,
+    /// Body bytes held in memory at once, across requests (at least the largest body bound).
+    pub(crate) max_buffered: usize,
     /// Serve `GET /v1/debug/sandbox-probe` (tests only).
     pub(crate) sandbox_probe: bool,
     /// Whether the sandbox is applied (reported by /healthz).
@@ -78,8 +81,12 @@ pub(crate) struct Config {
 pub(crate) struct AppState {
     pub(crate) cfg: Config,
     pub(crate) metrics: Metrics,
+    /// `concurrency + queue` permits: requests between admission and the end of their decode.
+    admission: Arc<Semaphore>,
+    /// `max_buffered` permits, one per body byte held in memory.
+    buffer: Arc<Semaphore>,
+    /// `concurrency` permits: decodes running.
     slots: Arc<Semaphore>,
-    waiting: AtomicUsize,
     started: Instant,
 }
 
@@ -87,8 +94,9 @@ impl AppState {
     /// The state for `cfg`, with every metric at zero.
     pub(crate) fn new(cfg: Config) -> AppState {
         AppState {
+            admission: Arc::new(Semaphore::new(cfg.concurrency.saturating_add(cfg.queue))),
+            buffer: Arc::new(Semaphore::new(cfg.max_buffered.min(Semaphore::MAX_PERMITS))),
             slots: Arc::new(Semaphore::new(cfg.concurrency)),
-            waiting: AtomicUsize::new(0),
             metrics: Metrics::new(),
             started: Instant::now(),
             cfg,
@@ -107,7 +115,9 @@ pub(crate) fn router(state: Arc<AppState>) -> Router {
     if state.cfg.sandbox_probe {
         r = r.route("/v1/debug/sandbox-probe", get(sandbox_probe));
     }
-    r.fallback(not_found).with_state(state)
+    r.fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .with_state(state)
 }
 
 #[derive(Debug, Deserialize)]
@@ -232,10 +242,25 @@ async fn handle(
                 let o = Outcome::http_error(StatusCode::BAD_REQUEST, "bad_request", "-", msg);
                 return finish(&st, peer, endpoint, o, start);
             }
+            let name = p
+                .policy
+                .clone()
+                .unwrap_or_else(|| st.cfg.default_policy.clone());
+            let Some(policy) = st.cfg.policies.get(&name).map(Arc::clone) else {
+                let known: Vec<&str> = st.cfg.policies.keys().map(String::as_str).collect();
+                let shown: String = name.chars().take(64).collect();
+                let o = Outcome::http_error(
+                    StatusCode::NOT_FOUND,
+                    "unknown_policy",
+                    "-",
+                    format!("no policy {shown:?} (loaded: {})", known.join(", ")),
+                );
+                return finish(&st, peer, endpoint, o, start);
+            };
             let deadline = st.cfg.deadline;
             let outcome = match tokio::time::timeout(
                 deadline,
-                run(Arc::clone(&st), p, endpoint, headers, body),
+                run(Arc::clone(&st), policy, p.stream, endpoint, headers, body),
             )
             .await
             {
@@ -243,7 +268,7 @@ async fn handle(
                 Err(_) => Outcome::http_error(
                     StatusCode::SERVICE_UNAVAILABLE,
                     "deadline",
-                    "-",
+                    &name,
                     format!("the request did not finish within its deadline of {deadline:?}"),
                 ),
             };
@@ -253,70 +278,93 @@ async fn handle(
     finish(&st, peer, endpoint, outcome, start)
 }
 
-/// Policy, admission, body, decode.
+/// Admission, body, decode slot, decode.
+///
+/// 1. Admission: at most `concurrency + queue` requests between here and the end of their
+///    decode; beyond them, 503 at once.
+/// 2. The body, read before a decode slot is taken, within `body_timeout`: a slow upload holds
+///    buffer budget for its declared length until that timeout, never a decode slot.
+/// 3. A decode slot (waiting for one counts as queued).
+/// 4. The decode on a blocking thread, which keeps the admission, the buffer budget and the
+///    slot until it ends, even when the deadline has answered the client already.
 async fn run(
     st: Arc<AppState>,
-    p: Params,
+    policy: Arc<Policy>,
+    stream: bool,
     endpoint: Endpoint,
     headers: HeaderMap,
     body: Body,
 ) -> Outcome {
-    let name = p.policy.unwrap_or_else(|| st.cfg.default_policy.clone());
-    let Some(policy) = st.cfg.policies.get(&name) else {
-        let known: Vec<&str> = st.cfg.policies.keys().map(String::as_str).collect();
-        return Outcome::http_error(
-            StatusCode::NOT_FOUND,
-            "unknown_policy",
-            "-",
-            format!("no policy {name:?} (loaded: {})", known.join(", ")),
-        );
+    let name = policy.name.clone();
+    let (bound, limit) = if st.cfg.max_body < policy.limits.max_input_bytes {
+        (st.cfg.max_body, "max_body")
+    } else {
+        (policy.limits.max_input_bytes, "max_input_bytes")
     };
-    let bound = policy.limits.max_input_bytes.min(st.cfg.max_body);
     let declared = headers
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
     if declared.is_some_and(|n| n > bound) {
-        return too_large(&name, bound);
+        return too_large(&name, bound, limit);
     }
-    let Some(permit) = admit(&st).await else {
+    let Ok(admitted) = Arc::clone(&st.admission).try_acquire_owned() else {
         return Outcome::http_error(
             StatusCode::SERVICE_UNAVAILABLE,
             "busy",
             &name,
             format!(
-                "{} requests are being decoded and {} are waiting; try again later",
-                st.cfg.concurrency, st.cfg.queue
+                "{} requests are being decoded or waiting ({} slots, queue of {}); try again later",
+                st.cfg.concurrency + st.cfg.queue,
+                st.cfg.concurrency,
+                st.cfg.queue
             ),
         );
     };
-    let bytes = match Limited::new(body, usize::try_from(bound).unwrap_or(usize::MAX))
-        .collect()
-        .await
+    let (bytes, budget) = match tokio::time::timeout(
+        st.cfg.body_timeout,
+        read_body(&st, body, declared, bound, &name, limit),
+    )
+    .await
     {
-        Ok(c) => c.to_bytes(),
-        Err(e) if e.downcast_ref::<LengthLimitError>().is_some() => return too_large(&name, bound),
-        Err(e) => {
+        Ok(Ok(b)) => b,
+        Ok(Err(o)) => return o,
+        Err(_) => {
             return Outcome::http_error(
-                StatusCode::BAD_REQUEST,
-                "bad_request",
+                StatusCode::REQUEST_TIMEOUT,
+                "body_timeout",
                 &name,
-                format!("cannot read the request body: {e}"),
+                format!(
+                    "the body did not arrive within {:?} (--body-timeout)",
+                    st.cfg.body_timeout
+                ),
             )
         }
     };
-    let policy = Arc::clone(policy);
-    let metrics_in_flight = st.metrics.in_flight.clone();
-    metrics_in_flight.inc();
-    let stream = p.stream;
+    let slot = {
+        let _queued = Queued::new(&st);
+        match Arc::clone(&st.slots).acquire_owned().await {
+            Ok(s) => s,
+            Err(e) => {
+                return Outcome::http_error(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "internal_error",
+                    &name,
+                    format!("decode slots closed: {e}"),
+                )
+            }
+        }
+    };
     let max_output = st.cfg.max_output;
+    let in_flight = st.metrics.in_flight.clone();
     let job = tokio::task::spawn_blocking(move || {
+        in_flight.inc();
         let out = evaluate(&bytes, &policy, stream, endpoint, max_output);
-        drop(permit);
+        in_flight.dec();
+        drop((slot, budget, admitted));
         out
     })
     .await;
-    metrics_in_flight.dec();
     match job {
         Ok(o) => o,
         Err(e) => Outcome::http_error(
@@ -328,39 +376,96 @@ async fn run(
     }
 }
 
-fn too_large(policy: &str, bound: u64) -> Outcome {
+/// Counts a request in `queued_requests` while it waits for a decode slot.
+struct Queued<'a>(&'a AppState);
+
+impl<'a> Queued<'a> {
+    fn new(st: &'a AppState) -> Queued<'a> {
+        st.metrics.queued.inc();
+        Queued(st)
+    }
+}
+
+impl Drop for Queued<'_> {
+    fn drop(&mut self) {
+        self.0.metrics.queued.dec();
+    }
+}
+
+/// Reads the body, up to `bound` bytes. Buffer budget (one permit per byte) for the whole body
+/// is taken first: the declared `Content-Length`, or `bound` for a body without one. Taking it
+/// all at once means no two uploads can each hold part of the budget while waiting for the
+/// rest (no deadlock); waiting for it is bounded by the request's deadline.
+async fn read_body(
+    st: &AppState,
+    mut body: Body,
+    declared: Option<u64>,
+    bound: u64,
+    name: &str,
+    limit: &'static str,
+) -> Result<(Bytes, OwnedSemaphorePermit), Outcome> {
+    let want = declared.unwrap_or(bound).min(bound);
+    // The budget is at least the largest bound, so one request alone always gets through.
+    let n = u32::try_from(want).unwrap_or(u32::MAX);
+    let held = Arc::clone(&st.buffer)
+        .acquire_many_owned(n)
+        .await
+        .map_err(|e| {
+            Outcome::http_error(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "internal_error",
+                name,
+                format!("buffer budget closed: {e}"),
+            )
+        })?;
+    let mut parts: Vec<Bytes> = Vec::new();
+    let mut total = 0u64;
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|e| {
+            Outcome::http_error(
+                StatusCode::BAD_REQUEST,
+                "bad_request",
+                name,
+                format!("cannot read the request body: {e}"),
+            )
+        })?;
+        let Ok(data) = frame.into_data() else {
+            continue; // trailers
+        };
+        total = total.saturating_add(u64::try_from(data.len()).unwrap_or(u64::MAX));
+        if total > bound {
+            return Err(too_large(name, bound, limit));
+        }
+        parts.push(data);
+    }
+    let bytes = if parts.len() == 1 {
+        parts.pop().unwrap_or_default()
+    } else {
+        // Every byte counted here has arrived: the buffer is sized by received data only.
+        let mut all = Vec::with_capacity(usize::try_from(total).unwrap_or(0));
+        for p in &parts {
+            all.extend_from_slice(p);
+        }
+        Bytes::from(all)
+    };
+    Ok((bytes, held))
+}
+
+fn too_large(policy: &str, bound: u64, limit: &'static str) -> Outcome {
+    let what = if limit == "max_body" {
+        "--max-body".to_owned()
+    } else {
+        format!("max_input_bytes of policy {policy:?}")
+    };
     let mut o = Outcome::http_error(
         StatusCode::PAYLOAD_TOO_LARGE,
         "too_large",
         policy,
-        format!(
-            "the body is over {bound} bytes (max_input_bytes of policy {policy:?} or --max-body)"
-        ),
+        format!("the body is over {bound} bytes ({what})"),
     );
-    o.body.insert("limit".to_owned(), json!("max_input_bytes"));
+    o.body.insert("limit".to_owned(), json!(limit));
     o.body.insert("max_bytes".to_owned(), json!(bound));
     o
-}
-
-/// Takes a decode slot, waiting in the queue if there is room; `None` when the queue is full.
-async fn admit(st: &AppState) -> Option<OwnedSemaphorePermit> {
-    if let Ok(p) = Arc::clone(&st.slots).try_acquire_owned() {
-        return Some(p);
-    }
-    if st.waiting.fetch_add(1, Ordering::AcqRel) >= st.cfg.queue {
-        st.waiting.fetch_sub(1, Ordering::AcqRel);
-        return None;
-    }
-    struct Waiting<'a>(&'a AppState);
-    impl Drop for Waiting<'_> {
-        fn drop(&mut self) {
-            self.0.waiting.fetch_sub(1, Ordering::AcqRel);
-            self.0.metrics.queued.dec();
-        }
-    }
-    st.metrics.queued.inc();
-    let _w = Waiting(st);
-    Arc::clone(&st.slots).acquire_owned().await.ok()
 }
 
 /// The decode itself (on a blocking thread): the verdict JSON, and the value when asked for
@@ -641,6 +746,13 @@ async fn not_found() -> Response {
     json_response(
         StatusCode::NOT_FOUND,
         &json!({"error": "not_found", "message": "endpoints: POST /v1/check, POST /v1/decode, GET /v1/policies, GET /healthz, GET /metrics"}),
+    )
+}
+
+async fn method_not_allowed() -> Response {
+    json_response(
+        StatusCode::METHOD_NOT_ALLOWED,
+        &json!({"error": "method_not_allowed", "message": "POST /v1/check and /v1/decode; GET /v1/policies, /healthz and /metrics"}),
     )
 }
 

@@ -96,6 +96,19 @@ fn remove_stale_socket(path: &Path) -> io::Result<()> {
     std::fs::remove_file(path)
 }
 
+/// Refuses a passed socket that is not listening (`SO_ACCEPTCONN`, socket(7)): a connected
+/// socket would make every accept fail with EINVAL.
+fn listening(fd: &impl std::os::fd::AsFd, i: usize) -> Result<(), String> {
+    match nix::sys::socket::getsockopt(fd, nix::sys::socket::sockopt::AcceptConn) {
+        Ok(true) => Ok(()),
+        Ok(false) => Err(format!(
+            "LISTEN_FDS: descriptor {} is a socket but not a listening one",
+            i + 3
+        )),
+        Err(e) => Err(format!("LISTEN_FDS: descriptor {}: {e}", i + 3)),
+    }
+}
+
 /// The sockets systemd passed (sd_listen_fds(3)): every passed fd that is a Unix or TCP
 /// listening socket. Empty when `LISTEN_FDS` is unset or `LISTEN_PID` names another process.
 pub(crate) fn systemd() -> Result<Vec<Bound>, String> {
@@ -103,11 +116,15 @@ pub(crate) fn systemd() -> Result<Vec<Bound>, String> {
     let mut out = Vec::new();
     for i in 0..fds.len() {
         if let Ok(Some(l)) = fds.take_unix_listener(i) {
+            listening(&l, i)?;
             out.push(Bound::Unix(l, None));
             continue;
         }
         match fds.take_tcp_listener(i) {
-            Ok(Some(l)) => out.push(Bound::Tcp(l)),
+            Ok(Some(l)) => {
+                listening(&l, i)?;
+                out.push(Bound::Tcp(l));
+            }
             Ok(None) => {}
             Err(e) => {
                 return Err(format!(

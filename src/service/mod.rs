@@ -74,8 +74,17 @@ pub(crate) struct ServeOpts {
     /// past it the verdict stands and `output_error` is `output_too_large`.
     #[arg(long, value_name = "BYTES", value_parser = parse_size, default_value = "256M")]
     max_output: u64,
+    /// Seconds a request's body may take to arrive (else 408). The body is read before the
+    /// request takes a decode slot, so a slow upload never holds one.
+    #[arg(long, value_name = "SECONDS", default_value_t = 10.0)]
+    body_timeout: f64,
+    /// Body bytes held in memory at once across all requests (bytes, or with K/M/G); an
+    /// upload waits for budget as its bytes arrive [default: 2 x concurrency x the largest
+    /// body bound; never less than the largest body bound].
+    #[arg(long, value_name = "BYTES", value_parser = parse_size)]
+    max_buffered: Option<u64>,
     /// Connections open at once; more wait in the listen backlog.
-    #[arg(long, value_name = "N", default_value_t = 256)]
+    #[arg(long, value_name = "N", default_value_t = 1024)]
     max_connections: usize,
     /// Permission bits of the Unix sockets (octal).
     #[arg(long, value_name = "OCTAL", default_value = "660", value_parser = parse_mode)]
@@ -88,7 +97,7 @@ pub(crate) struct ServeOpts {
     #[arg(long, value_name = "FILE")]
     audit_log: Option<PathBuf>,
     /// Address-space limit (RLIMIT_AS; bytes, or with K/M/G) [default: concurrency x
-    /// (2 x the largest body + max_alloc_bytes + max_output) + 1G].
+    /// (max_alloc_bytes + max_output) + 2 x max_buffered + 1G].
     #[arg(long, value_name = "BYTES", value_parser = parse_size)]
     max_address_space: Option<u64>,
     /// Run without the sandbox (no Landlock, no seccomp, no rlimits). Logs a loud warning.
@@ -152,6 +161,13 @@ pub(crate) fn run(opts: &ServeOpts) -> Result<(), Fatal> {
         )));
     }
     let deadline = Duration::from_secs_f64(opts.deadline);
+    if !(opts.body_timeout.is_finite() && opts.body_timeout > 0.0 && opts.body_timeout < 86_400.0) {
+        return Err(Fatal(format!(
+            "--body-timeout {}: expected 0 < seconds < 86400",
+            opts.body_timeout
+        )));
+    }
+    let body_timeout = Duration::from_secs_f64(opts.body_timeout);
     let max_body = opts.max_body.unwrap_or(u64::MAX);
 
     let mut listeners = Vec::new();
@@ -183,15 +199,19 @@ pub(crate) fn run(opts: &ServeOpts) -> Result<(), Fatal> {
         .map(|p| p.limits.max_alloc_bytes)
         .max()
         .unwrap_or(0);
+    let concurrency_u64 = u64::try_from(concurrency).unwrap_or(u64::MAX);
+    let max_buffered = opts
+        .max_buffered
+        .unwrap_or_else(|| {
+            largest_body
+                .saturating_mul(2)
+                .saturating_mul(concurrency_u64)
+        })
+        .max(largest_body);
     let address_space = opts.max_address_space.unwrap_or_else(|| {
-        u64::try_from(concurrency)
-            .unwrap_or(u64::MAX)
-            .saturating_mul(
-                largest_body
-                    .saturating_mul(2)
-                    .saturating_add(largest_alloc)
-                    .saturating_add(opts.max_output),
-            )
+        concurrency_u64
+            .saturating_mul(largest_alloc.saturating_add(opts.max_output))
+            .saturating_add(max_buffered.saturating_mul(2))
             .saturating_add(1 << 30)
     });
     let open_files = u64::try_from(opts.max_connections)
@@ -229,6 +249,8 @@ pub(crate) fn run(opts: &ServeOpts) -> Result<(), Fatal> {
         concurrency,
         queue: opts.queue,
         deadline,
+        body_timeout,
+        max_buffered: usize::try_from(max_buffered).unwrap_or(usize::MAX),
         sandbox_probe: opts.enable_sandbox_probe,
         sandboxed,
     }));
@@ -281,7 +303,7 @@ async fn serve(
     tracing::info!(
         event = "shutdown",
         signal = sig,
-        in_flight = graceful.count(),
+        connections = graceful.count(),
         "stopping: no new connections; finishing in-flight requests"
     );
     let _ = stop_tx.send(true);
@@ -346,7 +368,7 @@ async fn accept_loop(
         );
         let conn = http1::Builder::new()
             .timer(TokioTimer::new())
-            .header_read_timeout(Duration::from_secs(10))
+            .header_read_timeout(Duration::from_secs(5))
             .serve_connection(io, TowerToHyperService::new(svc));
         let fut = graceful.watcher().watch(conn);
         tokio::spawn(async move {
