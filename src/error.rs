@@ -107,6 +107,14 @@ pub enum ErrorKind {
     Truncated,
 
     // ---- LimitExceeded ----
+    /// The allocator could not give the decoded document the memory it needed (`bytes`), below
+    /// the configured limits: the process has less memory (or address space, RLIMIT_AS) than
+    /// `max_alloc_bytes` assumes. Refused instead of aborting the process.
+    #[error("memory allocation of {bytes} bytes failed")]
+    AllocationFailed {
+        /// Size of the failed request.
+        bytes: u64,
+    },
     /// A limit of [`crate::Limits`] would be passed.
     #[error("limit {} exceeded: {seen} > {max} {}", limit.name(), limit.unit())]
     LimitExceeded {
@@ -175,7 +183,7 @@ impl ErrorKind {
             | TrailingData
             | StackNotEmpty => Category::Malformed,
             Truncated => Category::Truncated,
-            LimitExceeded { .. } => Category::LimitExceeded,
+            LimitExceeded { .. } | AllocationFailed { .. } => Category::LimitExceeded,
             GlobalNotAllowed { .. }
             | FormNotAllowed(_)
             | BuildNotAllowed
@@ -210,6 +218,7 @@ impl ErrorKind {
             StackNotEmpty => "stack_not_empty",
             Truncated => "truncated",
             LimitExceeded { .. } => "limit_exceeded",
+            AllocationFailed { .. } => "allocation_failed",
             GlobalNotAllowed { .. } => "global_not_allowed",
             FormNotAllowed(_) => "form_not_allowed",
             BuildNotAllowed => "build_not_allowed",

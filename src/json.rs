@@ -63,9 +63,26 @@ pub fn node_to_typed_json(doc: &Document<'_>, id: NodeId) -> String {
     w.out
 }
 
+/// The writer's explicit stack (no recursion): a node, fixed text, or the rest of a sequence
+/// of `id` from item `next` on. A sequence is one task however long it is, so the stack holds
+/// a few entries per nesting level, not one per item.
 enum Task {
     Node(NodeId),
     Raw(&'static str),
+    Seq { id: NodeId, seq: Seq, next: usize },
+}
+
+/// Which sequence of a node a [`Task::Seq`] walks.
+#[derive(Clone, Copy)]
+enum Seq {
+    /// List or tuple items, or set items in their sorted order.
+    Items,
+    /// Dict pairs, written `[k,v]`.
+    Pairs,
+    /// A record object's listitems.
+    ObjList,
+    /// A record object's dictitems, written `[k,v]`.
+    ObjPairs,
 }
 
 /// Bytes of a set item's standalone text used as its sort key.
@@ -190,6 +207,51 @@ impl<'d, 'a> Writer<'d, 'a> {
             match task {
                 Task::Raw(s) => self.out.push_str(s),
                 Task::Node(id) => self.node(id, &mut tasks),
+                Task::Seq { id, seq, next } => self.seq_step(id, seq, next, &mut tasks),
+            }
+        }
+    }
+
+    /// Writes the separator before item `next` of the sequence and queues that item, then the
+    /// rest of the sequence; nothing when the sequence is done.
+    fn seq_step(&mut self, id: NodeId, seq: Seq, next: usize, tasks: &mut Vec<Task>) {
+        let Some(v) = self.doc.nodes.get(id.index()) else {
+            return;
+        };
+        let item = match (seq, v) {
+            (Seq::Items, Value::List(items) | Value::Tuple(items)) => {
+                items.get(next).map(|&i| (i, None))
+            }
+            (Seq::Items, Value::Set(s) | Value::FrozenSet(s)) => self
+                .set_orders
+                .get(&id)
+                .map_or(&s.items, |order| order)
+                .get(next)
+                .map(|&i| (i, None)),
+            (Seq::Pairs, Value::Dict(d)) => d.items.get(next).map(|&(k, v)| (k, Some(v))),
+            (Seq::ObjList, Value::Object(o)) => o.listitems.get(next).map(|&i| (i, None)),
+            (Seq::ObjPairs, Value::Object(o)) => o.dictitems.get(next).map(|&(k, v)| (k, Some(v))),
+            _ => None,
+        };
+        let Some((first, second)) = item else {
+            return;
+        };
+        tasks.push(Task::Seq {
+            id,
+            seq,
+            next: next + 1,
+        });
+        if next > 0 {
+            self.out.push(',');
+        }
+        match second {
+            None => tasks.push(Task::Node(first)),
+            Some(value) => {
+                self.out.push('[');
+                tasks.push(Task::Raw("]"));
+                tasks.push(Task::Node(value));
+                tasks.push(Task::Raw(","));
+                tasks.push(Task::Node(first));
             }
         }
     }
@@ -284,23 +346,23 @@ impl<'d, 'a> Writer<'d, 'a> {
                 write_json_string(out, &g.name);
                 out.push('}');
             }
-            Value::List(items) | Value::Tuple(items) => {
+            Value::List(_) | Value::Tuple(_) | Value::Set(_) | Value::FrozenSet(_) => {
                 out.push_str(",\"items\":[");
                 tasks.push(Task::Raw("]}"));
-                push_list(tasks, items);
+                tasks.push(Task::Seq {
+                    id,
+                    seq: Seq::Items,
+                    next: 0,
+                });
             }
-            Value::Set(s) | Value::FrozenSet(s) => {
+            Value::Dict(_) => {
                 out.push_str(",\"items\":[");
                 tasks.push(Task::Raw("]}"));
-                match self.set_orders.get(&id) {
-                    Some(order) => push_list(tasks, order),
-                    None => push_list(tasks, &s.items),
-                }
-            }
-            Value::Dict(d) => {
-                out.push_str(",\"items\":[");
-                tasks.push(Task::Raw("]}"));
-                push_pairs(tasks, &d.items);
+                tasks.push(Task::Seq {
+                    id,
+                    seq: Seq::Pairs,
+                    next: 0,
+                });
             }
             Value::Object(o) => {
                 let _ = write!(out, ",\"kind\":\"{}\",\"callable\":", o.kind.name());
@@ -308,12 +370,20 @@ impl<'d, 'a> Writer<'d, 'a> {
                 tasks.push(Task::Raw("}"));
                 if !o.dictitems.is_empty() {
                     tasks.push(Task::Raw("]"));
-                    push_pairs(tasks, &o.dictitems);
+                    tasks.push(Task::Seq {
+                        id,
+                        seq: Seq::ObjPairs,
+                        next: 0,
+                    });
                     tasks.push(Task::Raw(",\"dictitems\":["));
                 }
                 if !o.listitems.is_empty() {
                     tasks.push(Task::Raw("]"));
-                    push_list(tasks, &o.listitems);
+                    tasks.push(Task::Seq {
+                        id,
+                        seq: Seq::ObjList,
+                        next: 0,
+                    });
                     tasks.push(Task::Raw(",\"listitems\":["));
                 }
                 if let Some(s) = o.state {
@@ -328,30 +398,6 @@ impl<'d, 'a> Writer<'d, 'a> {
                 tasks.push(Task::Raw(",\"args\":"));
                 tasks.push(Task::Node(o.callable));
             }
-        }
-    }
-}
-
-/// Pushes the tasks that write `items` comma-separated (in reverse, for the task stack).
-fn push_list(tasks: &mut Vec<Task>, items: &[NodeId]) {
-    for (i, &item) in items.iter().enumerate().rev() {
-        tasks.push(Task::Node(item));
-        if i > 0 {
-            tasks.push(Task::Raw(","));
-        }
-    }
-}
-
-/// Pushes the tasks that write `[k,v]` pairs comma-separated.
-fn push_pairs(tasks: &mut Vec<Task>, pairs: &[(NodeId, NodeId)]) {
-    for (i, &(k, v)) in pairs.iter().enumerate().rev() {
-        tasks.push(Task::Raw("]"));
-        tasks.push(Task::Node(v));
-        tasks.push(Task::Raw(","));
-        tasks.push(Task::Node(k));
-        tasks.push(Task::Raw("["));
-        if i > 0 {
-            tasks.push(Task::Raw(","));
         }
     }
 }
@@ -428,6 +474,13 @@ mod tests {
         );
         assert_eq!(to_typed_json_limited(&doc, 10_000), None);
         assert_eq!(to_typed_json_limited(&doc, 0), None);
+        let repr = crate::repr::to_repr(&doc);
+        assert_eq!(repr.matches("None").count(), 1000);
+        assert_eq!(
+            crate::repr::to_repr_limited(&doc, repr.len()).as_deref(),
+            Some(repr.as_str())
+        );
+        assert_eq!(crate::repr::to_repr_limited(&doc, 3000), None);
     }
 
     #[test]

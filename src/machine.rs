@@ -419,6 +419,16 @@ impl<'a, 'p> Machine<'a, 'p> {
         let id = u32::try_from(n)
             .ok()
             .ok_or_else(|| self.limit(LimitName::MaxNodes, n + 1))?;
+        if self.nodes.len() == self.nodes.capacity() {
+            // The arena is the document's largest allocation: grow it fallibly, so a process
+            // short of memory refuses the input instead of aborting.
+            let more = self.nodes.len().max(1024);
+            if self.nodes.try_reserve(more).is_err() {
+                let bytes =
+                    (self.nodes.len().saturating_add(more) as u64).saturating_mul(NODE_BYTES);
+                return Err(self.err(ErrorKind::AllocationFailed { bytes }));
+            }
+        }
         self.nodes.push(v);
         Ok(NodeId(id))
     }

@@ -17,26 +17,41 @@ use std::fmt::Write as _;
 use crate::text::float_repr;
 use crate::value::{CallKind, Document, NodeId, PyStr, Value};
 
-enum Task {
+enum Task<'d> {
     Node(NodeId),
     Raw(&'static str),
     /// A container's text is complete: it leaves the path of containers being printed.
     Exit(NodeId),
+    /// The items of a sequence from index `.1` on, separated by `.2`: one task however long
+    /// the sequence, so the stack grows with nesting, not with item count.
+    Items(&'d [NodeId], usize, &'static str),
+    /// The `k: v` pairs of a dict from index `.1` on.
+    Pairs(&'d [(NodeId, NodeId)], usize),
 }
 
 /// The repr text of each root, one per line.
 pub fn to_repr(doc: &Document<'_>) -> String {
+    to_repr_limited(doc, usize::MAX).unwrap_or_default()
+}
+
+/// As [`to_repr`], but gives up (`None`) once the text passes `max_bytes` (it may pass it by
+/// at most one scalar value before the printer stops), so a caller that must bound its memory
+/// never holds much more than `max_bytes` of output.
+pub fn to_repr_limited(doc: &Document<'_>, max_bytes: usize) -> Option<String> {
     let mut out = String::new();
     let mut printer = Printer {
         printed: HashSet::new(),
         on_path: HashSet::new(),
         limit: doc.nodes().len().saturating_mul(16).saturating_add(1024),
+        max_bytes,
     };
     for &root in doc.roots() {
-        printer.write_node(doc, root, &mut out);
+        if !printer.write_node(doc, root, &mut out) {
+            return None;
+        }
         out.push('\n');
     }
-    out
+    Some(out)
 }
 
 struct Printer {
@@ -46,15 +61,43 @@ struct Printer {
     on_path: HashSet<NodeId>,
     /// Output length after which repeated values are cut short.
     limit: usize,
+    /// Output length after which printing stops.
+    max_bytes: usize,
 }
 
 impl Printer {
-    fn write_node(&mut self, doc: &Document<'_>, root: NodeId, out: &mut String) {
-        let mut tasks = vec![Task::Node(root)];
+    /// Prints one root; `false` when the output passed `max_bytes`.
+    fn write_node<'d>(&mut self, doc: &'d Document<'_>, root: NodeId, out: &mut String) -> bool {
+        let mut tasks: Vec<Task<'d>> = vec![Task::Node(root)];
         while let Some(t) = tasks.pop() {
+            if out.len() > self.max_bytes {
+                return false;
+            }
             let id = match t {
                 Task::Raw(s) => {
                     out.push_str(s);
+                    continue;
+                }
+                Task::Items(items, i, sep) => {
+                    if let Some(&item) = items.get(i) {
+                        if i > 0 {
+                            out.push_str(sep);
+                        }
+                        tasks.push(Task::Items(items, i + 1, sep));
+                        tasks.push(Task::Node(item));
+                    }
+                    continue;
+                }
+                Task::Pairs(pairs, i) => {
+                    if let Some(&(k, v)) = pairs.get(i) {
+                        if i > 0 {
+                            out.push_str(", ");
+                        }
+                        tasks.push(Task::Pairs(pairs, i + 1));
+                        tasks.push(Task::Node(v));
+                        tasks.push(Task::Raw(": "));
+                        tasks.push(Task::Node(k));
+                    }
                     continue;
                 }
                 Task::Exit(id) => {
@@ -112,12 +155,12 @@ impl Printer {
                 Value::List(items) => {
                     out.push('[');
                     tasks.push(Task::Raw("]"));
-                    push_items(&mut tasks, items, ", ");
+                    tasks.push(Task::Items(items, 0, ", "));
                 }
                 Value::Tuple(items) => {
                     out.push('(');
                     tasks.push(Task::Raw(if items.len() == 1 { ",)" } else { ")" }));
-                    push_items(&mut tasks, items, ", ");
+                    tasks.push(Task::Items(items, 0, ", "));
                 }
                 Value::Set(s) | Value::FrozenSet(s) => {
                     let frozen = matches!(v, Value::FrozenSet(_));
@@ -127,31 +170,31 @@ impl Printer {
                         (false, false) => {
                             out.push('{');
                             tasks.push(Task::Raw("}"));
-                            push_items(&mut tasks, &s.items, ", ");
+                            tasks.push(Task::Items(&s.items, 0, ", "));
                         }
                         (true, false) => {
                             out.push_str("frozenset({");
                             tasks.push(Task::Raw("})"));
-                            push_items(&mut tasks, &s.items, ", ");
+                            tasks.push(Task::Items(&s.items, 0, ", "));
                         }
                     }
                 }
                 Value::Dict(d) => {
                     out.push('{');
                     tasks.push(Task::Raw("}"));
-                    push_pairs(&mut tasks, &d.items);
+                    tasks.push(Task::Pairs(&d.items, 0));
                 }
                 Value::Object(o) => {
                     // callable(args[, **kwargs])[; state=..][; listitems=[..]][; dictitems={..}]
                     tasks.push(Task::Raw(">"));
                     if !o.dictitems.is_empty() {
                         tasks.push(Task::Raw("}"));
-                        push_pairs(&mut tasks, &o.dictitems);
+                        tasks.push(Task::Pairs(&o.dictitems, 0));
                         tasks.push(Task::Raw("; dictitems={"));
                     }
                     if !o.listitems.is_empty() {
                         tasks.push(Task::Raw("]"));
-                        push_items(&mut tasks, &o.listitems, ", ");
+                        tasks.push(Task::Items(&o.listitems, 0, ", "));
                         tasks.push(Task::Raw("; listitems=["));
                     }
                     if let Some(s) = o.state {
@@ -173,26 +216,7 @@ impl Printer {
                 }
             }
         }
-    }
-}
-
-fn push_items(tasks: &mut Vec<Task>, items: &[NodeId], sep: &'static str) {
-    for (i, &item) in items.iter().enumerate().rev() {
-        tasks.push(Task::Node(item));
-        if i > 0 {
-            tasks.push(Task::Raw(sep));
-        }
-    }
-}
-
-fn push_pairs(tasks: &mut Vec<Task>, pairs: &[(NodeId, NodeId)]) {
-    for (i, &(k, v)) in pairs.iter().enumerate().rev() {
-        tasks.push(Task::Node(v));
-        tasks.push(Task::Raw(": "));
-        tasks.push(Task::Node(k));
-        if i > 0 {
-            tasks.push(Task::Raw(", "));
-        }
+        true
     }
 }
 
@@ -322,6 +346,12 @@ mod tests {
         assert_eq!(
             repr_of(b"\x80\x02]q\x00(K\x01X\x02\x00\x00\x00a\nq\x01c_codecs\nencode\nq\x02X\x02\x00\x00\x00x'q\x03X\x06\x00\x00\x00latin1q\x04\x86q\x05Rq\x06K\x02\x85q\x07NG?\xf8\x00\x00\x00\x00\x00\x00e."),
             "[1, 'a\\n', b\"x'\", (2,), None, 1.5]\n"
+        );
+        // v = {1: [2, (3,), ()], 'k': {4}, 'f': frozenset(), 'e': {}, 't': (5, 6)}
+        // pickle.dumps(v, 4), and repr(v) as CPython prints it.
+        assert_eq!(
+            repr_of(b"\x80\x04\x953\x00\x00\x00\x00\x00\x00\x00}\x94(K\x01]\x94(K\x02K\x03\x85\x94)e\x8c\x01k\x94\x8f\x94(K\x04\x90\x8c\x01f\x94(\x91\x94\x8c\x01e\x94}\x94\x8c\x01t\x94K\x05K\x06\x86\x94u."),
+            "{1: [2, (3,), ()], 'k': {4}, 'f': frozenset(), 'e': {}, 't': (5, 6)}\n"
         );
         let mut s = String::new();
         complex_repr(&mut s, 1.0, -2.0);

@@ -504,8 +504,7 @@ fn evaluate(
                     Some(picklewarden::json::to_typed_json_limited(&doc, max_output))
                 }
                 Endpoint::Decode(Format::Repr) => {
-                    let r = picklewarden::repr::to_repr(&doc);
-                    Some((r.len() <= max_output).then_some(r))
+                    Some(picklewarden::repr::to_repr_limited(&doc, max_output))
                 }
             };
             match (endpoint, text) {

@@ -97,7 +97,7 @@ pub(crate) struct ServeOpts {
     #[arg(long, value_name = "FILE")]
     audit_log: Option<PathBuf>,
     /// Address-space limit (RLIMIT_AS; bytes, or with K/M/G) [default: concurrency x
-    /// (max_alloc_bytes + max_output) + 2 x max_buffered + 1G].
+    /// (1.25 x max_alloc_bytes + 2 x max_output) + 2 x max_buffered + 1G].
     #[arg(long, value_name = "BYTES", value_parser = parse_size)]
     max_address_space: Option<u64>,
     /// Run without the sandbox (no Landlock, no seccomp, no rlimits). Logs a loud warning.
@@ -209,8 +209,14 @@ pub(crate) fn run(opts: &ServeOpts) -> Result<(), Fatal> {
         })
         .max(largest_body);
     let address_space = opts.max_address_space.unwrap_or_else(|| {
+        // Per decode: the document (max_alloc_bytes, plus vector growth slack) and the output
+        // text (a String may hold twice its length while it grows).
         concurrency_u64
-            .saturating_mul(largest_alloc.saturating_add(opts.max_output))
+            .saturating_mul(
+                largest_alloc
+                    .saturating_add(largest_alloc / 4)
+                    .saturating_add(opts.max_output.saturating_mul(2)),
+            )
             .saturating_add(max_buffered.saturating_mul(2))
             .saturating_add(1 << 30)
     });
