@@ -778,6 +778,42 @@ fn sandbox_holds_while_serving() {
         .any(|e| e["event"] == "sandbox_applied"));
 }
 
+/// `picklewarden sandbox-check` applies the same sandbox to itself and reports every layer
+/// applied and every probe denied (exit 0); `--insecure-no-sandbox` serves without it, says so
+/// loudly and in /healthz.
+#[test]
+fn sandbox_check_and_insecure_mode() {
+    let out = Command::new(env!("CARGO_BIN_EXE_picklewarden"))
+        .arg("sandbox-check")
+        .output()
+        .unwrap();
+    let report: Json = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(out.status.success(), "{report}");
+    assert_eq!(report["enforced"], true, "{report}");
+    let denied = report["denied"].as_array().unwrap();
+    assert!(denied.len() >= 10, "{report}");
+    assert!(denied.iter().all(|p| p["denied"] == true), "{report}");
+    let layers = report["layers"].to_string();
+    for layer in ["landlock", "seccomp", "no_new_privs", "rlimit"] {
+        assert!(
+            layers.to_lowercase().contains(layer),
+            "no {layer} layer in {layers}"
+        );
+    }
+
+    let dir = scratch("service-insecure");
+    let server = Server::start(&dir, &["--insecure-no-sandbox"]);
+    runtime().block_on(async {
+        let mut c = Client::new(&server.sock);
+        assert_eq!(c.get("/healthz").await.json()["sandboxed"], false);
+    });
+    let events = server.events();
+    assert!(events
+        .iter()
+        .any(|e| e["event"] == "insecure_no_sandbox" && e["level"] == "WARN"));
+    assert!(!events.iter().any(|e| e["event"] == "sandbox_applied"));
+}
+
 /// SIGTERM while requests are decoding and queued: every one of them completes with its
 /// verdict, new connections are refused, and the server exits 0.
 #[test]

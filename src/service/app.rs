@@ -230,7 +230,8 @@ async fn handle(
                     None | Some("json") => Endpoint::Decode(Format::Json),
                     Some("repr") => Endpoint::Decode(Format::Repr),
                     Some(other) => {
-                        let msg = format!("unknown format {other:?} (json, repr)");
+                        let shown: String = other.chars().take(64).collect();
+                        let msg = format!("unknown format {shown:?} (json, repr)");
                         let o =
                             Outcome::http_error(StatusCode::BAD_REQUEST, "bad_request", "-", msg);
                         return finish(&st, peer, Endpoint::Decode(Format::Json), o, start);
