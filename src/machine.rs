@@ -1492,6 +1492,47 @@ mod tests {
     }
 
     #[test]
+    fn decode_with_report_gives_the_scan_globals() {
+        let policy = Policy::data();
+        // pickle.dumps({1}, 2): __builtin__.set via GLOBAL.
+        let ok = b"\x80\x02c__builtin__\nset\nq\x00]q\x01K\x01a\x85q\x02Rq\x03.";
+        let (doc, report) = Decoder::new(ok, &policy).decode_with_report(false);
+        let doc = doc.unwrap();
+        assert!(matches!(
+            doc.root().and_then(|r| doc.get(r)),
+            Some(Value::Set(_))
+        ));
+        let names: Vec<_> = report
+            .globals
+            .iter()
+            .map(|g| (g.module.as_str(), g.name.as_str(), g.allowed))
+            .collect();
+        assert_eq!(names, [("__builtin__", "set", true)]);
+        // os.system: refused by the scan, which still names it.
+        let bad = b"\x80\x02cos\nsystem\nX\x02\x00\x00\x00id\x85R.";
+        let (doc, report) = Decoder::new(bad, &policy).decode_with_report(false);
+        assert_eq!(
+            doc.err().map(|e| e.kind().name()),
+            Some("global_not_allowed")
+        );
+        assert_eq!(
+            report.globals.first().map(|g| (g.name.as_str(), g.allowed)),
+            Some(("system", false))
+        );
+        // Accepted by the scan, refused by the build only: the report's result is the scan's.
+        let deep = b"\x80\x02N\x85\x85\x85.";
+        let tight = Limits {
+            max_nesting_depth: 2,
+            ..policy.limits
+        };
+        let (doc, report) = Decoder::new(deep, &policy)
+            .limits(tight)
+            .decode_with_report(false);
+        assert_eq!(doc.err().map(|e| e.kind().name()), Some("limit_exceeded"));
+        assert!(report.result.is_ok());
+    }
+
+    #[test]
     fn a_key_holding_its_own_dict_is_unhashable() {
         // d = {}; d[(d,)] = 1
         assert_eq!(kind(b"\x80\x02}q\x00h\x00\x85K\x01s."), "unhashable_key");
