@@ -1076,6 +1076,61 @@ fn decode_output_is_bounded() {
     });
 }
 
+/// `--listen tcp:127.0.0.1:0` beside the Unix socket: the bound port is in the `listening`
+/// event, requests over TCP are answered and audited with the peer address; a non-loopback
+/// address is refused at start without --allow-non-loopback.
+#[test]
+fn loopback_tcp_listener() {
+    let dir = scratch("service-tcp");
+    let server = Server::start(&dir, &["--listen", "tcp:127.0.0.1:0"]);
+    let addr = server
+        .events()
+        .iter()
+        .filter(|e| e["event"] == "listening")
+        .find_map(|e| {
+            e["address"]
+                .as_str()?
+                .strip_prefix("tcp:")
+                .map(str::to_owned)
+        })
+        .unwrap_or_else(|| panic!("no tcp listening event: {}", server.stderr()));
+    runtime().block_on(async {
+        let stream = tokio::net::TcpStream::connect(&addr).await.unwrap();
+        let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+            .await
+            .unwrap();
+        tokio::spawn(conn);
+        let req = hyper::Request::post("/v1/check")
+            .header("host", "x")
+            .body(Full::new(Bytes::from_static(b"\x80\x04K\x07.")))
+            .unwrap();
+        let resp = sender.send_request(req).await.unwrap();
+        assert_eq!(resp.status(), 200);
+        let body = resp.into_body().collect().await.unwrap().to_bytes();
+        let j: Json = serde_json::from_slice(&body).unwrap();
+        assert_eq!(j["verdict"], "accepted");
+    });
+    let audited = server
+        .events()
+        .into_iter()
+        .find(|e| e["event"] == "verdict")
+        .unwrap();
+    assert!(
+        audited["peer_addr"]
+            .as_str()
+            .unwrap()
+            .starts_with("127.0.0.1:"),
+        "{audited}"
+    );
+
+    let out = Command::new(env!("CARGO_BIN_EXE_picklewarden"))
+        .args(["serve", "--listen", "tcp:0.0.0.0:0"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not a loopback address"));
+}
+
 /// systemd socket activation (sd_listen_fds(3)): a listening socket passed as fd 3 with
 /// LISTEN_FDS=1 and LISTEN_PID of the server is served without any --listen. Python stands in
 /// for systemd: it binds, moves the socket to fd 3, sets the variables and execs the server
