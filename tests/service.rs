@@ -1076,6 +1076,115 @@ fn decode_output_is_bounded() {
     });
 }
 
+/// Clients that never read their responses hold output budget, not unbounded memory: with room
+/// for about two pending responses, eight unread ones wait their turn, a normal request is
+/// still answered, and --send-timeout closes each stalled connection (its response cut).
+#[test]
+fn unread_responses_are_bounded_and_timed_out() {
+    use std::io::Write as _;
+    let dir = scratch("service-unread");
+    let server = Server::start(
+        &dir,
+        &[
+            "--max-output",
+            "1M",
+            "--max-pending-output",
+            "2M",
+            "--send-timeout",
+            "1",
+            "--concurrency",
+            "2",
+        ],
+    );
+    // [None] * 60000: about 900 KB of typed JSON, more than a Unix socket buffers.
+    let nones = python_file(
+        &dir,
+        "nones.pkl",
+        "import pickle,sys; open(sys.argv[1],'wb').write(pickle.dumps([None]*60000, protocol=2))",
+    );
+    let mut stalled = Vec::new();
+    for _ in 0..8 {
+        let mut s = std::os::unix::net::UnixStream::connect(&server.sock).unwrap();
+        let head = format!(
+            "POST /v1/decode HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\n\r\n",
+            nones.len()
+        );
+        s.write_all(head.as_bytes()).unwrap();
+        s.write_all(&nones).unwrap();
+        stalled.push(s);
+    }
+    runtime().block_on(async {
+        let mut c = Client::new(&server.sock);
+        let r = c.post("/v1/check", b"\x80\x04K\x07.".to_vec()).await;
+        assert_eq!(r.json()["verdict"], "accepted");
+    });
+    // Every decode is answered (the audit event is written as its response starts); a
+    // response that is not read is cut after --send-timeout (1 s; waited 3 s past the last).
+    let t = Instant::now();
+    while server
+        .events()
+        .iter()
+        .filter(|e| e["event"] == "verdict" && e["endpoint"] == "decode")
+        .count()
+        < 8
+    {
+        assert!(t.elapsed() < Duration::from_secs(60), "{}", server.stderr());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // The budget made them wait: with room for two, the eight were answered in at least three
+    // more send-timeout rounds after the first (the audit event is written when a response
+    // has its budget), not all at once.
+    let seconds = |e: &Json| -> f64 {
+        let t = e["timestamp"].as_str().unwrap();
+        let hms = t.split('T').nth(1).unwrap().trim_end_matches('Z');
+        let mut parts = hms.split(':').map(|p| p.parse::<f64>().unwrap());
+        let (h, m, s) = (
+            parts.next().unwrap(),
+            parts.next().unwrap(),
+            parts.next().unwrap(),
+        );
+        h * 3600.0 + m * 60.0 + s
+    };
+    let times: Vec<f64> = server
+        .events()
+        .iter()
+        .filter(|e| e["event"] == "verdict" && e["endpoint"] == "decode")
+        .map(seconds)
+        .collect();
+    let spread = times.iter().cloned().fold(f64::MIN, f64::max)
+        - times.iter().cloned().fold(f64::MAX, f64::min);
+    assert!(
+        spread >= 2.5,
+        "decodes answered within {spread:.2} s: the budget did not hold them"
+    );
+    std::thread::sleep(Duration::from_secs(3));
+    // Every stalled connection was closed by the server with its response cut short.
+    for mut s in stalled {
+        s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        let mut got = Vec::new();
+        let _ = s.read_to_end(&mut got);
+        let text = String::from_utf8_lossy(&got);
+        let full = text
+            .split("\r\n\r\n")
+            .nth(1)
+            .is_some_and(|b| serde_json::from_str::<Json>(b).is_ok());
+        assert!(!full, "a stalled client got its whole response");
+    }
+    let mut server = server;
+    assert!(server.child.as_mut().unwrap().try_wait().unwrap().is_none());
+    runtime().block_on(async {
+        wait_metric(&server.sock, "picklewarden_in_flight_requests", |v| {
+            v == 0.0
+        })
+        .await;
+        let mut c = Client::new(&server.sock);
+        let r = c.post("/v1/decode", nones.clone()).await;
+        assert!(r.json()["document"]["value"]["items"]
+            .as_array()
+            .is_some_and(|a| a.len() == 60000));
+    });
+}
+
 /// `--listen tcp:127.0.0.1:0` beside the Unix socket: the bound port is in the `listening`
 /// event, requests over TCP are answered and audited with the peer address; a non-loopback
 /// address is refused at start without --allow-non-loopback.

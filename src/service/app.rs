@@ -8,10 +8,12 @@
 //!   Python-like repr.
 //! - `GET /v1/policies`, `GET /healthz`, `GET /metrics`.
 //!
-//! Admission: a request first takes a decode slot (at most `concurrency` at once) or waits in
-//! a queue of at most `queue` requests (503 beyond it). Only then is its body read, so the
-//! memory held by bodies is bounded by `concurrency` x the body bound. The deadline covers
-//! waiting, reading and decoding.
+//! Memory and time of a request (see `run`): admission (at most `concurrency + queue` requests
+//! in progress, 503 beyond), buffer budget for its whole body (`max_buffered` bytes across
+//! requests), the body within `body_timeout`, a decode slot (`concurrency`), the decode, then
+//! output budget for its response text (`max_pending_output` bytes across responses), held
+//! until hyper has taken the last frame of the response. The deadline covers everything up to
+//! the response; the connection's `send_timeout` covers writing it.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -61,6 +63,9 @@ pub(crate) struct Config {
     pub(crate) max_body: u64,
     /// Upper bound on the typed JSON or repr text of `/v1/decode`.
     pub(crate) max_output: usize,
+    /// Response text held in memory at once, rendered and not yet sent (at least
+    /// `max_output` plus the overhead of one response).
+    pub(crate) max_pending_output: usize,
     /// Requests decoded at once.
     pub(crate) concurrency: usize,
     /// Requests that may wait for a slot.
@@ -87,6 +92,8 @@ pub(crate) struct AppState {
     buffer: Arc<Semaphore>,
     /// `concurrency` permits: decodes running.
     slots: Arc<Semaphore>,
+    /// `max_pending_output` permits, one per byte of response text not yet sent.
+    output: Arc<Semaphore>,
     started: Instant,
 }
 
@@ -97,6 +104,9 @@ impl AppState {
             admission: Arc::new(Semaphore::new(cfg.concurrency.saturating_add(cfg.queue))),
             buffer: Arc::new(Semaphore::new(cfg.max_buffered.min(Semaphore::MAX_PERMITS))),
             slots: Arc::new(Semaphore::new(cfg.concurrency)),
+            output: Arc::new(Semaphore::new(
+                cfg.max_pending_output.min(Semaphore::MAX_PERMITS),
+            )),
             metrics: Metrics::new(),
             started: Instant::now(),
             cfg,
@@ -161,6 +171,9 @@ struct Outcome {
     sha256: Option<String>,
     error: Option<Error>,
     message: Option<String>,
+    /// Output budget held by the response until its body has been sent (or the connection
+    /// is gone).
+    hold: Option<OwnedSemaphorePermit>,
 }
 
 impl Outcome {
@@ -180,6 +193,7 @@ impl Outcome {
             sha256: None,
             error: None,
             message: Some(message),
+            hold: None,
         }
     }
 }
@@ -283,11 +297,14 @@ async fn handle(
 ///
 /// 1. Admission: at most `concurrency + queue` requests between here and the end of their
 ///    decode; beyond them, 503 at once.
-/// 2. The body, read before a decode slot is taken, within `body_timeout`: a slow upload holds
-///    buffer budget for its declared length until that timeout, never a decode slot.
+/// 2. Buffer budget for the whole body (declared length, or the bound when chunked), then the
+///    body within `body_timeout`: a slow upload holds budget until that timeout, never a
+///    decode slot.
 /// 3. A decode slot (waiting for one counts as queued).
-/// 4. The decode on a blocking thread, which keeps the admission, the buffer budget and the
-///    slot until it ends, even when the deadline has answered the client already.
+/// 4. The decode on a blocking thread, which keeps the admission and the buffer budget until
+///    it ends, even when the deadline has answered the client already.
+/// 5. Output budget for the response text, taken while still holding the slot, and handed to
+///    the response body.
 async fn run(
     st: Arc<AppState>,
     policy: Arc<Policy>,
@@ -322,38 +339,37 @@ async fn run(
             ),
         );
     };
-    let (bytes, budget) = match tokio::time::timeout(
-        st.cfg.body_timeout,
-        read_body(&st, body, declared, bound, &name, limit),
-    )
-    .await
-    {
-        Ok(Ok(b)) => b,
-        Ok(Err(o)) => return o,
-        Err(_) => {
-            return Outcome::http_error(
-                StatusCode::REQUEST_TIMEOUT,
-                "body_timeout",
-                &name,
-                format!(
-                    "the body did not arrive within {:?} (--body-timeout)",
-                    st.cfg.body_timeout
-                ),
-            )
-        }
+    // Buffer budget for the whole body (waiting for it is bounded by the deadline, not by the
+    // body timeout: a wait caused by other requests is not the client's delay).
+    let want = declared.unwrap_or(bound).min(bound);
+    let Ok(budget) = Arc::clone(&st.buffer)
+        .acquire_many_owned(u32::try_from(want).unwrap_or(u32::MAX))
+        .await
+    else {
+        return internal(&name, "buffer budget closed");
     };
+    let bytes =
+        match tokio::time::timeout(st.cfg.body_timeout, read_body(body, bound, &name, limit)).await
+        {
+            Ok(Ok(b)) => b,
+            Ok(Err(o)) => return o,
+            Err(_) => {
+                return Outcome::http_error(
+                    StatusCode::REQUEST_TIMEOUT,
+                    "body_timeout",
+                    &name,
+                    format!(
+                        "the body did not arrive within {:?} (--body-timeout)",
+                        st.cfg.body_timeout
+                    ),
+                )
+            }
+        };
     let slot = {
         let _queued = Queued::new(&st);
         match Arc::clone(&st.slots).acquire_owned().await {
             Ok(s) => s,
-            Err(e) => {
-                return Outcome::http_error(
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    "internal_error",
-                    &name,
-                    format!("decode slots closed: {e}"),
-                )
-            }
+            Err(_) => return internal(&name, "decode slots closed"),
         }
     };
     let max_output = st.cfg.max_output;
@@ -362,18 +378,79 @@ async fn run(
         in_flight.inc();
         let out = evaluate(&bytes, &policy, stream, endpoint, max_output);
         in_flight.dec();
-        drop((slot, budget, admitted));
-        out
+        drop((budget, admitted));
+        (out, slot)
     })
     .await;
-    match job {
-        Ok(o) => o,
-        Err(e) => Outcome::http_error(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "internal_error",
-            &name,
-            format!("the decode task failed: {e}"),
-        ),
+    let (mut out, slot) = match job {
+        Ok(x) => x,
+        Err(e) => return internal(&name, &format!("the decode task failed: {e}")),
+    };
+    // Output budget for the response text, held until it has been sent: a client that does
+    // not read its responses holds budget, not unbounded memory. The decode slot is kept
+    // while waiting for it, so at most `concurrency` rendered outputs wait unbudgeted.
+    let text_len = out.document.as_ref().map_or(0, String::len)
+        + out
+            .body
+            .get("repr")
+            .and_then(Json::as_str)
+            .map_or(0, str::len);
+    let need = u32::try_from(text_len.saturating_add(OUTPUT_OVERHEAD)).unwrap_or(u32::MAX);
+    match Arc::clone(&st.output).acquire_many_owned(need).await {
+        Ok(p) => out.hold = Some(p),
+        Err(_) => return internal(&name, "output budget closed"),
+    }
+    drop(slot);
+    out
+}
+
+/// Bytes of output budget charged for a response beyond its document or repr text (the
+/// verdict's own fields).
+const OUTPUT_OVERHEAD: usize = 4096;
+
+fn internal(policy: &str, message: &str) -> Outcome {
+    Outcome::http_error(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        "internal_error",
+        policy,
+        message.to_owned(),
+    )
+}
+
+/// A response body of one buffer with an exact length, handed to hyper in [`HELD_FRAME`]-byte
+/// frames, holding a permit (the output budget of its text) until hyper has taken the last
+/// frame or dropped the body. hyper takes a frame only when its write buffer has room, so
+/// the unsent text stays here, counted by the budget, until the peer reads it.
+struct Held {
+    data: Bytes,
+    _hold: Option<OwnedSemaphorePermit>,
+}
+
+/// Frame size of a [`Held`] body.
+const HELD_FRAME: usize = 64 * 1024;
+
+impl http_body::Body for Held {
+    type Data = Bytes;
+    type Error = std::convert::Infallible;
+
+    fn poll_frame(
+        self: std::pin::Pin<&mut Self>,
+        _cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<Bytes>, Self::Error>>> {
+        let this = self.get_mut();
+        if this.data.is_empty() {
+            return std::task::Poll::Ready(None);
+        }
+        let n = this.data.len().min(HELD_FRAME);
+        std::task::Poll::Ready(Some(Ok(http_body::Frame::data(this.data.split_to(n)))))
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.data.is_empty()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        http_body::SizeHint::with_exact(u64::try_from(self.data.len()).unwrap_or(u64::MAX))
     }
 }
 
@@ -393,32 +470,13 @@ impl Drop for Queued<'_> {
     }
 }
 
-/// Reads the body, up to `bound` bytes. Buffer budget (one permit per byte) for the whole body
-/// is taken first: the declared `Content-Length`, or `bound` for a body without one. Taking it
-/// all at once means no two uploads can each hold part of the budget while waiting for the
-/// rest (no deadlock); waiting for it is bounded by the request's deadline.
+/// Reads the body, up to `bound` bytes (its buffer budget was taken by the caller).
 async fn read_body(
-    st: &AppState,
     mut body: Body,
-    declared: Option<u64>,
     bound: u64,
     name: &str,
     limit: &'static str,
-) -> Result<(Bytes, OwnedSemaphorePermit), Outcome> {
-    let want = declared.unwrap_or(bound).min(bound);
-    // The budget is at least the largest bound, so one request alone always gets through.
-    let n = u32::try_from(want).unwrap_or(u32::MAX);
-    let held = Arc::clone(&st.buffer)
-        .acquire_many_owned(n)
-        .await
-        .map_err(|e| {
-            Outcome::http_error(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "internal_error",
-                name,
-                format!("buffer budget closed: {e}"),
-            )
-        })?;
+) -> Result<Bytes, Outcome> {
     let mut parts: Vec<Bytes> = Vec::new();
     let mut total = 0u64;
     while let Some(frame) = body.frame().await {
@@ -449,7 +507,7 @@ async fn read_body(
         }
         Bytes::from(all)
     };
-    Ok((bytes, held))
+    Ok(bytes)
 }
 
 fn too_large(policy: &str, bound: u64, limit: &'static str) -> Outcome {
@@ -551,6 +609,7 @@ fn evaluate(
         sha256: Some(sha),
         error,
         message: None,
+        hold: None,
     }
 }
 
@@ -610,16 +669,24 @@ fn finish(
         o.body.insert("elapsed_us".to_owned(), json!(elapsed_us));
     }
     let mut text = Json::Object(std::mem::take(&mut o.body)).to_string();
-    if let Some(doc) = o.document.take() {
-        // `body` is a JSON object: splice the document in as its last member.
+    if let Some(mut doc) = o.document.take() {
+        // `body` is a JSON object: the document goes in as its last member. The head is
+        // inserted in front of the document's own buffer (usually within its spare capacity),
+        // so the document is not copied into a second buffer of its size.
         if text.ends_with('}') {
             text.pop();
             text.push_str(",\"document\":");
-            text.push_str(&doc);
-            text.push('}');
+            doc.insert_str(0, &text);
+            doc.push('}');
+            text = doc;
         }
     }
-    let mut resp = (o.status, text).into_response();
+    // The output budget stays with the body until hyper has sent it or dropped it.
+    let body = Held {
+        data: Bytes::from(text),
+        _hold: o.hold.take(),
+    };
+    let mut resp = (o.status, Body::new(body)).into_response();
     resp.headers_mut().insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static("application/json"),

@@ -18,10 +18,13 @@ mod metrics;
 pub(crate) mod sandbox;
 
 use std::collections::BTreeMap;
+use std::future::Future;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
+use std::pin::Pin;
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use clap::Args;
@@ -74,6 +77,15 @@ pub(crate) struct ServeOpts {
     /// past it the verdict stands and `output_error` is `output_too_large`.
     #[arg(long, value_name = "BYTES", value_parser = parse_size, default_value = "256M")]
     max_output: u64,
+    /// Response text held in memory at once, rendered but not yet sent (bytes, or with
+    /// K/M/G); a rendered response waits for room before it is sent [default: 2 x concurrency
+    /// x max_output].
+    #[arg(long, value_name = "BYTES", value_parser = parse_size)]
+    max_pending_output: Option<u64>,
+    /// Seconds a response write may make no progress before the connection is closed (a
+    /// client that stops reading frees what its response holds).
+    #[arg(long, value_name = "SECONDS", default_value_t = 30.0)]
+    send_timeout: f64,
     /// Seconds a request's body may take to arrive (else 408). The body is read before the
     /// request takes a decode slot, so a slow upload never holds one.
     #[arg(long, value_name = "SECONDS", default_value_t = 10.0)]
@@ -97,7 +109,7 @@ pub(crate) struct ServeOpts {
     #[arg(long, value_name = "FILE")]
     audit_log: Option<PathBuf>,
     /// Address-space limit (RLIMIT_AS; bytes, or with K/M/G) [default: concurrency x
-    /// (1.25 x max_alloc_bytes + 2 x max_output) + 2 x max_buffered + 1G].
+    /// (1.25 x max_alloc_bytes + 2 x max_output) + 2 x max_buffered + max_pending_output + 1G].
     #[arg(long, value_name = "BYTES", value_parser = parse_size)]
     max_address_space: Option<u64>,
     /// Run without the sandbox (no Landlock, no seccomp, no rlimits). Logs a loud warning.
@@ -168,6 +180,13 @@ pub(crate) fn run(opts: &ServeOpts) -> Result<(), Fatal> {
         )));
     }
     let body_timeout = Duration::from_secs_f64(opts.body_timeout);
+    if !(opts.send_timeout.is_finite() && opts.send_timeout > 0.0 && opts.send_timeout < 86_400.0) {
+        return Err(Fatal(format!(
+            "--send-timeout {}: expected 0 < seconds < 86400",
+            opts.send_timeout
+        )));
+    }
+    let send_timeout = Duration::from_secs_f64(opts.send_timeout);
     let max_body = opts.max_body.unwrap_or(u64::MAX);
 
     let mut listeners = Vec::new();
@@ -208,6 +227,14 @@ pub(crate) fn run(opts: &ServeOpts) -> Result<(), Fatal> {
                 .saturating_mul(concurrency_u64)
         })
         .max(largest_body);
+    let max_pending_output = opts
+        .max_pending_output
+        .unwrap_or_else(|| {
+            opts.max_output
+                .saturating_mul(2)
+                .saturating_mul(concurrency_u64)
+        })
+        .max(opts.max_output.saturating_add(1 << 20));
     let address_space = opts.max_address_space.unwrap_or_else(|| {
         // Per decode: the document (max_alloc_bytes, plus vector growth slack) and the output
         // text (a String may hold twice its length while it grows).
@@ -218,6 +245,7 @@ pub(crate) fn run(opts: &ServeOpts) -> Result<(), Fatal> {
                     .saturating_add(opts.max_output.saturating_mul(2)),
             )
             .saturating_add(max_buffered.saturating_mul(2))
+            .saturating_add(max_pending_output)
             .saturating_add(1 << 30)
     });
     let open_files = u64::try_from(opts.max_connections)
@@ -252,6 +280,7 @@ pub(crate) fn run(opts: &ServeOpts) -> Result<(), Fatal> {
         default_policy: opts.default_policy.clone(),
         max_body,
         max_output: usize::try_from(opts.max_output).unwrap_or(usize::MAX),
+        max_pending_output: usize::try_from(max_pending_output).unwrap_or(usize::MAX),
         concurrency,
         queue: opts.queue,
         deadline,
@@ -268,7 +297,13 @@ pub(crate) fn run(opts: &ServeOpts) -> Result<(), Fatal> {
         .build()
         .map_err(|e| Fatal(format!("cannot start the runtime: {e}")))?;
     runtime
-        .block_on(serve(listeners, state, opts.max_connections, deadline))
+        .block_on(serve(
+            listeners,
+            state,
+            opts.max_connections,
+            deadline,
+            send_timeout,
+        ))
         .map_err(|e| Fatal(format!("server error: {e}")))
 }
 
@@ -278,6 +313,7 @@ async fn serve(
     state: Arc<AppState>,
     max_connections: usize,
     deadline: Duration,
+    send_timeout: Duration,
 ) -> io::Result<()> {
     let mut term = signal(SignalKind::terminate())?;
     let mut int = signal(SignalKind::interrupt())?;
@@ -300,6 +336,7 @@ async fn serve(
             stop_rx.clone(),
             Arc::clone(&conns),
             Arc::clone(&state),
+            send_timeout,
         )));
     }
     let sig = tokio::select! {
@@ -343,6 +380,7 @@ async fn accept_loop(
     mut stop: watch::Receiver<bool>,
     conns: Arc<Semaphore>,
     state: Arc<AppState>,
+    send_timeout: Duration,
 ) {
     loop {
         let permit = tokio::select! {
@@ -350,7 +388,7 @@ async fn accept_loop(
             _ = stop.changed() => return,
         };
         let accepted = tokio::select! {
-            a = accept(&acceptor) => a,
+            a = accept(&acceptor, send_timeout) => a,
             _ = stop.changed() => return,
         };
         let (io, peer) = match accepted {
@@ -384,12 +422,57 @@ async fn accept_loop(
     }
 }
 
-enum Io {
+/// An accepted connection. Writes that make no progress for `send_timeout` fail with
+/// `TimedOut`, which closes the connection: a peer that stops reading cannot keep a response
+/// (and the output budget it holds) in memory for ever.
+struct Io {
+    stream: Stream,
+    send_timeout: Duration,
+    /// Running while a write is pending.
+    stall: Option<Pin<Box<tokio::time::Sleep>>>,
+}
+
+enum Stream {
     Unix(tokio::net::UnixStream),
     Tcp(tokio::net::TcpStream),
 }
 
-async fn accept(a: &Acceptor) -> io::Result<(TokioIo<Io>, Option<Peer>)> {
+impl Io {
+    fn new(stream: Stream, send_timeout: Duration) -> Io {
+        Io {
+            stream,
+            send_timeout,
+            stall: None,
+        }
+    }
+
+    /// Turns a pending write into a timeout once the stall has lasted `send_timeout`.
+    fn pending_write<T>(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<T>> {
+        let timeout = self.send_timeout;
+        let stall = self
+            .stall
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep(timeout)));
+        if stall.as_mut().poll(cx).is_ready() {
+            return Poll::Ready(Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                "the peer has not read its response within --send-timeout",
+            )));
+        }
+        Poll::Pending
+    }
+
+    fn written<T>(&mut self, r: Poll<io::Result<T>>, cx: &mut Context<'_>) -> Poll<io::Result<T>> {
+        match r {
+            Poll::Ready(r) => {
+                self.stall = None;
+                Poll::Ready(r)
+            }
+            Poll::Pending => self.pending_write(cx),
+        }
+    }
+}
+
+async fn accept(a: &Acceptor, send_timeout: Duration) -> io::Result<(TokioIo<Io>, Option<Peer>)> {
     match a {
         Acceptor::Unix(l) => {
             let (s, _) = l.accept().await?;
@@ -398,58 +481,59 @@ async fn accept(a: &Acceptor) -> io::Result<(TokioIo<Io>, Option<Peer>)> {
                 uid: c.uid(),
                 gid: c.gid(),
             });
-            Ok((TokioIo::new(Io::Unix(s)), peer))
+            Ok((TokioIo::new(Io::new(Stream::Unix(s), send_timeout)), peer))
         }
         Acceptor::Tcp(l) => {
             let (s, addr) = l.accept().await?;
             let _ = s.set_nodelay(true);
-            Ok((TokioIo::new(Io::Tcp(s)), Some(Peer::Tcp(addr))))
+            Ok((
+                TokioIo::new(Io::new(Stream::Tcp(s), send_timeout)),
+                Some(Peer::Tcp(addr)),
+            ))
         }
     }
 }
 
 impl tokio::io::AsyncRead for Io {
     fn poll_read(
-        self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
         buf: &mut tokio::io::ReadBuf<'_>,
-    ) -> std::task::Poll<io::Result<()>> {
-        match self.get_mut() {
-            Io::Unix(s) => std::pin::Pin::new(s).poll_read(cx, buf),
-            Io::Tcp(s) => std::pin::Pin::new(s).poll_read(cx, buf),
+    ) -> Poll<io::Result<()>> {
+        match &mut self.get_mut().stream {
+            Stream::Unix(s) => Pin::new(s).poll_read(cx, buf),
+            Stream::Tcp(s) => Pin::new(s).poll_read(cx, buf),
         }
     }
 }
 
 impl tokio::io::AsyncWrite for Io {
     fn poll_write(
-        self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
         buf: &[u8],
-    ) -> std::task::Poll<io::Result<usize>> {
-        match self.get_mut() {
-            Io::Unix(s) => std::pin::Pin::new(s).poll_write(cx, buf),
-            Io::Tcp(s) => std::pin::Pin::new(s).poll_write(cx, buf),
-        }
+    ) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        let r = match &mut this.stream {
+            Stream::Unix(s) => Pin::new(s).poll_write(cx, buf),
+            Stream::Tcp(s) => Pin::new(s).poll_write(cx, buf),
+        };
+        this.written(r, cx)
     }
 
-    fn poll_flush(
-        self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<io::Result<()>> {
-        match self.get_mut() {
-            Io::Unix(s) => std::pin::Pin::new(s).poll_flush(cx),
-            Io::Tcp(s) => std::pin::Pin::new(s).poll_flush(cx),
-        }
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        let r = match &mut this.stream {
+            Stream::Unix(s) => Pin::new(s).poll_flush(cx),
+            Stream::Tcp(s) => Pin::new(s).poll_flush(cx),
+        };
+        this.written(r, cx)
     }
 
-    fn poll_shutdown(
-        self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<io::Result<()>> {
-        match self.get_mut() {
-            Io::Unix(s) => std::pin::Pin::new(s).poll_shutdown(cx),
-            Io::Tcp(s) => std::pin::Pin::new(s).poll_shutdown(cx),
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match &mut self.get_mut().stream {
+            Stream::Unix(s) => Pin::new(s).poll_shutdown(cx),
+            Stream::Tcp(s) => Pin::new(s).poll_shutdown(cx),
         }
     }
 }
