@@ -1192,17 +1192,30 @@ fn unread_responses_are_bounded_and_timed_out() {
 fn loopback_tcp_listener() {
     let dir = scratch("service-tcp");
     let server = Server::start(&dir, &["--listen", "tcp:127.0.0.1:0"]);
-    let addr = server
-        .events()
-        .iter()
-        .filter(|e| e["event"] == "listening")
-        .find_map(|e| {
-            e["address"]
-                .as_str()?
-                .strip_prefix("tcp:")
-                .map(str::to_owned)
-        })
-        .unwrap_or_else(|| panic!("no tcp listening event: {}", server.stderr()));
+    // The Unix socket accepts (into its backlog) from bind on, before the listening events
+    // are logged: wait for the TCP one.
+    let t = Instant::now();
+    let addr = loop {
+        let found = server
+            .events()
+            .iter()
+            .filter(|e| e["event"] == "listening")
+            .find_map(|e| {
+                e["address"]
+                    .as_str()?
+                    .strip_prefix("tcp:")
+                    .map(str::to_owned)
+            });
+        if let Some(a) = found {
+            break a;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(20),
+            "no tcp listening event: {}",
+            server.stderr()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
     runtime().block_on(async {
         let stream = tokio::net::TcpStream::connect(&addr).await.unwrap();
         let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
