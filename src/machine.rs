@@ -464,9 +464,11 @@ impl<'a, 'p> Machine<'a, 'p> {
         let pairs = flat.len() / 2;
         self.check_items(d.items.len() + pairs)?;
         self.charge(pairs as u64 * KEYED_BYTES)?;
-        d.items
-            .try_reserve(pairs)
-            .map_err(|_| self.limit(LimitName::MaxAllocBytes, self.alloc))?;
+        d.items.try_reserve(pairs).map_err(|_| {
+            self.err(ErrorKind::AllocationFailed {
+                bytes: pairs as u64 * KEYED_BYTES,
+            })
+        })?;
         let ops = self.keys();
         let unhashable = |_| self.err(ErrorKind::UnhashableKey);
         if d.index.is_empty() && d.items.len() + pairs <= SMALL_KEYED {
@@ -514,9 +516,11 @@ impl<'a, 'p> Machine<'a, 'p> {
     fn set_insert(&mut self, s: &mut SetItems, items: &[NodeId]) -> Result<()> {
         self.check_items(s.items.len() + items.len())?;
         self.charge(items.len() as u64 * KEYED_BYTES)?;
-        s.items
-            .try_reserve(items.len())
-            .map_err(|_| self.limit(LimitName::MaxAllocBytes, self.alloc))?;
+        s.items.try_reserve(items.len()).map_err(|_| {
+            self.err(ErrorKind::AllocationFailed {
+                bytes: items.len() as u64 * KEYED_BYTES,
+            })
+        })?;
         let ops = self.keys();
         let unhashable = |_| self.err(ErrorKind::UnhashableKey);
         if s.index.is_empty() && s.items.len() + items.len() <= SMALL_KEYED {
@@ -912,10 +916,19 @@ impl<'a, 'p> Machine<'a, 'p> {
         }
         self.charge(extra)?;
         let items = self.stack.get(start..).unwrap_or_default();
-        match self.nodes.get_mut(target.index()) {
-            Some(Value::List(l)) => l.extend_from_slice(items),
-            Some(Value::Object(o)) => o.listitems.extend_from_slice(items),
+        // A list can be the document's second-largest allocation: grown fallibly, as the arena.
+        let grown = match self.nodes.get_mut(target.index()) {
+            Some(Value::List(l)) => l
+                .try_reserve(items.len())
+                .map(|()| l.extend_from_slice(items)),
+            Some(Value::Object(o)) => o
+                .listitems
+                .try_reserve(items.len())
+                .map(|()| o.listitems.extend_from_slice(items)),
             _ => return Err(self.r.err(internal())),
+        };
+        if grown.is_err() {
+            return Err(self.err(ErrorKind::AllocationFailed { bytes: extra }));
         }
         self.stack.truncate(start);
         Ok(())

@@ -1185,6 +1185,31 @@ fn unread_responses_are_bounded_and_timed_out() {
     });
 }
 
+/// A decode the allocator cannot satisfy under the address-space limit is refused with
+/// `allocation_failed`, and the server goes on (it used to abort): 24 M `True` need ~0.9 GB of
+/// arena and items, under a 1 GiB RLIMIT_AS.
+#[test]
+fn allocation_failure_is_a_refusal_not_an_abort() {
+    let dir = scratch("service-alloc");
+    let trues = python_file(
+        &dir,
+        "trues.pkl",
+        "import sys; open(sys.argv[1],'wb').write(b'\\x80\\x02]'+b''.join(b'('+b'\\x88'*(1<<20)+b'e' for _ in range(24))+b'.')",
+    );
+    assert_eq!(trues.len(), 24 * ((1 << 20) + 2) + 4);
+    let mut server = Server::start(&dir, &["--max-address-space", "1G"]);
+    runtime().block_on(async {
+        let mut c = Client::new(&server.sock);
+        let j = c.post("/v1/check", trues).await.json();
+        assert_eq!(j["verdict"], "refused", "{j}");
+        assert_eq!(j["kind"], "allocation_failed", "{j}");
+        assert_eq!(j["category"], "limit_exceeded");
+        let r = c.post("/v1/check", b"\x80\x04K\x07.".to_vec()).await;
+        assert_eq!(r.json()["verdict"], "accepted");
+    });
+    assert!(server.child.as_mut().unwrap().try_wait().unwrap().is_none());
+}
+
 /// `--listen tcp:127.0.0.1:0` beside the Unix socket: the bound port is in the `listening`
 /// event, requests over TCP are answered and audited with the peer address; a non-loopback
 /// address is refused at start without --allow-non-loopback.
