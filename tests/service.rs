@@ -812,6 +812,16 @@ fn sandbox_check_and_insecure_mode() {
         .iter()
         .any(|e| e["event"] == "insecure_no_sandbox" && e["level"] == "WARN"));
     assert!(!events.iter().any(|e| e["event"] == "sandbox_applied"));
+
+    // The probe endpoint would really open, spawn and connect without the sandbox: refused.
+    let out = Command::new(env!("CARGO_BIN_EXE_picklewarden"))
+        .args(["serve", "--listen"])
+        .arg(format!("unix:{}", dir.join("probe.sock").display()))
+        .args(["--insecure-no-sandbox", "--enable-sandbox-probe"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("needs the sandbox"));
 }
 
 /// SIGTERM while requests are decoding and queued: every one of them completes with its

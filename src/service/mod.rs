@@ -154,6 +154,12 @@ pub(crate) fn sandbox_check(opts: &SandboxCheckOpts) -> ExitCode {
 /// `picklewarden serve`: exit 0 after a graceful shutdown, 2 when it cannot start.
 pub(crate) fn run(opts: &ServeOpts) -> Result<(), Fatal> {
     init_log(opts)?;
+    if opts.enable_sandbox_probe && opts.insecure_no_sandbox {
+        // Unsandboxed, the probes would really create a file, start a process and connect.
+        return Err(Fatal(
+            "--enable-sandbox-probe needs the sandbox (not with --insecure-no-sandbox)".to_owned(),
+        ));
+    }
     let (policies, sources) = load_policies(opts)?;
     if !policies.contains_key(&opts.default_policy) {
         return Err(Fatal(format!(
