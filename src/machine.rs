@@ -1073,7 +1073,7 @@ impl<'a, 'p> Machine<'a, 'p> {
                 has_children = true;
                 // Only a child that can hold children can go deeper: leaves (the bulk of
                 // most documents) are not queued, which changes nothing in the verdict.
-                if nodes.get(c.index()).is_some_and(can_hold_children) {
+                if nodes.get(c.index()).is_some_and(Value::is_container) {
                     work.push((c, depth + 1));
                 }
             });
@@ -1425,19 +1425,6 @@ impl<'a, 'p> Machine<'a, 'p> {
         }
         Ok(())
     }
-}
-
-/// Whether a value is of a kind that can refer to other nodes (see `Value::for_each_child`).
-fn can_hold_children(v: &Value<'_>) -> bool {
-    matches!(
-        v,
-        Value::List(_)
-            | Value::Tuple(_)
-            | Value::Dict(_)
-            | Value::Set(_)
-            | Value::FrozenSet(_)
-            | Value::Object(_)
-    )
 }
 
 /// Latin-1 bytes of valid UTF-8 text, or `None` if it holds a code point above U+00FF.

@@ -107,15 +107,7 @@ impl Printer {
                 Task::Node(id) => id,
             };
             let Some(v) = doc.get(id) else { continue };
-            let container = matches!(
-                v,
-                Value::List(_)
-                    | Value::Tuple(_)
-                    | Value::Dict(_)
-                    | Value::Set(_)
-                    | Value::FrozenSet(_)
-                    | Value::Object(_)
-            );
+            let container = v.is_container();
             let repeat = !self.printed.insert(id);
             if self.on_path.contains(&id) || (repeat && out.len() > self.limit) {
                 out.push_str(match v {

@@ -183,6 +183,20 @@ impl Value<'_> {
         }
     }
 
+    /// Whether the value is a container, the kinds that can refer to other nodes (list, tuple,
+    /// dict, set, frozenset, record object; see [`Value::for_each_child`]).
+    pub fn is_container(&self) -> bool {
+        matches!(
+            self,
+            Value::List(_)
+                | Value::Tuple(_)
+                | Value::Dict(_)
+                | Value::Set(_)
+                | Value::FrozenSet(_)
+                | Value::Object(_)
+        )
+    }
+
     /// Whether the value is mutable in Python (list, dict, set, bytearray, record object): the
     /// values whose identity matters.
     pub fn is_mutable(&self) -> bool {

@@ -117,8 +117,8 @@ impl AppState {
 /// The router of every endpoint.
 pub(crate) fn router(state: Arc<AppState>) -> Router {
     let mut r = Router::new()
-        .route("/v1/check", post(check))
-        .route("/v1/decode", post(decode))
+        .route("/v1/check", post(endpoint::<true>))
+        .route("/v1/decode", post(endpoint::<false>))
         .route("/v1/policies", get(policies))
         .route("/healthz", get(healthz))
         .route("/metrics", get(metrics));
@@ -198,24 +198,15 @@ impl Outcome {
     }
 }
 
-async fn check(
+/// `POST /v1/check` (`CHECK`) and `POST /v1/decode`.
+async fn endpoint<const CHECK: bool>(
     State(st): State<Arc<AppState>>,
     peer: Option<Extension<Peer>>,
     params: Result<Query<Params>, axum::extract::rejection::QueryRejection>,
     headers: HeaderMap,
     body: Body,
 ) -> Response {
-    handle(st, peer.map(|p| p.0), params, headers, body, true).await
-}
-
-async fn decode(
-    State(st): State<Arc<AppState>>,
-    peer: Option<Extension<Peer>>,
-    params: Result<Query<Params>, axum::extract::rejection::QueryRejection>,
-    headers: HeaderMap,
-    body: Body,
-) -> Response {
-    handle(st, peer.map(|p| p.0), params, headers, body, false).await
+    handle(st, peer.map(|p| p.0), params, headers, body, CHECK).await
 }
 
 async fn handle(
@@ -557,25 +548,29 @@ fn evaluate(
     let mut document = None;
     let error = match result {
         Ok(doc) => {
+            // The value's text, unless it would pass `max_output`.
             let text = match endpoint {
                 Endpoint::Check => None,
-                Endpoint::Decode(Format::Json) => {
-                    Some(picklewarden::json::to_typed_json_limited(&doc, max_output))
-                }
-                Endpoint::Decode(Format::Repr) => {
-                    Some(picklewarden::repr::to_repr_limited(&doc, max_output))
-                }
+                Endpoint::Decode(Format::Json) => Some((
+                    "document",
+                    picklewarden::json::to_typed_json_limited(&doc, max_output),
+                )),
+                Endpoint::Decode(Format::Repr) => Some((
+                    "repr",
+                    picklewarden::repr::to_repr_limited(&doc, max_output),
+                )),
             };
-            match (endpoint, text) {
-                (Endpoint::Decode(Format::Json), Some(Some(t))) => document = Some(t),
-                (Endpoint::Decode(Format::Repr), Some(Some(t))) => {
-                    body.insert("repr".to_owned(), json!(t));
+            match text {
+                // The typed JSON is spliced in as raw text by `finish`.
+                Some(("document", Some(t))) => document = Some(t),
+                Some((member, Some(t))) => {
+                    body.insert(member.to_owned(), json!(t));
                 }
-                (_, Some(None)) => {
+                Some((_, None)) => {
                     body.insert("output_error".to_owned(), json!("output_too_large"));
                     body.insert("max_output_bytes".to_owned(), json!(max_output));
                 }
-                _ => {}
+                None => {}
             }
             None
         }

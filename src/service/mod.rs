@@ -143,6 +143,17 @@ fn parse_mode(s: &str) -> Result<u32, String> {
         .ok_or_else(|| format!("bad mode {s:?} (octal, e.g. 660)"))
 }
 
+/// A duration option given in seconds: finite, above 0 and below a day.
+fn seconds(option: &str, value: f64) -> Result<Duration, Fatal> {
+    if value.is_finite() && value > 0.0 && value < 86_400.0 {
+        Ok(Duration::from_secs_f64(value))
+    } else {
+        Err(Fatal(format!(
+            "{option} {value}: expected 0 < seconds < 86400"
+        )))
+    }
+}
+
 /// `picklewarden sandbox-check`.
 pub(crate) fn sandbox_check(opts: &SandboxCheckOpts) -> ExitCode {
     sandbox::sandbox_check(&sandbox::SandboxConfig {
@@ -172,27 +183,9 @@ pub(crate) fn run(opts: &ServeOpts) -> Result<(), Fatal> {
         .concurrency
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, usize::from))
         .max(1);
-    if !(opts.deadline.is_finite() && opts.deadline > 0.0 && opts.deadline < 86_400.0) {
-        return Err(Fatal(format!(
-            "--deadline {}: expected 0 < seconds < 86400",
-            opts.deadline
-        )));
-    }
-    let deadline = Duration::from_secs_f64(opts.deadline);
-    if !(opts.body_timeout.is_finite() && opts.body_timeout > 0.0 && opts.body_timeout < 86_400.0) {
-        return Err(Fatal(format!(
-            "--body-timeout {}: expected 0 < seconds < 86400",
-            opts.body_timeout
-        )));
-    }
-    let body_timeout = Duration::from_secs_f64(opts.body_timeout);
-    if !(opts.send_timeout.is_finite() && opts.send_timeout > 0.0 && opts.send_timeout < 86_400.0) {
-        return Err(Fatal(format!(
-            "--send-timeout {}: expected 0 < seconds < 86400",
-            opts.send_timeout
-        )));
-    }
-    let send_timeout = Duration::from_secs_f64(opts.send_timeout);
+    let deadline = seconds("--deadline", opts.deadline)?;
+    let body_timeout = seconds("--body-timeout", opts.body_timeout)?;
+    let send_timeout = seconds("--send-timeout", opts.send_timeout)?;
     let max_body = opts.max_body.unwrap_or(u64::MAX);
 
     let mut listeners = Vec::new();
