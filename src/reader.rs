@@ -39,6 +39,7 @@ impl<'a> Reader<'a> {
     ///
     /// # Errors
     /// [`ErrorKind::Truncated`] at the end of the input.
+    #[inline]
     pub(crate) fn next_opcode(&mut self) -> Result<u8> {
         if self.frame_end == Some(self.pos) {
             self.frame_end = None;
@@ -57,11 +58,13 @@ impl<'a> Reader<'a> {
         }
     }
 
+    #[inline]
     fn read_end(&self) -> usize {
         self.frame_end.unwrap_or(self.input.len())
     }
 
     /// Bytes left before the end of the current frame (or of the input).
+    #[inline]
     pub(crate) fn left(&self) -> u64 {
         self.read_end().saturating_sub(self.pos) as u64
     }
@@ -77,6 +80,7 @@ impl<'a> Reader<'a> {
     }
 
     /// The next `n` bytes, borrowed from the input.
+    #[inline]
     pub(crate) fn take(&mut self, n: u64) -> Result<&'a [u8]> {
         if n > self.left() {
             return Err(self.overrun());
@@ -88,17 +92,20 @@ impl<'a> Reader<'a> {
         Ok(s)
     }
 
+    #[inline]
     pub(crate) fn take_array<const N: usize>(&mut self) -> Result<[u8; N]> {
         let s = self.take(N as u64)?;
         s.try_into().map_err(|_| self.overrun())
     }
 
+    #[inline]
     pub(crate) fn take_u8(&mut self) -> Result<u8> {
         let [b] = self.take_array::<1>()?;
         Ok(b)
     }
 
     /// A length-prefixed argument: `N`-byte little-endian length, then that many bytes.
+    #[inline]
     pub(crate) fn take_prefixed<const N: usize>(&mut self) -> Result<&'a [u8]> {
         let raw = self.take_array::<N>()?;
         let mut buf = [0u8; 8];
