@@ -27,6 +27,9 @@ Options:
                     and the largest peak RSS (default 1)
   --tools a,b,...   tools to run (default: all)
   --no-build        do not run `cargo build --release --example bench_decode` first
+  --native          build and run picklewarden with RUSTFLAGS='-C target-cpu=native' (in
+                    target/native/): enables the BMI2 latin-1 packing of the Mitogen protocol-2
+                    fast path (src/machine.rs `latin1_pack`); the default build is portable
   --json FILE       also write the raw results as JSON
 """
 
@@ -119,9 +122,16 @@ def worker(tool, path, runs, stream):
                       "peak_rss_kib": peak_rss_kib()}))
 
 
-def bench_binary():
+NATIVE = False
+
+
+def target_dir():
     target = os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
-    return os.path.join(target, "release", "examples", "bench_decode")
+    return os.path.join(target, "native") if NATIVE else target
+
+
+def bench_binary():
+    return os.path.join(target_dir(), "release", "examples", "bench_decode")
 
 
 def run_one(tool, path, runs, stream):
@@ -161,6 +171,7 @@ def fmt_rate(x):
 
 
 def main():
+    global NATIVE
     args = sys.argv[1:]
     if args and args[0] == "--worker":
         worker(args[1], args[2], int(args[3]), "--stream" in args)
@@ -179,6 +190,8 @@ def main():
             tools = next(it).split(",")
         elif a == "--no-build":
             build = False
+        elif a == "--native":
+            NATIVE = True
         elif a == "--json":
             json_out = next(it)
         elif a.startswith("-"):
@@ -190,8 +203,11 @@ def main():
     if not files:
         raise SystemExit("no workloads: run python3 bench/gen_workloads.py first")
     if build and any(t in PW_TOOLS for t in tools):
+        env = dict(os.environ, CARGO_TARGET_DIR=target_dir())
+        if NATIVE:
+            env["RUSTFLAGS"] = "-C target-cpu=native"
         subprocess.run(["cargo", "build", "--release", "--quiet", "--example", "bench_decode"],
-                       cwd=ROOT, check=True)
+                       cwd=ROOT, check=True, env=env)
     manifest = {}
     for d in {os.path.dirname(os.path.abspath(f)) for f in files}:
         m = os.path.join(d, "MANIFEST.json")
