@@ -26,7 +26,7 @@ use crate::error::{escape_bytes_for_display, Error, ErrorKind, Result};
 use crate::keys::{bigint_to_f64, index_insert, KeyOps};
 use crate::limits::{LimitName, Limits};
 use crate::memo::Memo;
-use crate::opcode::Opcode;
+use crate::opcode::{Opcode, BININT_LEN};
 use crate::policy::{Constructor, Policy, Python2Str, TextEncoding};
 use crate::reader::Reader;
 use crate::scan::{ScanReport, Scanner};
@@ -1019,6 +1019,12 @@ impl<'a, 'p> Machine<'a, 'p> {
             if self.opcodes > self.limits.max_opcodes {
                 return Err(self.limit(LimitName::MaxOpcodes, self.opcodes));
             }
+            let len = BININT_LEN.get(usize::from(byte)).copied().unwrap_or(0);
+            if len != 0 {
+                let v = self.r.take_binint(len)?;
+                self.push_new(Value::Int(v), 0)?;
+                continue;
+            }
             let Some(op) = Opcode::from_byte(byte) else {
                 return Err(self.err(ErrorKind::UnknownOpcode));
             };
@@ -1145,17 +1151,11 @@ impl<'a, 'p> Machine<'a, 'p> {
                 let v = self.int_value(p);
                 self.push_new(v, extra)?;
             }
-            O::Binint => {
-                let b = self.r.take_array::<4>()?;
-                self.push_new(Value::Int(i64::from(i32::from_le_bytes(b))), 0)?;
-            }
-            O::Binint1 => {
-                let b = self.r.take_u8()?;
-                self.push_new(Value::Int(i64::from(b)), 0)?;
-            }
-            O::Binint2 => {
-                let b = self.r.take_array::<2>()?;
-                self.push_new(Value::Int(i64::from(u16::from_le_bytes(b))), 0)?;
+            // `run` reads these before dispatching (one branch-free path for the three).
+            O::Binint | O::Binint1 | O::Binint2 => {
+                let len = BININT_LEN.get(usize::from(op.byte())).copied().unwrap_or(0);
+                let v = self.r.take_binint(len)?;
+                self.push_new(Value::Int(v), 0)?;
             }
             O::Long1 => {
                 let n = self.r.take_u8()?;
@@ -1592,6 +1592,43 @@ mod tests {
                 assert_eq!(latin1_pack_bytewise(t), want(t), "start {start} len {len}");
             }
         }
+    }
+
+    /// BININT1/BININT2/BININT through `run`'s branch-free path: unsigned 1 and 2 bytes, signed
+    /// 4 bytes, with four bytes left after the opcode and with fewer (the last opcode before
+    /// STOP), and a BININT cut short by the end of a FRAME (pickle.dumps gives the values).
+    #[test]
+    fn binint_opcodes_read_their_width_and_sign() {
+        let ints = |input: &[u8]| -> Vec<i64> {
+            let doc = decode(input, &Policy::data()).unwrap();
+            let root = doc.get(doc.root().unwrap()).unwrap();
+            let items: Vec<NodeId> = match root {
+                Value::List(items) => items.clone(),
+                Value::Int(v) => return vec![*v],
+                other => panic!("{other:?}"),
+            };
+            items
+                .iter()
+                .map(|&id| match doc.get(id) {
+                    Some(Value::Int(v)) => *v,
+                    other => panic!("{other:?}"),
+                })
+                .collect()
+        };
+        // pickle.dumps([255, 65535, -1, -2**31, 2**31 - 1, 0, 256], 2)
+        let list = b"\x80\x02]q\x00(K\xffM\xff\xffJ\xff\xff\xff\xffJ\x00\x00\x00\x80J\xff\xff\xff\x7fK\x00M\x00\x01e.";
+        assert_eq!(
+            ints(list),
+            [255, 65535, -1, -(1 << 31), (1 << 31) - 1, 0, 256]
+        );
+        // pickle.dumps(255, 2), pickle.dumps(65535, 2), pickle.dumps(-2, 2): under 4 bytes left.
+        assert_eq!(ints(b"\x80\x02K\xff."), [255]);
+        assert_eq!(ints(b"\x80\x02M\xff\xff."), [65535]);
+        assert_eq!(ints(b"\x80\x02J\xfe\xff\xff\xff."), [-2]);
+        // A FRAME of 3 bytes holding `J` and 2 of its 4 bytes: the argument straddles the frame.
+        let straddle = b"\x80\x04\x95\x03\x00\x00\x00\x00\x00\x00\x00J\x01\x00\x00\x00.";
+        assert_eq!(kind(straddle), "frame_straddle");
+        assert_eq!(kind(b"\x80\x02M\x01"), "truncated");
     }
 
     #[test]

@@ -104,6 +104,32 @@ impl<'a> Reader<'a> {
         Ok(b)
     }
 
+    /// The argument of BININT1, BININT2 or BININT (`len` 1, 2 or 4 bytes, little-endian;
+    /// unsigned, except BININT's 4 bytes, signed), as CPython's `load_binintx` reads it. With
+    /// four bytes left in the input it reads without branching on `len`.
+    #[inline]
+    pub(crate) fn take_binint(&mut self, len: u8) -> Result<i64> {
+        let start = self.pos;
+        let b = self.take(u64::from(len))?;
+        let word = match self.input.get(start..start + 4) {
+            Some(&[a, b, c, d]) => u32::from_le_bytes([a, b, c, d]),
+            _ => {
+                let mut w = [0u8; 4];
+                for (slot, &x) in w.iter_mut().zip(b) {
+                    *slot = x;
+                }
+                u32::from_le_bytes(w)
+            }
+        };
+        let bits = 8 * u32::from(len);
+        let x = word & u32::MAX.checked_shr(32 - bits).unwrap_or(0);
+        Ok(if len == 4 {
+            i64::from(x as i32)
+        } else {
+            i64::from(x)
+        })
+    }
+
     /// A length-prefixed argument: `N`-byte little-endian length, then that many bytes.
     #[inline]
     pub(crate) fn take_prefixed<const N: usize>(&mut self) -> Result<&'a [u8]> {

@@ -21,7 +21,7 @@
 use crate::error::{escape_bytes_for_display, Error, ErrorKind, Result};
 use crate::limits::{LimitName, Limits};
 use crate::memo::Memo;
-use crate::opcode::Opcode;
+use crate::opcode::{Opcode, SCALAR_ARG};
 use crate::policy::{Constructor, Policy, Python2Str, TextEncoding};
 use crate::reader::Reader;
 use crate::text::{self, NumberError};
@@ -484,6 +484,12 @@ impl Scan<'_, '_> {
             }
             if let Some(c) = self.report.opcode_counts.get_mut(usize::from(byte)) {
                 *c += 1;
+            }
+            let arg = SCALAR_ARG.get(usize::from(byte)).copied().unwrap_or(0);
+            if arg != 0 {
+                self.r.take(u64::from(arg - 1))?;
+                self.push(Sym::Scalar)?;
+                continue;
             }
             let Some(op) = Opcode::from_byte(byte) else {
                 return Err(self.err(ErrorKind::UnknownOpcode));
