@@ -127,7 +127,7 @@ impl<'d, 'a> Writer<'d, 'a> {
                 Some(s) if !*s => *s = true,
                 _ => continue,
             }
-            let Some(v) = doc.nodes.get(id.index()) else {
+            let Some(v) = doc.get(id) else {
                 continue;
             };
             if matches!(v, Value::Set(_) | Value::FrozenSet(_)) {
@@ -162,7 +162,7 @@ impl<'d, 'a> Writer<'d, 'a> {
     /// (its first [`SORT_KEY_BYTES`] bytes; ties keep arena order).
     fn sort_sets(&mut self, sets: &[NodeId]) {
         for &set in sets {
-            let Some(Value::Set(s) | Value::FrozenSet(s)) = self.doc.nodes.get(set.index()) else {
+            let Some(Value::Set(s) | Value::FrozenSet(s)) = self.doc.get(set) else {
                 continue;
             };
             let mut keyed: Vec<(String, NodeId)> = Vec::with_capacity(s.items.len());
@@ -215,7 +215,7 @@ impl<'d, 'a> Writer<'d, 'a> {
     /// Writes the separator before item `next` of the sequence and queues that item, then the
     /// rest of the sequence; nothing when the sequence is done.
     fn seq_step(&mut self, id: NodeId, seq: Seq, next: usize, tasks: &mut Vec<Task>) {
-        let Some(v) = self.doc.nodes.get(id.index()) else {
+        let Some(v) = self.doc.get(id) else {
             return;
         };
         let item = match (seq, v) {
@@ -261,7 +261,7 @@ impl<'d, 'a> Writer<'d, 'a> {
             let _ = write!(self.out, "{{\"type\":\"ref\",\"id\":{n}}}");
             return;
         }
-        let Some(v) = self.doc.nodes.get(id.index()) else {
+        let Some(v) = self.doc.get(id) else {
             self.out.push_str("{\"type\":\"none\"}");
             return;
         };

@@ -107,7 +107,7 @@ pub(crate) struct KeyOps<'n, 'a, S> {
 
 impl<S: BuildHasher> KeyOps<'_, '_, S> {
     fn node(&self, id: NodeId) -> Option<&Value<'_>> {
-        self.nodes.get(id.index())
+        crate::value::lookup(self.nodes, id)
     }
 
     /// The hash of a hashable value, or `Unhashable`.

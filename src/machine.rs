@@ -31,7 +31,10 @@ use crate::policy::{Constructor, Policy, Python2Str, TextEncoding};
 use crate::reader::Reader;
 use crate::scan::{ScanReport, Scanner};
 use crate::text::{self, NumberError, ParsedInt};
-use crate::value::{CallKind, DictItems, Document, Global, NodeId, Object, PyStr, SetItems, Value};
+use crate::value::{
+    lookup, CallKind, DictItems, Document, Global, NodeId, Object, PyStr, SetItems, Value,
+    SHARED_BASE,
+};
 
 /// What stands in the arena slot of a dict or set while items are inserted into it: an
 /// unhashable value, so that a key holding the container itself (`d[(d,)] = 1`) is refused as
@@ -171,8 +174,9 @@ impl<'a, 'p> Decoder<'a, 'p> {
     }
 }
 
-/// An upper bound on the nodes a build creates, from the scan's opcode counts: every opcode
-/// creates at most one node, except INST (the global, the argument tuple and the object) and
+/// An upper bound on the arena slots a build fills, from the scan's opcode counts: every
+/// opcode creates at most one node, except NONE, NEWTRUE, NEWFALSE and BININT1 (shared values,
+/// no slot), INST (the global, the argument tuple and the object) and
 /// OBJ (the argument tuple and the object); stack, memo and container-filling opcodes create
 /// none.
 fn node_bound(counts: &[u64; 256]) -> u64 {
@@ -203,6 +207,8 @@ fn node_bound(counts: &[u64; 256]) -> u64 {
                 | O::Frame,
             )
             | None => 0,
+            // Always a shared value (src/value.rs), never an arena slot.
+            Some(O::None | O::Newtrue | O::Newfalse | O::Binint1) => 0,
             Some(O::Inst) => 3,
             Some(O::Obj) => 2,
             Some(_) => 1,
@@ -235,6 +241,12 @@ struct Machine<'a, 'p> {
     buffers: Option<VecDeque<&'a [u8]>>,
     /// Nodes already walked by the depth check (stream mode shares it across roots).
     depth_seen: Vec<bool>,
+    /// Values created, shared ones included (`max_nodes` counts them all, as before values
+    /// were shared, so the limit does not depend on which values happen to be shared).
+    created: u64,
+    /// Stands in for a shared value that `get_mut` is asked for: shared values are scalars,
+    /// which no opcode modifies, so the caller only looks at it and refuses the opcode.
+    scratch: Value<'a>,
 }
 
 fn internal() -> ErrorKind {
@@ -265,6 +277,8 @@ impl<'a, 'p> Machine<'a, 'p> {
             policy,
             limits,
             nodes: Vec::new(),
+            created: 0,
+            scratch: Value::None,
             stack: Vec::new(),
             marks: Vec::new(),
             memo: Memo::default(),
@@ -408,29 +422,44 @@ impl<'a, 'p> Machine<'a, 'p> {
         Ok(())
     }
 
-    /// Adds a node, charging its slot plus `extra` bytes.
-    #[inline]
+    /// Adds a node, charging its slot plus `extra` bytes. Inlined into every opcode that makes
+    /// a value, so the value is written straight into its arena slot; refusals and growth are
+    /// out of line.
+    #[inline(always)]
     fn node(&mut self, v: Value<'a>, extra: u64) -> Result<NodeId> {
-        let n = self.nodes.len() as u64;
+        let n = self.created;
         if n >= self.limits.max_nodes {
             return Err(self.limit(LimitName::MaxNodes, n + 1));
         }
         self.charge(NODE_BYTES.saturating_add(extra))?;
-        let id = u32::try_from(n)
-            .ok()
-            .ok_or_else(|| self.limit(LimitName::MaxNodes, n + 1))?;
-        if self.nodes.len() == self.nodes.capacity() {
-            // The arena is the document's largest allocation: grow it fallibly, so a process
-            // short of memory refuses the input instead of aborting.
-            let more = self.nodes.len().max(1024);
-            if self.nodes.try_reserve(more).is_err() {
-                let bytes =
-                    (self.nodes.len().saturating_add(more) as u64).saturating_mul(NODE_BYTES);
-                return Err(self.err(ErrorKind::AllocationFailed { bytes }));
-            }
+        self.created = n + 1;
+        // None, True, False and small ints are not stored: every document shares them.
+        if let Some(id) = NodeId::shared(&v) {
+            return Ok(id);
         }
+        let len = self.nodes.len();
+        if len == self.nodes.capacity() {
+            self.grow_arena()?;
+        }
+        let id = u32::try_from(len)
+            .ok()
+            .filter(|&i| i < SHARED_BASE)
+            .ok_or_else(|| self.limit(LimitName::MaxNodes, n + 1))?;
         self.nodes.push(v);
         Ok(NodeId(id))
+    }
+
+    /// Makes room for more nodes. The arena is the document's largest allocation: it grows
+    /// fallibly, so a process short of memory refuses the input instead of aborting.
+    #[cold]
+    #[inline(never)]
+    fn grow_arena(&mut self) -> Result<()> {
+        let more = self.nodes.len().max(1024);
+        if self.nodes.try_reserve(more).is_err() {
+            let bytes = (self.nodes.len().saturating_add(more) as u64).saturating_mul(NODE_BYTES);
+            return Err(self.err(ErrorKind::AllocationFailed { bytes }));
+        }
+        Ok(())
     }
 
     #[inline]
@@ -440,12 +469,22 @@ impl<'a, 'p> Machine<'a, 'p> {
     }
 
     fn get(&self, id: NodeId) -> Result<&Value<'a>> {
-        self.nodes
-            .get(id.index())
-            .ok_or_else(|| self.err(internal()))
+        lookup(&self.nodes, id).ok_or_else(|| self.err(internal()))
     }
 
+    /// The value of `id`, to modify; for a shared value, a copy of it in `scratch` (no opcode
+    /// modifies a scalar: callers check the kind and refuse).
     fn get_mut(&mut self, id: NodeId) -> Result<&mut Value<'a>> {
+        if id.is_shared() {
+            let v = lookup(&self.nodes, id).cloned();
+            return match v {
+                Some(v) => {
+                    self.scratch = v;
+                    Ok(&mut self.scratch)
+                }
+                None => Err(self.r.err(internal())),
+            };
+        }
         match self.nodes.get_mut(id.index()) {
             Some(v) => Ok(v),
             None => Err(self.r.err(internal())),
@@ -1055,10 +1094,11 @@ impl<'a, 'p> Machine<'a, 'p> {
         if max == 0 {
             return Err(self.limit(LimitName::MaxNestingDepth, 1));
         }
-        let total = self.nodes.len();
-        if (total as u64) <= max && self.depth_seen.is_empty() {
+        // A tree of `created` values (shared leaves included) is at most that deep.
+        if self.created <= max && self.depth_seen.is_empty() {
             return Ok(());
         }
+        let total = self.nodes.len();
         self.depth_seen.resize(total, false);
         let nodes = &self.nodes;
         let mut work: Vec<(NodeId, u64)> = vec![(root, 1)];
@@ -1629,6 +1669,92 @@ mod tests {
         let straddle = b"\x80\x04\x95\x03\x00\x00\x00\x00\x00\x00\x00J\x01\x00\x00\x00.";
         assert_eq!(kind(straddle), "frame_straddle");
         assert_eq!(kind(b"\x80\x02M\x01"), "truncated");
+    }
+
+    /// None, True, False and the ints -5..=256 are the shared values CPython preallocates:
+    /// they get shared ids and no arena slot, equal values are one node (CPython:
+    /// `l[7] is l[8]`), and the other ints stay in the arena.
+    #[test]
+    fn small_ints_and_singletons_are_shared_as_cpython_shares_them() {
+        // pickle.dumps([None, True, False, -5, 256, 257, -6, 5, 5], 2)
+        let input = b"\x80\x02]q\x00(N\x88\x89J\xfb\xff\xff\xffM\x00\x01M\x01\x01J\xfa\xff\xff\xffK\x05K\x05e.";
+        let doc = decode(input, &Policy::data()).unwrap();
+        let root = doc.root().unwrap();
+        let Some(Value::List(items)) = doc.get(root) else {
+            panic!("not a list");
+        };
+        let shared: Vec<bool> = items.iter().map(|id| id.is_shared()).collect();
+        assert_eq!(
+            shared,
+            [true, true, true, true, true, false, false, true, true]
+        );
+        assert_eq!(items[7], items[8]);
+        // The list, 257 and -6.
+        assert_eq!(doc.nodes().len(), 3);
+        let shown: Vec<String> = items
+            .iter()
+            .map(|&id| match doc.get(id) {
+                Some(Value::None) => "None".to_owned(),
+                Some(Value::Bool(b)) => b.to_string(),
+                Some(Value::Int(i)) => i.to_string(),
+                other => format!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(
+            shown,
+            ["None", "true", "false", "-5", "256", "257", "-6", "5", "5"]
+        );
+        // Scalars are written in full where they occur, never as refs.
+        let json = crate::json::to_typed_json(&doc);
+        assert!(!json.contains("\"ref\""), "{json}");
+        assert_eq!(
+            json.matches("{\"type\":\"int\",\"value\":\"5\"}").count(),
+            2,
+            "{json}"
+        );
+        // A repr longer than the repeat limit still prints every shared value.
+        let zeros = [&b"\x80\x02](K\x00"[..], &b"K\x00".repeat(2999), b"e."].concat();
+        let doc = decode(&zeros, &Policy::data()).unwrap();
+        let text = crate::repr::to_repr(&doc);
+        assert_eq!(text.matches('0').count(), 3000);
+        assert!(!text.contains("..."));
+    }
+
+    /// `max_nodes` counts shared values as it counts the others, and the depth check counts a
+    /// shared leaf as a level.
+    #[test]
+    fn shared_values_count_toward_the_limits() {
+        let nones = b"\x80\x02](NNNe.";
+        let three = Limits {
+            max_nodes: 3,
+            ..Policy::data().limits
+        };
+        let err = Decoder::new(nones, &Policy::data())
+            .limits(three)
+            .decode()
+            .unwrap_err();
+        assert_eq!(err.kind().name(), "limit_exceeded");
+        assert!(err.to_string().contains("max_nodes"), "{err}");
+        let four = Limits {
+            max_nodes: 4,
+            ..three
+        };
+        assert!(Decoder::new(nones, &Policy::data())
+            .limits(four)
+            .decode()
+            .is_ok());
+        // [[1]]: depth 3 with the shared 1.
+        let nested = b"\x80\x02]q\x00]q\x01K\x01aa.";
+        let two = Limits {
+            max_nodes: 100,
+            max_nesting_depth: 2,
+            ..three
+        };
+        let err = Decoder::new(nested, &Policy::data())
+            .limits(two)
+            .decode()
+            .unwrap_err();
+        assert!(err.to_string().contains("max_nesting_depth"), "{err}");
     }
 
     #[test]

@@ -108,7 +108,8 @@ impl Printer {
             };
             let Some(v) = doc.get(id) else { continue };
             let container = v.is_container();
-            let repeat = !self.printed.insert(id);
+            // Shared values (None, bools, small ints) are scalars: never cut as repeats.
+            let repeat = !id.is_shared() && !self.printed.insert(id);
             if self.on_path.contains(&id) || (repeat && out.len() > self.limit) {
                 out.push_str(match v {
                     Value::List(_) => "[...]",

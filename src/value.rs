@@ -9,14 +9,71 @@ use std::borrow::Cow;
 
 use num_bigint::BigInt;
 
-/// The index of a value in its [`Document`]'s arena.
+/// The id of a value in its [`Document`]: the index of an arena slot, or one of the ids of
+/// the values every document shares (see [`NodeId::is_shared`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct NodeId(pub(crate) u32);
 
+/// The smallest and largest int CPython preallocates and shares (`_PY_NSMALLNEGINTS` and
+/// `_PY_NSMALLPOSINTS - 1` in CPython's `Include/internal/pycore_global_objects.h`).
+const SMALL_INT_MIN: i64 = -5;
+const SMALL_INT_MAX: i64 = 256;
+/// None, False, True, then the small ints in order.
+const SHARED_LEN: usize = 3 + (SMALL_INT_MAX - SMALL_INT_MIN + 1) as usize;
+/// The first shared id; arena indices stay below it.
+pub(crate) const SHARED_BASE: u32 = u32::MAX - (SHARED_LEN as u32 - 1);
+
+/// The shared values, built at compile time (indexing in const evaluation is checked by the
+/// compiler; the `forget` only discards the `None` each slot held before).
+#[allow(clippy::indexing_slicing)]
+static SHARED: [Value<'static>; SHARED_LEN] = {
+    let mut table = [const { Value::None }; SHARED_LEN];
+    std::mem::forget(std::mem::replace(&mut table[1], Value::Bool(false)));
+    std::mem::forget(std::mem::replace(&mut table[2], Value::Bool(true)));
+    let mut i = 3;
+    while i < SHARED_LEN {
+        let v = Value::Int(SMALL_INT_MIN + (i - 3) as i64);
+        std::mem::forget(std::mem::replace(&mut table[i], v));
+        i += 1;
+    }
+    table
+};
+
 impl NodeId {
-    /// The position in [`Document::nodes`].
+    /// The position in [`Document::nodes`] (for an arena value; a shared value's index is
+    /// past the arena's end).
     pub fn index(self) -> usize {
         self.0 as usize
+    }
+
+    /// Whether this is one of the values every document shares instead of storing them in its
+    /// arena: `None`, `False`, `True` and the ints -5 to 256, the objects CPython itself
+    /// preallocates and shares (so they are shared exactly where CPython shares them, and a
+    /// list of five million small ints costs no arena slot per item). [`Document::get`]
+    /// resolves them; they are not in [`Document::nodes`].
+    pub fn is_shared(self) -> bool {
+        self.0 >= SHARED_BASE
+    }
+
+    /// The shared id of `v`, when `v` is one of the shared values.
+    pub(crate) fn shared(v: &Value<'_>) -> Option<NodeId> {
+        let i = match *v {
+            Value::None => 0,
+            Value::Bool(b) => 1 + u32::from(b),
+            Value::Int(i) if (SMALL_INT_MIN..=SMALL_INT_MAX).contains(&i) => {
+                3 + (i - SMALL_INT_MIN) as u32
+            }
+            _ => return None,
+        };
+        Some(NodeId(SHARED_BASE + i))
+    }
+}
+
+/// The value of `id` among `nodes` (an arena) or the shared values.
+pub(crate) fn lookup<'d, 'a>(nodes: &'d [Value<'a>], id: NodeId) -> Option<&'d Value<'a>> {
+    match id.0.checked_sub(SHARED_BASE) {
+        Some(i) => SHARED.get(i as usize),
+        None => nodes.get(id.index()),
     }
 }
 
@@ -253,7 +310,7 @@ pub struct Document<'a> {
 
 impl<'a> Document<'a> {
     /// Every value created while decoding, including ones that were popped and are not
-    /// reachable from a root.
+    /// reachable from a root, except the shared values ([`NodeId::is_shared`]).
     pub fn nodes(&self) -> &[Value<'a>] {
         &self.nodes
     }
@@ -273,9 +330,10 @@ impl<'a> Document<'a> {
         self.roots.first().copied()
     }
 
-    /// The value at `id`. Ids come from this document, so the lookup cannot fail for them; an
-    /// id from another document gives `None` when out of range.
+    /// The value at `id` (in the arena, or a shared value). Ids come from this document, so
+    /// the lookup cannot fail for them; an id from another document gives `None` when out of
+    /// range.
     pub fn get(&self, id: NodeId) -> Option<&Value<'a>> {
-        self.nodes.get(id.index())
+        lookup(&self.nodes, id)
     }
 }

@@ -1196,21 +1196,22 @@ fn unread_responses_are_bounded_and_timed_out() {
 }
 
 /// A decode the allocator cannot satisfy under the address-space limit is refused with
-/// `allocation_failed`, and the server goes on (it used to abort): 24 M `True` need ~0.9 GB of
-/// arena and items, under a 1 GiB RLIMIT_AS.
+/// `allocation_failed`, and the server goes on (it used to abort): 24 M empty lists (each its
+/// own arena node, unlike `True`, which every document shares) need ~0.9 GB of arena and
+/// items, under a 1 GiB RLIMIT_AS.
 #[test]
 fn allocation_failure_is_a_refusal_not_an_abort() {
     let dir = scratch("service-alloc");
-    let trues = python_file(
+    let lists = python_file(
         &dir,
-        "trues.pkl",
-        "import sys; open(sys.argv[1],'wb').write(b'\\x80\\x02]'+b''.join(b'('+b'\\x88'*(1<<20)+b'e' for _ in range(24))+b'.')",
+        "lists.pkl",
+        "import sys; open(sys.argv[1],'wb').write(b'\\x80\\x02]'+b''.join(b'('+b']'*(1<<20)+b'e' for _ in range(24))+b'.')",
     );
-    assert_eq!(trues.len(), 24 * ((1 << 20) + 2) + 4);
+    assert_eq!(lists.len(), 24 * ((1 << 20) + 2) + 4);
     let mut server = Server::start(&dir, &["--max-address-space", "1G"]);
     runtime().block_on(async {
         let mut c = Client::new(&server.sock);
-        let j = c.post("/v1/check", trues).await.json();
+        let j = c.post("/v1/check", lists).await.json();
         assert_eq!(j["verdict"], "refused", "{j}");
         assert_eq!(j["kind"], "allocation_failed", "{j}");
         assert_eq!(j["category"], "limit_exceeded");

@@ -85,7 +85,7 @@ impl ArgsSchema {
             ));
         }
         for (i, (spec, &id)) in self.args.iter().zip(args).enumerate() {
-            let v = nodes.get(id.index()).ok_or("dangling argument")?;
+            let v = crate::value::lookup(nodes, id).ok_or("dangling argument")?;
             spec.check(nodes, v)
                 .map_err(|why| format!("argument {i}: {why}"))?;
         }
@@ -156,7 +156,7 @@ impl ArgSpec {
         }
         if let (Value::Dict(d), Some(kt)) = (v, self.keys) {
             for &(k, _) in &d.items {
-                let kv = nodes.get(k.index()).ok_or("dangling key")?;
+                let kv = crate::value::lookup(nodes, k).ok_or("dangling key")?;
                 if !type_matches(kt, kv) {
                     return Err(format!("dict key of type {}", kv.type_name()));
                 }
