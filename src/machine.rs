@@ -308,6 +308,7 @@ impl<'a, 'p> Machine<'a, 'p> {
             nodes: self.nodes,
             roots,
             stream,
+            values: self.created,
         }
     }
 

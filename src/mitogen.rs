@@ -537,6 +537,7 @@ pub fn decode_payload<'a>(
             nodes: Vec::new(),
             roots: Vec::new(),
             stream: true,
+            values: 0,
         })),
         PayloadKind::Pickles => Decoder::new(payload, policy)
             .limits(limits)

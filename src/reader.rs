@@ -109,6 +109,9 @@ impl<'a> Reader<'a> {
     /// four bytes left in the input it reads without branching on `len`.
     #[inline]
     pub(crate) fn take_binint(&mut self, len: u8) -> Result<i64> {
+        if !matches!(len, 1 | 2 | 4) {
+            return Err(self.err(ErrorKind::UnknownOpcode));
+        }
         let start = self.pos;
         let b = self.take(u64::from(len))?;
         let word = match self.input.get(start..start + 4) {

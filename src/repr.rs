@@ -42,7 +42,10 @@ pub fn to_repr_limited(doc: &Document<'_>, max_bytes: usize) -> Option<String> {
     let mut printer = Printer {
         printed: HashSet::new(),
         on_path: HashSet::new(),
-        limit: doc.nodes().len().saturating_mul(16).saturating_add(1024),
+        limit: usize::try_from(doc.value_count())
+            .unwrap_or(usize::MAX)
+            .saturating_mul(16)
+            .saturating_add(1024),
         max_bytes,
     };
     for &root in doc.roots() {
@@ -331,6 +334,21 @@ mod tests {
         let policy = crate::Policy::data();
         let doc = crate::decode(pickle, &policy).unwrap();
         to_repr(&doc)
+    }
+
+    /// A document of shared values (small ints) is not cut as if it were small: the repeat
+    /// threshold counts every value, not the arena's nodes. CPython prints this in full.
+    #[test]
+    fn a_repeated_tuple_of_small_ints_is_printed_in_full() {
+        // pickle.dumps((t, t), 2) with t = tuple(range(257))
+        let mut pickle = b"\x80\x02(".to_vec();
+        for i in 0..=255u8 {
+            pickle.extend_from_slice(&[b'K', i]);
+        }
+        pickle.extend_from_slice(b"M\x00\x01tq\x00h\x00\x86q\x01.");
+        let t: Vec<String> = (0..=256).map(|i| i.to_string()).collect();
+        let t = format!("({})", t.join(", "));
+        assert_eq!(repr_of(&pickle), format!("({t}, {t})\n"));
     }
 
     #[test]

@@ -48,9 +48,11 @@ impl NodeId {
 
     /// Whether this is one of the values every document shares instead of storing them in its
     /// arena: `None`, `False`, `True` and the ints -5 to 256, the objects CPython itself
-    /// preallocates and shares (so they are shared exactly where CPython shares them, and a
-    /// list of five million small ints costs no arena slot per item). [`Document::get`]
-    /// resolves them; they are not in [`Document::nodes`].
+    /// preallocates and shares (a list of five million small ints costs no arena slot per
+    /// item). CPython also shares `()`, `''`, `b''` and one-character Latin-1 strings; those are
+    /// arena nodes here, one per occurrence (equal in value; typed JSON allows either).
+    /// [`Document::get`] resolves shared ids; they are not in [`Document::nodes`], so index
+    /// that slice only with ids that are not shared.
     pub fn is_shared(self) -> bool {
         self.0 >= SHARED_BASE
     }
@@ -306,6 +308,8 @@ pub struct Document<'a> {
     pub(crate) roots: Vec<NodeId>,
     /// Whether the input was decoded as a stream of pickles (typed JSON then writes `values`).
     pub(crate) stream: bool,
+    /// Values created while decoding, shared ones included (so at least `nodes.len()`).
+    pub(crate) values: u64,
 }
 
 impl<'a> Document<'a> {
@@ -318,6 +322,12 @@ impl<'a> Document<'a> {
     /// The value of each pickle, in stream order (one root unless decoded as a stream).
     pub fn roots(&self) -> &[NodeId] {
         &self.roots
+    }
+
+    /// How many values were created while decoding: the arena's nodes plus every occurrence of
+    /// a shared value ([`NodeId::is_shared`]).
+    pub fn value_count(&self) -> u64 {
+        self.values
     }
 
     /// Whether the document was decoded as a stream (several pickles sharing one memo).
