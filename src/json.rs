@@ -413,14 +413,30 @@ fn write_float_fields(out: &mut String, x: f64) {
 
 const HEX: &[u8; 16] = b"0123456789abcdef";
 
-/// Appends the lowercase hex of `bytes`.
+/// The two hex digits of every byte value.
+#[allow(clippy::indexing_slicing)]
+const HEX_PAIRS: [[u8; 2]; 256] = {
+    let mut table = [[0u8; 2]; 256];
+    let mut i = 0;
+    while i < 256 {
+        table[i] = [HEX[i >> 4], HEX[i & 15]];
+        i += 1;
+    }
+    table
+};
+
+/// Appends the lowercase hex of `bytes`: 4 KiB at a time through a stack buffer, two digits per
+/// byte from a table (a `String::push` per digit ran at ~22 instructions per input byte).
 pub(crate) fn write_hex(out: &mut String, bytes: &[u8]) {
     out.reserve(bytes.len() * 2);
-    for &b in bytes {
-        for nibble in [b >> 4, b & 15] {
-            out.push(char::from(
-                HEX.get(usize::from(nibble)).copied().unwrap_or(b'0'),
-            ));
+    let mut buf = [0u8; 8192];
+    for chunk in bytes.chunks(4096) {
+        for (pair, &b) in buf.chunks_exact_mut(2).zip(chunk) {
+            pair.copy_from_slice(&HEX_PAIRS.get(usize::from(b)).copied().unwrap_or_default());
+        }
+        // ASCII digits only: the check cannot fail.
+        if let Ok(hex) = std::str::from_utf8(buf.get(..chunk.len() * 2).unwrap_or_default()) {
+            out.push_str(hex);
         }
     }
 }
@@ -456,6 +472,18 @@ pub(crate) fn write_json_string(out: &mut String, s: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every byte value, across the 4 KiB blocks of the writer, against `format!("{:02x}")`.
+    #[test]
+    fn hex_of_every_byte_across_blocks() {
+        let bytes: Vec<u8> = (0..5000u32).map(|i| (i * 7 % 256) as u8).collect();
+        let want: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+        for len in [0, 1, 255, 4095, 4096, 4097, 5000] {
+            let mut out = String::from("x");
+            write_hex(&mut out, &bytes[..len]);
+            assert_eq!(out, format!("x{}", &want[..2 * len]), "{len}");
+        }
+    }
 
     #[test]
     fn limited_output_stops_past_the_bound() {
