@@ -14,8 +14,11 @@ use num_bigint::BigInt;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct NodeId(pub(crate) u32);
 
-/// The smallest and largest int CPython preallocates and shares (`_PY_NSMALLNEGINTS` and
-/// `_PY_NSMALLPOSINTS - 1` in CPython's `Include/internal/pycore_global_objects.h`).
+/// The smallest and largest int CPython preallocates and shares: `-_PY_NSMALLNEGINTS` and
+/// `_PY_NSMALLPOSINTS - 1` (5 and 257 in CPython 3.11's
+/// `Include/internal/pycore_global_objects.h` and 3.14's `pycore_runtime_structs.h`; CPython's
+/// main branch has raised the upper end to 1024, which changes only which equal ints are one
+/// object, never a value).
 const SMALL_INT_MIN: i64 = -5;
 const SMALL_INT_MAX: i64 = 256;
 /// None, False, True, then the small ints in order.
