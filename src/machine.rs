@@ -26,7 +26,7 @@ use crate::error::{escape_bytes_for_display, Error, ErrorKind, Result};
 use crate::keys::{bigint_to_f64, index_insert, KeyOps};
 use crate::limits::{LimitName, Limits};
 use crate::memo::Memo;
-use crate::opcode::{Opcode, BININT_LEN};
+use crate::opcode::{Opcode, BININT_ARG};
 use crate::policy::{Constructor, Policy, Python2Str, TextEncoding};
 use crate::reader::Reader;
 use crate::scan::{ScanReport, Scanner};
@@ -1059,9 +1059,9 @@ impl<'a, 'p> Machine<'a, 'p> {
             if self.opcodes > self.limits.max_opcodes {
                 return Err(self.limit(LimitName::MaxOpcodes, self.opcodes));
             }
-            let len = BININT_LEN.get(usize::from(byte)).copied().unwrap_or(0);
-            if len != 0 {
-                let v = self.r.take_binint(len)?;
+            let arg = BININT_ARG.get(usize::from(byte)).copied().unwrap_or(0);
+            if arg != 0 {
+                let v = self.r.take_binint(arg - 1)?;
                 self.push_new(Value::Int(v), 0)?;
                 continue;
             }
@@ -1194,8 +1194,8 @@ impl<'a, 'p> Machine<'a, 'p> {
             }
             // `run` reads these before dispatching (one branch-free path for the three).
             O::Binint | O::Binint1 | O::Binint2 => {
-                let len = BININT_LEN.get(usize::from(op.byte())).copied().unwrap_or(0);
-                let v = self.r.take_binint(len)?;
+                let arg = BININT_ARG.get(usize::from(op.byte())).copied().unwrap_or(0);
+                let v = self.r.take_binint(arg.saturating_sub(1))?;
                 self.push_new(Value::Int(v), 0)?;
             }
             O::Long1 => {

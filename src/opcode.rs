@@ -34,6 +34,21 @@ pub enum Arg {
     Len8,
 }
 
+impl Arg {
+    /// The size in bytes of an argument of fixed size (0 for none; 1, 2, 4 or 8), or `None` for
+    /// text lines and length-prefixed arguments.
+    pub const fn fixed_size(self) -> Option<u8> {
+        match self {
+            Arg::None => Some(0),
+            Arg::U1 => Some(1),
+            Arg::U2 => Some(2),
+            Arg::I4 | Arg::U4 => Some(4),
+            Arg::U8 | Arg::F8 => Some(8),
+            Arg::Line | Arg::TwoLines | Arg::Len1 | Arg::Len4 | Arg::Len8 => None,
+        }
+    }
+}
+
 /// One opcode of the pickle virtual machine.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[repr(u8)]
@@ -190,34 +205,40 @@ const BY_BYTE: [Option<Opcode>; 256] = {
     table
 };
 
+/// By byte, 1 + the size of the fixed-size argument ([`Arg::fixed_size`]) of each of `ops`; 0
+/// for every other byte (and for an opcode of `ops` whose argument is not of fixed size).
+#[allow(clippy::indexing_slicing)]
+const fn arg_table(ops: &[Opcode]) -> [u8; 256] {
+    let mut table = [0u8; 256];
+    let mut i = 0;
+    while i < ops.len() {
+        if let Some(size) = ops[i].arg().fixed_size() {
+            table[ops[i] as usize] = 1 + size;
+        }
+        i += 1;
+    }
+    table
+}
+
 /// For the opcodes that push one scalar after a fixed-size argument and touch nothing else
 /// (NONE, NEWTRUE, NEWFALSE, BININT1, BININT2, BININT, BINFLOAT): 1 + the argument's size;
 /// 0 for every other byte. The scan checks these with one table lookup and a well-predicted
 /// branch instead of the dispatch's indirect jump, which mispredicts on the mixed int
 /// opcodes of a list of ints.
-#[allow(clippy::indexing_slicing)]
-pub(crate) const SCALAR_ARG: [u8; 256] = {
-    let mut table = [0u8; 256];
-    table[Opcode::None as usize] = 1;
-    table[Opcode::Newtrue as usize] = 1;
-    table[Opcode::Newfalse as usize] = 1;
-    table[Opcode::Binint1 as usize] = 2;
-    table[Opcode::Binint2 as usize] = 3;
-    table[Opcode::Binint as usize] = 5;
-    table[Opcode::Binfloat as usize] = 9;
-    table
-};
+pub(crate) const SCALAR_ARG: [u8; 256] = arg_table(&[
+    Opcode::None,
+    Opcode::Newtrue,
+    Opcode::Newfalse,
+    Opcode::Binint1,
+    Opcode::Binint2,
+    Opcode::Binint,
+    Opcode::Binfloat,
+]);
 
-/// For BININT1, BININT2 and BININT: the argument's size in bytes (1, 2, 4); 0 for every other
+/// For BININT1, BININT2 and BININT: 1 + the argument's size (2, 3, 5); 0 for every other
 /// byte. The build reads the three with one branch-free path (see [`SCALAR_ARG`]).
-#[allow(clippy::indexing_slicing)]
-pub(crate) const BININT_LEN: [u8; 256] = {
-    let mut table = [0u8; 256];
-    table[Opcode::Binint1 as usize] = 1;
-    table[Opcode::Binint2 as usize] = 2;
-    table[Opcode::Binint as usize] = 4;
-    table
-};
+pub(crate) const BININT_ARG: [u8; 256] =
+    arg_table(&[Opcode::Binint1, Opcode::Binint2, Opcode::Binint]);
 
 impl Opcode {
     /// All 68 opcodes in `Lib/pickletools.py` order.
@@ -451,7 +472,7 @@ impl Opcode {
     }
 
     /// How the opcode's argument is encoded.
-    pub fn arg(self) -> Arg {
+    pub const fn arg(self) -> Arg {
         match self {
             Opcode::Int => Arg::Line,
             Opcode::Binint => Arg::I4,
@@ -528,6 +549,31 @@ impl Opcode {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The fast-path tables, derived from `Opcode::arg`, hold 1 + the argument size of exactly
+    /// their opcodes.
+    #[test]
+    fn fixed_argument_tables() {
+        let set = |t: &[u8; 256]| -> Vec<(u8, u8)> {
+            (0..=255u8)
+                .filter(|&b| t[usize::from(b)] != 0)
+                .map(|b| (b, t[usize::from(b)]))
+                .collect()
+        };
+        assert_eq!(
+            set(&SCALAR_ARG),
+            [
+                (b'G', 9),
+                (b'J', 5),
+                (b'K', 2),
+                (b'M', 3),
+                (b'N', 1),
+                (0x88, 1),
+                (0x89, 1)
+            ]
+        );
+        assert_eq!(set(&BININT_ARG), [(b'J', 5), (b'K', 2), (b'M', 3)]);
+    }
 
     #[test]
     fn table_is_consistent() {
