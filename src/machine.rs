@@ -1484,36 +1484,41 @@ fn latin1_encode(s: &[u8]) -> Option<Cow<'_, [u8]>> {
     if s.is_ascii() {
         return Some(Cow::Borrowed(s));
     }
-    if s.iter().fold(false, |acc, &b| acc | (b >= 0xC4)) {
-        return None;
-    }
-    Some(Cow::Owned(latin1_pack(s)))
+    let len = latin1_len(s)?;
+    Some(Cow::Owned(latin1_pack(s, len)))
 }
 
-/// The Latin-1 length of UTF-8 text whose bytes are all below C4: one byte per byte that is
-/// not a lead byte (C2, C3). Counted in `u8` lanes over runs of 255 bytes, which the compiler
-/// vectorises (a plain `filter().count()` does not: 2.4 against 32 GB/s on SSE2).
-fn latin1_len(s: &[u8]) -> usize {
-    let leads: usize = s
-        .chunks(255)
-        .map(|run| usize::from(run.iter().fold(0u8, |n, &b| n + u8::from(b >= 0xC0))))
-        .sum();
-    s.len() - leads
+/// The Latin-1 length of valid UTF-8 text (one byte per byte that is not a lead byte C2 or
+/// C3), or `None` when a byte is C4 or more (a code point above U+00FF). One pass, counting in
+/// `u8` lanes over runs of 255 bytes, which the compiler vectorises (a plain
+/// `filter().count()` does not: 2.4 against 32 GB/s on SSE2).
+fn latin1_len(s: &[u8]) -> Option<usize> {
+    let mut leads = 0usize;
+    for run in s.chunks(255) {
+        let (n, top) = run.iter().fold((0u8, 0u8), |(n, top), &b| {
+            (n + u8::from(b >= 0xC0), top.max(b))
+        });
+        if top >= 0xC4 {
+            return None;
+        }
+        leads += usize::from(n);
+    }
+    Some(s.len() - leads)
 }
 
 /// The Latin-1 bytes of UTF-8 text whose bytes are all below C4 (checked by the caller), into
-/// a buffer of exactly their length: eight input bytes at a time while eight output bytes fit,
+/// a buffer of exactly their length `len` ([`latin1_len`]): eight input bytes at a time while eight output bytes fit,
 /// then [`latin1_pack_bytes`] for the rest. In each word, a continuation byte after C3 gains
 /// 0x40 and BMI2's PEXT drops the lead bytes (C2, C3). About 2x the byte loop on Zen 4
 /// (bench/NOTES.md); AMD Zen 1 and 2 run PEXT in microcode, so builds for them should leave
 /// BMI2 off.
 #[cfg(all(target_arch = "x86_64", target_feature = "bmi2"))]
-fn latin1_pack(s: &[u8]) -> Vec<u8> {
+fn latin1_pack(s: &[u8], len: usize) -> Vec<u8> {
     /// Bit 7 of every byte.
     const HIGH: u64 = 0x8080_8080_8080_8080;
     /// Bit 0 of every byte.
     const LOW: u64 = 0x0101_0101_0101_0101;
-    let mut out = vec![0u8; latin1_len(s)];
+    let mut out = vec![0u8; len];
     let mut w = 0usize;
     let mut i = 0usize;
     // The byte before the current word (0 before the first), in the low byte.
@@ -1559,8 +1564,8 @@ fn latin1_pack_bytes(s: &[u8], mut prev: u8, out: &mut [u8]) {
 }
 
 #[cfg(not(all(target_arch = "x86_64", target_feature = "bmi2")))]
-fn latin1_pack(s: &[u8]) -> Vec<u8> {
-    let mut out = vec![0u8; latin1_len(s)];
+fn latin1_pack(s: &[u8], len: usize) -> Vec<u8> {
+    let mut out = vec![0u8; len];
     latin1_pack_bytes(s, 0, &mut out);
     out
 }
@@ -1620,11 +1625,11 @@ mod tests {
                 .collect()
         };
         let bytewise = |t: &[u8]| -> Vec<u8> {
-            let mut out = vec![0u8; latin1_len(t)];
+            let mut out = vec![0u8; latin1_len(t).unwrap()];
             latin1_pack_bytes(t, 0, &mut out);
             out
         };
-        assert_eq!(latin1_pack(utf8), latin1);
+        assert_eq!(latin1_pack(utf8, latin1.len()), latin1);
         assert_eq!(bytewise(utf8), latin1);
         let starts: Vec<usize> = (0..utf8.len())
             .filter(|&i| utf8[i] & 0xC0 != 0x80)
@@ -1637,7 +1642,11 @@ mod tests {
                     end += 1;
                 }
                 let t = &utf8[start..end];
-                assert_eq!(latin1_pack(t), want(t), "start {start} len {len}");
+                assert_eq!(
+                    latin1_pack(t, want(t).len()),
+                    want(t),
+                    "start {start} len {len}"
+                );
                 assert_eq!(bytewise(t), want(t), "start {start} len {len}");
             }
         }
