@@ -244,6 +244,9 @@ struct Machine<'a, 'p> {
     /// Values created, shared ones included (`max_nodes` counts them all, as before values
     /// were shared, so the limit does not depend on which values happen to be shared).
     created: u64,
+    /// Containers created (list, tuple, dict, set, frozenset, record object): no path of the
+    /// depth check holds more than these plus one leaf.
+    containers: u64,
     /// Stands in for a shared value that `get_mut` is asked for: shared values are scalars,
     /// which no opcode modifies, so the caller only looks at it and refuses the opcode.
     scratch: Value<'a>,
@@ -278,6 +281,7 @@ impl<'a, 'p> Machine<'a, 'p> {
             limits,
             nodes: Vec::new(),
             created: 0,
+            containers: 0,
             scratch: Value::None,
             stack: Vec::new(),
             marks: Vec::new(),
@@ -446,6 +450,7 @@ impl<'a, 'p> Machine<'a, 'p> {
             .ok()
             .filter(|&i| i < SHARED_BASE)
             .ok_or_else(|| self.limit(LimitName::MaxNodes, n + 1))?;
+        self.containers += u64::from(v.is_container());
         self.nodes.push(v);
         Ok(NodeId(id))
     }
@@ -1095,8 +1100,11 @@ impl<'a, 'p> Machine<'a, 'p> {
         if max == 0 {
             return Err(self.limit(LimitName::MaxNestingDepth, 1));
         }
-        // A tree of `created` values (shared leaves included) is at most that deep.
-        if self.created <= max && self.depth_seen.is_empty() {
+        // The walk never enters a node twice, so a path holds each container at most once,
+        // plus one leaf: the depth is at most `containers + 1`, and at most `created` (shared
+        // leaves included). A flat list of millions of ints is not walked.
+        let bound = self.created.min(self.containers.saturating_add(1));
+        if bound <= max && self.depth_seen.is_empty() {
             return Ok(());
         }
         let total = self.nodes.len();
@@ -1814,6 +1822,48 @@ mod tests {
             .decode_with_report(false);
         assert_eq!(doc.err().map(|e| e.kind().name()), Some("limit_exceeded"));
         assert!(report.result.is_ok());
+    }
+
+    /// `check_depth` skips its walk when `containers + 1 <= max`: the verdict must be the
+    /// walk's at the edge, with many more leaves than the limit.
+    #[test]
+    fn depth_bound_from_container_count_is_exact_at_the_edge() {
+        let at = |input: &[u8], max: u64| {
+            let limits = Limits {
+                max_nesting_depth: max,
+                ..Policy::data().limits
+            };
+            Decoder::new(input, &Policy::data())
+                .limits(limits)
+                .decode()
+                .map(|d| d.value_count())
+                .map_err(|e| e.to_string())
+        };
+        // [[1000, ..., 1099]] at protocol 2: 2 containers, 100 leaves, depth 3.
+        let mut nested = b"\x80\x02](](".to_vec();
+        for i in 1000i32..1100 {
+            nested.push(b'J');
+            nested.extend_from_slice(&i.to_le_bytes());
+        }
+        nested.extend_from_slice(b"ee.");
+        assert_eq!(at(&nested, 3), Ok(102));
+        let err = at(&nested, 2).unwrap_err();
+        assert!(err.contains("max_nesting_depth exceeded: 3 > 2"), "{err}");
+        // A flat list of 100 ints: depth 2, one container.
+        let mut flat = b"\x80\x02](".to_vec();
+        flat.extend_from_slice(nested.get(6..506).unwrap_or_default());
+        flat.extend_from_slice(b"e.");
+        assert_eq!(at(&flat, 2), Ok(101));
+        assert!(at(&flat, 1).is_err());
+        // [[]]: the bound (3) is above the limit, so the walk decides: depth 2.
+        assert_eq!(at(b"\x80\x02](]e.", 2), Ok(2));
+        // l = [1000]; [l, [l]]: 3 containers, so the walk decides. It meets `l` first at
+        // depth 2 and counts it as written after that (as the typed-JSON writer does): depth
+        // 3, not the 4 of the path through [l].
+        let dag = b"\x80\x02](]q\x00J\xe8\x03\x00\x00a](h\x00ee.";
+        assert_eq!(at(dag, 3), Ok(4));
+        let err = at(dag, 2).unwrap_err();
+        assert!(err.contains("max_nesting_depth exceeded: 3 > 2"), "{err}");
     }
 
     #[test]
