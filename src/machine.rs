@@ -252,6 +252,124 @@ struct Machine<'a, 'p> {
     scratch: Value<'a>,
 }
 
+/// What an int run may use: opcodes (each also a value and a stack slot), bytes of the
+/// allocation budget, and whether LONG1 of up to 8 bytes is within `max_long_bytes`.
+struct IntRoom {
+    ops: u64,
+    bytes: u64,
+    long1: bool,
+}
+
+/// Where an int run stopped, how many opcodes it read, and the bytes it charged.
+struct IntRun {
+    pos: usize,
+    count: u64,
+    charged: u64,
+}
+
+/// Walks a run of int opcodes: BININT1, BININT2, BININT, and LONG1 of at most 8 bytes when
+/// `room.long1`. From `pos`, reading no byte at or past `end` (the end of the frame or of the
+/// input), it pushes each int's id on `stack`: a shared id for -5..=256, else a new node in
+/// `nodes` (charged as `Machine::node` charges it: the node's size, plus the payload for
+/// LONG1). It stops before an opcode that is not of the run, whose argument would cross
+/// `end`, that would pass `room`, or that needs the arena to grow, having consumed nothing of
+/// it.
+///
+/// A function of its own, on plain arguments, so that the cursor and counters stay in
+/// registers (as fields behind `&mut self` they went through memory on every opcode).
+#[inline]
+fn int_run<'a>(
+    input: &'a [u8],
+    mut pos: usize,
+    end: usize,
+    room: IntRoom,
+    nodes: &mut Vec<Value<'a>>,
+    stack: &mut Vec<NodeId>,
+) -> IntRun {
+    let end = end.min(input.len());
+    let mut run = IntRun {
+        pos,
+        count: 0,
+        charged: 0,
+    };
+    while run.count < room.ops {
+        let Some(&b) = input.get(pos) else { break };
+        let arg = BININT_ARG.get(usize::from(b)).copied().unwrap_or(0);
+        let (next, x, extra) = if arg != 0 {
+            let next = pos + usize::from(arg);
+            if next > end {
+                break;
+            }
+            // Four bytes at once when the input has them, masked to the argument's width
+            // (as `Reader::take_binint` reads them); BININT is signed, the others are not.
+            let word = match input.get(pos + 1..pos + 5) {
+                Some(&[a, b, c, d]) => u32::from_le_bytes([a, b, c, d]),
+                _ => {
+                    let mut w = [0u8; 4];
+                    for (slot, &x) in w.iter_mut().zip(input.get(pos + 1..next).unwrap_or(&[])) {
+                        *slot = x;
+                    }
+                    u32::from_le_bytes(w)
+                }
+            };
+            let x = match arg {
+                2 => i64::from(word & 0xFF),
+                3 => i64::from(word & 0xFFFF),
+                _ => i64::from(word as i32),
+            };
+            (next, x, 0)
+        } else if b == Opcode::Long1.byte() && room.long1 {
+            let Some(&len) = input.get(pos + 1) else {
+                break;
+            };
+            let next = pos + 2 + usize::from(len);
+            if len > 8 || next > end {
+                break;
+            }
+            let Some(bytes) = input.get(pos + 2..next) else {
+                break;
+            };
+            // Two's complement, little-endian, sign-extended (as `Machine::long_bytes`).
+            let fill = if bytes.last().is_some_and(|&b| b & 0x80 != 0) {
+                0xFF
+            } else {
+                0
+            };
+            let mut buf = [fill; 8];
+            if let Some(head) = buf.get_mut(..bytes.len()) {
+                head.copy_from_slice(bytes);
+            }
+            (next, i64::from_le_bytes(buf), u64::from(len))
+        } else {
+            break;
+        };
+        let cost = NODE_BYTES + extra;
+        if cost > room.bytes - run.charged {
+            break;
+        }
+        let id = match NodeId::shared_int(x) {
+            Some(id) => id,
+            None => {
+                let len = nodes.len();
+                let Some(id) = u32::try_from(len).ok().filter(|&i| i < SHARED_BASE) else {
+                    break;
+                };
+                if len == nodes.capacity() {
+                    break;
+                }
+                nodes.push(Value::Int(x));
+                NodeId(id)
+            }
+        };
+        stack.push(id);
+        run.charged += cost;
+        run.count += 1;
+        pos = next;
+        run.pos = pos;
+    }
+    run
+}
+
 fn internal() -> ErrorKind {
     ErrorKind::TypeMismatch("dangling node id")
 }
@@ -1068,6 +1186,7 @@ impl<'a, 'p> Machine<'a, 'p> {
             if arg != 0 {
                 let v = self.r.take_binint(arg - 1)?;
                 self.push_new(Value::Int(v), 0)?;
+                self.int_run();
                 continue;
             }
             let Some(op) = Opcode::from_byte(byte) else {
@@ -1078,6 +1197,37 @@ impl<'a, 'p> Machine<'a, 'p> {
             }
             self.step(op)?;
         }
+    }
+
+    /// Reads on through the int opcodes that follow one (see [`int_run`]), with the cursor,
+    /// counters and budgets in locals for the run, written back once. The run stops before
+    /// any opcode it would not read in full or that a limit would refuse, which the general
+    /// path then reads with the usual checks, errors and offsets.
+    #[inline]
+    fn int_run(&mut self) {
+        let depth = (self.stack.len() + self.marks.len()) as u64;
+        let ops = self
+            .limits
+            .max_opcodes
+            .saturating_sub(self.opcodes)
+            .min(self.limits.max_stack_len.saturating_sub(depth))
+            .min(self.limits.max_nodes.saturating_sub(self.created));
+        let run = int_run(
+            self.r.input,
+            self.r.pos,
+            self.r.read_end(),
+            IntRoom {
+                ops,
+                bytes: self.limits.max_alloc_bytes.saturating_sub(self.alloc),
+                long1: self.limits.max_long_bytes >= 8,
+            },
+            &mut self.nodes,
+            &mut self.stack,
+        );
+        self.r.pos = run.pos;
+        self.opcodes += run.count;
+        self.created += run.count;
+        self.alloc += run.charged;
     }
 
     fn stop(&mut self) -> Result<NodeId> {
@@ -1695,6 +1845,126 @@ mod tests {
         let straddle = b"\x80\x04\x95\x03\x00\x00\x00\x00\x00\x00\x00J\x01\x00\x00\x00.";
         assert_eq!(kind(straddle), "frame_straddle");
         assert_eq!(kind(b"\x80\x02M\x01"), "truncated");
+    }
+
+    /// A limit reached in the middle of a run of ints (`int_run` in the build, `scalar_run` in
+    /// the scan) is refused as the general path refuses it: same limit, count and offset.
+    #[test]
+    fn limits_inside_a_run_of_ints_refuse_at_the_opcode_that_passes_them() {
+        // [1000, ..., 1099] at protocol 2: `]` at 2, MARK at 3, the i-th BININT at 4 + 5i.
+        let mut input = b"\x80\x02](".to_vec();
+        for i in 1000i32..1100 {
+            input.push(b'J');
+            input.extend_from_slice(&i.to_le_bytes());
+        }
+        input.extend_from_slice(b"e.");
+        let refusal = |limits: Limits| -> (String, u64, u64) {
+            let e = Decoder::new(&input, &Policy::data())
+                .limits(limits)
+                .decode()
+                .unwrap_err();
+            match e.kind() {
+                ErrorKind::LimitExceeded { limit, seen, .. } => {
+                    (limit.name().to_string(), *seen, e.offset())
+                }
+                other => panic!("{other:?}"),
+            }
+        };
+        let base = Policy::data().limits;
+        // The list is value 1, the i-th int value i + 2: the 51st value is int 49.
+        let nodes = Limits {
+            max_nodes: 50,
+            ..base
+        };
+        assert_eq!(refusal(nodes), ("max_nodes".into(), 51, 4 + 5 * 49));
+        // PROTO, EMPTY_LIST and MARK are opcodes 1-3: the 51st opcode is int 47.
+        let ops = Limits {
+            max_opcodes: 50,
+            ..base
+        };
+        assert_eq!(refusal(ops), ("max_opcodes".into(), 51, 4 + 5 * 47));
+        // The list and the MARK hold 2 of the 50 slots: int 48 would be the 51st.
+        let stack = Limits {
+            max_stack_len: 50,
+            ..base
+        };
+        assert_eq!(refusal(stack), ("max_stack_len".into(), 51, 4 + 5 * 48));
+        // Each value is charged its slot: the list and 50 ints fit, int 50 does not.
+        let slot = NODE_BYTES;
+        let alloc = Limits {
+            max_alloc_bytes: slot * 51,
+            ..base
+        };
+        assert_eq!(
+            refusal(alloc),
+            ("max_alloc_bytes".into(), slot * 52, 4 + 5 * 50)
+        );
+        // With room for all of them, the ints are read in full and in order.
+        let doc = Decoder::new(&input, &Policy::data()).decode().unwrap();
+        let Some(Value::List(items)) = doc.root().and_then(|r| doc.get(r)) else {
+            panic!("not a list");
+        };
+        let got: Vec<i64> = items
+            .iter()
+            .filter_map(|&id| match doc.get(id) {
+                Some(Value::Int(v)) => Some(*v),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(got, (1000..1100).collect::<Vec<i64>>());
+    }
+
+    /// LONG1 inside a run of ints: read by the run when `max_long_bytes` admits 8 bytes, else
+    /// by the general path, which refuses a payload over the limit at its opcode.
+    #[test]
+    fn long1_inside_a_run_of_ints() {
+        // pickle.loads gives [1000, 2**40, -2**63, 2**63, 0, -1]: made by hand so that the
+        // run holds BININT 1000, LONG1 of 6, 8, 9 (2**63 needs a sign byte) and 0 bytes (which
+        // pickle.dumps writes only for larger ints and as BININT1), and BININT -1.
+        // Offsets: MARK 3, BININT 4, LONG1 9, 17, 27 and 38, BININT 40.
+        let input = b"\x80\x02](J\xe8\x03\x00\x00\x8a\x06\x00\x00\x00\x00\x00\x01\
+\x8a\x08\x00\x00\x00\x00\x00\x00\x00\x80\x8a\x09\x00\x00\x00\x00\x00\x00\x00\x80\x00\
+\x8a\x00J\xff\xff\xff\xffe.";
+        let doc = Decoder::new(input, &Policy::data()).decode().unwrap();
+        let Some(Value::List(items)) = doc.root().and_then(|r| doc.get(r)) else {
+            panic!("not a list");
+        };
+        let got: Vec<String> = items
+            .iter()
+            .map(|&id| match doc.get(id) {
+                Some(Value::Int(v)) => v.to_string(),
+                Some(Value::BigInt(b)) => b.to_string(),
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                "1000",
+                "1099511627776",
+                "-9223372036854775808",
+                "9223372036854775808",
+                "0",
+                "-1"
+            ]
+        );
+        // 0 is the shared int, 2**40 an arena node.
+        assert!(items.get(4).is_some_and(|id| id.is_shared()));
+        assert!(items.get(1).is_some_and(|id| !id.is_shared()));
+        // max_long_bytes 6: the 6-byte LONG1 is read, the 8-byte one refused at offset 17.
+        let limits = Limits {
+            max_long_bytes: 6,
+            ..Policy::data().limits
+        };
+        let e = Decoder::new(input, &Policy::data())
+            .limits(limits)
+            .decode()
+            .unwrap_err();
+        assert_eq!(e.offset(), 17, "{e}");
+        assert!(
+            e.to_string().contains("max_long_bytes exceeded: 8 > 6"),
+            "{e}"
+        );
     }
 
     /// None, True, False and the ints -5..=256 are the shared values CPython preallocates:

@@ -59,7 +59,7 @@ impl<'a> Reader<'a> {
     }
 
     #[inline]
-    fn read_end(&self) -> usize {
+    pub(crate) fn read_end(&self) -> usize {
         self.frame_end.unwrap_or(self.input.len())
     }
 

@@ -60,6 +60,51 @@ enum Sym {
     Object(usize),
 }
 
+/// Walks a run of opcodes that each push one scalar and touch nothing else: those of
+/// [`SCALAR_ARG`], and LONG1 when `long1` (its longest argument, 255 bytes, is within
+/// `max_long_bytes`). From `pos`, reading no byte at or past `end` (the end of the frame or
+/// of the input) and at most `limit` opcodes, each counted in `counts`. Returns where the run
+/// stopped and how many opcodes it read. It stops before an opcode that is not of the run or
+/// whose argument would cross `end`, having consumed nothing of it.
+///
+/// A function of its own, on plain arguments, so that the cursor and the count stay in
+/// registers (as fields behind `&mut self` they went through memory on every opcode).
+#[inline]
+fn scalar_run(
+    input: &[u8],
+    mut pos: usize,
+    end: usize,
+    limit: u64,
+    long1: bool,
+    counts: &mut [u64; 256],
+) -> (usize, u64) {
+    let end = end.min(input.len());
+    let mut n = 0u64;
+    while n < limit {
+        let Some(&b) = input.get(pos) else { break };
+        let arg = SCALAR_ARG.get(usize::from(b)).copied().unwrap_or(0);
+        let next = if arg != 0 {
+            pos + usize::from(arg)
+        } else if b == Opcode::Long1.byte() && long1 {
+            match input.get(pos + 1) {
+                Some(&len) => pos + 2 + usize::from(len),
+                None => break,
+            }
+        } else {
+            break;
+        };
+        if next > end {
+            break;
+        }
+        if let Some(c) = counts.get_mut(usize::from(b)) {
+            *c += 1;
+        }
+        pos = next;
+        n += 1;
+    }
+    (pos, n)
+}
+
 /// A global named in the input.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct GlobalRef {
@@ -473,6 +518,40 @@ impl Scan<'_, '_> {
         })
     }
 
+    /// Reads on through the scalar opcodes that follow one (a list of ints is mostly these):
+    /// the state lives in locals for the run (see [`scalar_run`]) and is written back once.
+    /// The run stops before any opcode it would not read in full, which the caller's general
+    /// path then reads with the usual checks, errors and offsets.
+    #[inline]
+    fn scalar_run(&mut self) {
+        let depth = (self.stack.len() + self.marks.len()) as u64;
+        let room = self
+            .limits
+            .max_stack_len
+            .saturating_sub(depth)
+            .min(self.limits.max_opcodes.saturating_sub(self.opcodes));
+        let long1 = self.limits.max_long_bytes >= u64::from(u8::MAX);
+        let (pos, n) = scalar_run(
+            self.r.input,
+            self.r.pos,
+            self.r.read_end(),
+            room,
+            long1,
+            &mut self.report.opcode_counts,
+        );
+        if n > 0 {
+            self.r.pos = pos;
+            self.opcodes += n;
+            // n <= room <= max_stack_len, and each of the n opcodes is at least a byte of
+            // the input: the stack grows by what the input holds.
+            let len = self
+                .stack
+                .len()
+                .saturating_add(usize::try_from(n).unwrap_or(0));
+            self.stack.resize(len, Sym::Scalar);
+        }
+    }
+
     /// One pickle, up to and including its STOP.
     fn one(&mut self) -> Result<()> {
         use Opcode as O;
@@ -489,6 +568,7 @@ impl Scan<'_, '_> {
             if arg != 0 {
                 self.r.take(u64::from(arg - 1))?;
                 self.push(Sym::Scalar)?;
+                self.scalar_run();
                 continue;
             }
             let Some(op) = Opcode::from_byte(byte) else {

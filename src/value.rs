@@ -60,14 +60,22 @@ impl NodeId {
         self.0 >= SHARED_BASE
     }
 
+    /// The shared id of the int `i`, when it is one of the shared small ints.
+    #[inline]
+    pub(crate) fn shared_int(i: i64) -> Option<NodeId> {
+        if (SMALL_INT_MIN..=SMALL_INT_MAX).contains(&i) {
+            Some(NodeId(SHARED_BASE + 3 + (i - SMALL_INT_MIN) as u32))
+        } else {
+            None
+        }
+    }
+
     /// The shared id of `v`, when `v` is one of the shared values.
     pub(crate) fn shared(v: &Value<'_>) -> Option<NodeId> {
         let i = match *v {
             Value::None => 0,
             Value::Bool(b) => 1 + u32::from(b),
-            Value::Int(i) if (SMALL_INT_MIN..=SMALL_INT_MAX).contains(&i) => {
-                3 + (i - SMALL_INT_MIN) as u32
-            }
+            Value::Int(i) => return NodeId::shared_int(i),
             _ => return None,
         };
         Some(NodeId(SHARED_BASE + i))

@@ -388,3 +388,60 @@ print(d.hex())
     .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(refusal(&data, &ascii_policy).kind().name(), "invalid_utf8");
 }
+
+/// Runs of int opcodes (BININT1, BININT2, BININT, LONG1), read by the build's and the scan's
+/// run loops: 60,000 ints of every width and sign, as `pickle.dumps` writes them at protocols
+/// 2, 4 and 5 (protocols 4 and 5 cut them into 64 KiB FRAMEs, so runs meet frame ends and
+/// ints straddle none), decode to the ints CPython's `pickle.loads` gives, in order, shared
+/// (-5..=256) as CPython shares them and distinct nodes otherwise.
+#[test]
+fn runs_of_ints_of_every_width_match_cpython() {
+    let out = python(
+        r#"
+import pickle, random
+rnd = random.Random(6_0004)
+vals = []
+for _ in range(60_000):
+    bits = rnd.choice([3, 8, 9, 16, 17, 31, 32, 40, 63, 64, 65, 80])
+    v = rnd.randrange(1 << bits) - (1 << (bits - 1)) * rnd.randrange(2)
+    vals.append(v)
+vals += [-5, 256, 257, -6, 255, 65535, 65536, -2**31, 2**31 - 1, 2**31, -2**63, 2**63 - 1, 2**63]
+for p in (2, 4, 5):
+    d = pickle.dumps(vals, p)
+    assert pickle.loads(d) == vals
+    print(d.hex())
+print(" ".join(map(str, vals)))
+"#,
+        &[],
+    );
+    let lines: Vec<&str> = out.lines().collect();
+    let want: Vec<&str> = lines.last().unwrap().split(' ').collect();
+    assert!(want.len() > 60_000);
+    let policy = Policy::data();
+    for hex in &lines[..3] {
+        let data = common::hex_decode(hex);
+        let doc = decode(&data, &policy);
+        let (_, r) = root(&doc);
+        let Value::List(items) = r else {
+            panic!("not a list: {r:?}")
+        };
+        assert_eq!(items.len(), want.len());
+        for (i, (&id, w)) in items.iter().zip(&want).enumerate() {
+            let got = match value(&doc, id) {
+                Value::Int(v) => v.to_string(),
+                Value::BigInt(b) => b.to_string(),
+                other => panic!("item {i}: {other:?}"),
+            };
+            assert_eq!(&got, w, "item {i}");
+            let small = got.parse::<i64>().is_ok_and(|v| (-5..=256).contains(&v));
+            assert_eq!(id.is_shared(), small, "item {i} ({got})");
+        }
+        // Equal ints from separate opcodes are separate objects in CPython, unless small.
+        let arena: std::collections::HashSet<NodeId> =
+            items.iter().copied().filter(|id| !id.is_shared()).collect();
+        assert_eq!(
+            arena.len(),
+            items.iter().filter(|id| !id.is_shared()).count()
+        );
+    }
+}
