@@ -16,14 +16,14 @@
 //! - Anything after STOP is refused unless the input is decoded as a stream.
 
 use std::borrow::Cow;
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::hash::RandomState;
 use std::mem;
 
 use num_bigint::BigInt;
 
 use crate::error::{escape_bytes_for_display, Error, ErrorKind, Result};
-use crate::keys::{bigint_to_f64, index_insert, KeyOps};
+use crate::keys::{bigint_to_f64, index_insert, KeyIndex, KeyOps};
 use crate::limits::{LimitName, Limits};
 use crate::memo::Memo;
 use crate::opcode::{Opcode, BININT_ARG};
@@ -244,6 +244,10 @@ struct Machine<'a, 'p> {
     /// Values created, shared ones included (`max_nodes` counts them all, as before values
     /// were shared, so the limit does not depend on which values happen to be shared).
     created: u64,
+    /// The hash indexes of the dicts, sets and frozensets that outgrew linear search (more
+    /// than `SMALL_KEYED` entries at an insertion), by arena index. Only the build looks keys
+    /// up, and most dicts never need one, so the values do not carry them.
+    indexes: HashMap<u32, KeyIndex>,
     /// Containers created (list, tuple, dict, set, frozenset, record object): no path of the
     /// depth check holds more than these plus one leaf.
     containers: u64,
@@ -400,6 +404,7 @@ impl<'a, 'p> Machine<'a, 'p> {
             nodes: Vec::new(),
             created: 0,
             containers: 0,
+            indexes: HashMap::new(),
             scratch: Value::None,
             stack: Vec::new(),
             marks: Vec::new(),
@@ -622,8 +627,29 @@ impl<'a, 'p> Machine<'a, 'p> {
         }
     }
 
-    /// Inserts key-value pairs (a flat `[k, v, k, v, ...]` slice) into a detached dict.
-    fn dict_insert(&mut self, d: &mut DictItems, flat: &[NodeId]) -> Result<()> {
+    /// The hash index of the dict or set `id`, taken out of `indexes` (empty if it has none).
+    fn take_index(&mut self, id: NodeId) -> KeyIndex {
+        if self.indexes.is_empty() {
+            return KeyIndex::default();
+        }
+        self.indexes.remove(&id.0).unwrap_or_default()
+    }
+
+    /// Puts back the hash index of `id`, if it has one.
+    fn keep_index(&mut self, id: NodeId, index: KeyIndex) {
+        if !index.is_empty() {
+            self.indexes.insert(id.0, index);
+        }
+    }
+
+    /// Inserts key-value pairs (a flat `[k, v, k, v, ...]` slice) into a detached dict and its
+    /// hash index (empty while the dict is small enough for a linear search).
+    fn dict_insert(
+        &mut self,
+        d: &mut DictItems,
+        index: &mut KeyIndex,
+        flat: &[NodeId],
+    ) -> Result<()> {
         let pairs = flat.len() / 2;
         self.check_items(d.items.len() + pairs)?;
         self.charge(pairs as u64 * KEYED_BYTES)?;
@@ -634,7 +660,7 @@ impl<'a, 'p> Machine<'a, 'p> {
         })?;
         let ops = self.keys();
         let unhashable = |_| self.err(ErrorKind::UnhashableKey);
-        if d.index.is_empty() && d.items.len() + pairs <= SMALL_KEYED {
+        if index.is_empty() && d.items.len() + pairs <= SMALL_KEYED {
             // Small: linear search with Python equality, no index.
             for pair in flat.chunks_exact(2) {
                 let &[k, v] = pair else { continue };
@@ -646,28 +672,28 @@ impl<'a, 'p> Machine<'a, 'p> {
             }
             return Ok(());
         }
-        if d.index.is_empty() {
+        if index.is_empty() {
             // Leaving the small form: index the items so far (all hashable).
-            d.index.reserve(d.items.len() + pairs, |e| e.0);
+            index.reserve(d.items.len() + pairs, |e| e.0);
             for (pos, e) in d.items.iter().enumerate() {
                 let h = ops.hash(e.0).map_err(unhashable)?;
-                index_insert(&mut d.index, h, pos as u32);
+                index_insert(index, h, pos as u32);
             }
         } else {
-            d.index.reserve(pairs, |e| e.0);
+            index.reserve(pairs, |e| e.0);
         }
         for pair in flat.chunks_exact(2) {
             let &[k, v] = pair else { continue };
             let h = ops.hash(k).map_err(unhashable)?;
             let items = &d.items;
-            match ops.find(&d.index, h, k, |pos| items.get(pos as usize).map(|e| e.0)) {
+            match ops.find(index, h, k, |pos| items.get(pos as usize).map(|e| e.0)) {
                 Some(pos) => {
                     if let Some(slot) = d.items.get_mut(pos as usize) {
                         slot.1 = v;
                     }
                 }
                 None => {
-                    index_insert(&mut d.index, h, d.items.len() as u32);
+                    index_insert(index, h, d.items.len() as u32);
                     d.items.push((k, v));
                 }
             }
@@ -675,8 +701,13 @@ impl<'a, 'p> Machine<'a, 'p> {
         Ok(())
     }
 
-    /// Inserts items into a detached set.
-    fn set_insert(&mut self, s: &mut SetItems, items: &[NodeId]) -> Result<()> {
+    /// Inserts items into a detached set and its hash index (as [`Machine::dict_insert`]).
+    fn set_insert(
+        &mut self,
+        s: &mut SetItems,
+        index: &mut KeyIndex,
+        items: &[NodeId],
+    ) -> Result<()> {
         self.check_items(s.items.len() + items.len())?;
         self.charge(items.len() as u64 * KEYED_BYTES)?;
         s.items.try_reserve(items.len()).map_err(|_| {
@@ -686,7 +717,7 @@ impl<'a, 'p> Machine<'a, 'p> {
         })?;
         let ops = self.keys();
         let unhashable = |_| self.err(ErrorKind::UnhashableKey);
-        if s.index.is_empty() && s.items.len() + items.len() <= SMALL_KEYED {
+        if index.is_empty() && s.items.len() + items.len() <= SMALL_KEYED {
             for &k in items {
                 ops.check_hashable(k).map_err(unhashable)?;
                 if !s.items.iter().any(|&e| ops.eq(k, e)) {
@@ -695,23 +726,23 @@ impl<'a, 'p> Machine<'a, 'p> {
             }
             return Ok(());
         }
-        if s.index.is_empty() {
-            s.index.reserve(s.items.len() + items.len(), |e| e.0);
+        if index.is_empty() {
+            index.reserve(s.items.len() + items.len(), |e| e.0);
             for (pos, &e) in s.items.iter().enumerate() {
                 let h = ops.hash(e).map_err(unhashable)?;
-                index_insert(&mut s.index, h, pos as u32);
+                index_insert(index, h, pos as u32);
             }
         } else {
-            s.index.reserve(items.len(), |e| e.0);
+            index.reserve(items.len(), |e| e.0);
         }
         for &k in items {
             let h = ops.hash(k).map_err(unhashable)?;
             let existing = &s.items;
             if ops
-                .find(&s.index, h, k, |pos| existing.get(pos as usize).copied())
+                .find(index, h, k, |pos| existing.get(pos as usize).copied())
                 .is_none()
             {
-                index_insert(&mut s.index, h, s.items.len() as u32);
+                index_insert(index, h, s.items.len() as u32);
                 s.items.push(k);
             }
         }
@@ -719,16 +750,19 @@ impl<'a, 'p> Machine<'a, 'p> {
     }
 
     fn new_set(&mut self, items: &[NodeId], frozen: bool) -> Result<NodeId> {
-        let mut s = Box::<SetItems>::default();
-        self.set_insert(&mut s, items)?;
-        self.node(
+        let mut s = SetItems::default();
+        let mut index = KeyIndex::default();
+        self.set_insert(&mut s, &mut index, items)?;
+        let id = self.node(
             if frozen {
                 Value::FrozenSet(s)
             } else {
                 Value::Set(s)
             },
             0,
-        )
+        )?;
+        self.keep_index(id, index);
+        Ok(id)
     }
 
     fn new_seq(&mut self, items: Vec<NodeId>, tuple: bool) -> Result<NodeId> {
@@ -1123,10 +1157,13 @@ impl<'a, 'p> Machine<'a, 'p> {
                 let Value::Dict(mut d) = mem::replace(slot, DETACHED) else {
                     return Err(self.err(internal()));
                 };
+                let mut index = self.take_index(target);
                 let stack = mem::take(&mut self.stack);
-                let r = self.dict_insert(&mut d, stack.get(start..).unwrap_or_default());
+                let r =
+                    self.dict_insert(&mut d, &mut index, stack.get(start..).unwrap_or_default());
                 self.stack = stack;
                 *self.get_mut(target)? = Value::Dict(d);
+                self.keep_index(target, index);
                 r?;
                 self.stack.truncate(start);
                 Ok(())
@@ -1457,8 +1494,8 @@ impl<'a, 'p> Machine<'a, 'p> {
             }
             O::EmptyList => self.push_new(Value::List(Vec::new()), 0)?,
             O::EmptyTuple => self.push_new(Value::Tuple(Vec::new()), 0)?,
-            O::EmptyDict => self.push_new(Value::Dict(Box::default()), 0)?,
-            O::EmptySet => self.push_new(Value::Set(Box::default()), 0)?,
+            O::EmptyDict => self.push_new(Value::Dict(DictItems::default()), 0)?,
+            O::EmptySet => self.push_new(Value::Set(SetItems::default()), 0)?,
             O::List => {
                 let items = self.pop_mark()?;
                 let id = self.new_seq(items, false)?;
@@ -1487,13 +1524,17 @@ impl<'a, 'p> Machine<'a, 'p> {
                 if (self.stack.len() - start) % 2 != 0 {
                     return Err(self.err(ErrorKind::OddItemCount));
                 }
-                let mut d = Box::<DictItems>::default();
+                let mut d = DictItems::default();
+                let mut index = KeyIndex::default();
                 let stack = mem::take(&mut self.stack);
-                let r = self.dict_insert(&mut d, stack.get(start..).unwrap_or_default());
+                let r =
+                    self.dict_insert(&mut d, &mut index, stack.get(start..).unwrap_or_default());
                 self.stack = stack;
                 r?;
                 self.stack.truncate(start);
-                self.push_new(Value::Dict(d), 0)?;
+                let id = self.node(Value::Dict(d), 0)?;
+                self.keep_index(id, index);
+                self.push(id)?;
             }
             O::Frozenset => {
                 let start = self.group()?;
@@ -1534,10 +1575,12 @@ impl<'a, 'p> Machine<'a, 'p> {
                 let Value::Set(mut s) = mem::replace(slot, DETACHED) else {
                     return Err(self.err(internal()));
                 };
+                let mut index = self.take_index(target);
                 let stack = mem::take(&mut self.stack);
-                let r = self.set_insert(&mut s, stack.get(start..).unwrap_or_default());
+                let r = self.set_insert(&mut s, &mut index, stack.get(start..).unwrap_or_default());
                 self.stack = stack;
                 *self.get_mut(target)? = Value::Set(s);
+                self.keep_index(target, index);
                 r?;
                 self.stack.truncate(start);
             }

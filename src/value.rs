@@ -175,23 +175,22 @@ pub struct Global<'a> {
     pub(crate) rule: usize,
 }
 
-/// The items of a dict in insertion order, with the index the decoder used to apply Python's
-/// key equality (`1`, `1.0` and `True` are one key; the first key object is kept, the last
-/// value wins).
-#[derive(Clone, Debug, Default)]
+/// The items of a dict in insertion order, after Python's key equality (`1`, `1.0` and `True`
+/// are one key; the first key object is kept, the last value wins). Held in the node itself
+/// (no box: one allocation per dict); the hash index the decoder needs for a dict of more
+/// than 16 keys lives in the decoder only while it builds.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct DictItems {
     /// Key-value pairs in insertion order.
     pub items: Vec<(NodeId, NodeId)>,
-    pub(crate) index: crate::keys::KeyIndex,
 }
 
 /// The items of a set or frozenset in insertion order (duplicates under Python equality are
-/// dropped, the first kept).
-#[derive(Clone, Debug, Default)]
+/// dropped, the first kept). Held in the node itself, like [`DictItems`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct SetItems {
     /// Items in insertion order.
     pub items: Vec<NodeId>,
-    pub(crate) index: crate::keys::KeyIndex,
 }
 
 /// One decoded Python value.
@@ -220,11 +219,11 @@ pub enum Value<'a> {
     /// A tuple.
     Tuple(Vec<NodeId>),
     /// A dict.
-    Dict(Box<DictItems>),
+    Dict(DictItems),
     /// A set.
-    Set(Box<SetItems>),
+    Set(SetItems),
     /// A frozenset.
-    FrozenSet(Box<SetItems>),
+    FrozenSet(SetItems),
     /// A global used as a value (or as the callable of a record).
     Global(Box<Global<'a>>),
     /// A record object.

@@ -445,3 +445,62 @@ print(" ".join(map(str, vals)))
         );
     }
 }
+
+/// Dicts, sets and frozensets past 16 entries go through a hash index that lives in the
+/// decoder between SETITEMS/ADDITEMS batches: keys equal across batches (`1` and `1.0`) are
+/// one key, the first key object kept and the last value winning, as CPython's `pickle.loads`
+/// gives. Hand-made batches (pickle.dumps never repeats a key), checked against CPython.
+#[test]
+fn large_dicts_and_sets_dedup_across_batches_as_cpython() {
+    let out = python(
+        &format!(
+            "{PY_PRELUDE}\n{}",
+            r#"
+def i(n):
+    return b"J" + struct.pack("<i", n)
+def show(v):
+    if isinstance(v, dict):
+        return " ".join(f"{type(k).__name__}:{k!r}={w}" for k, w in v.items())
+    return " ".join(f"{type(k).__name__}:{k!r}" for k in v)
+ints = b"".join(i(n) + u(f"i{n}") for n in range(1000))
+floats = b"".join(f(float(n)) + u(f"f{n}") for n in range(0, 3000, 2))
+d = b"\x80\x02}q\x00(" + ints + b"u(" + floats + b"u."
+s = (b"\x80\x04\x8f(" + b"".join(i(n) for n in range(1000)) + b"\x90("
+     + b"".join(f(float(n)) for n in range(0, 3000, 2)) + b"\x90.")
+fs = b"\x80\x04(" + b"".join(i(n % 40) for n in range(100)) + f(3.0) + f(0.5) + b"\x91."
+for data in (d, s, fs):
+    v = pickle.loads(data)
+    assert py_load(data) == v
+    print(data.hex())
+    print(show(v))
+"#
+        ),
+        &[],
+    );
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 6);
+    let policy = Policy::data();
+    let show = |doc: &Document, id: NodeId| -> String {
+        match value(doc, id) {
+            Value::Int(n) => format!("int:{n}"),
+            Value::Float(x) => format!("float:{x:?}"),
+            Value::Str(s) => String::from_utf8_lossy(s.as_bytes()).into_owned(),
+            other => panic!("{other:?}"),
+        }
+    };
+    for pair in lines.chunks(2) {
+        let data = common::hex_decode(pair[0]);
+        let doc = decode(&data, &policy);
+        let (_, r) = root(&doc);
+        let got: Vec<String> = match r {
+            Value::Dict(d) => d
+                .items
+                .iter()
+                .map(|&(k, v)| format!("{}={}", show(&doc, k), show(&doc, v)))
+                .collect(),
+            Value::Set(s) | Value::FrozenSet(s) => s.items.iter().map(|&k| show(&doc, k)).collect(),
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(got.join(" "), pair[1]);
+    }
+}
