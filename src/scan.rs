@@ -40,17 +40,21 @@ enum TextKind {
     Py2Raw,
 }
 
-/// The symbolic value of a stack slot or memo entry.
+/// The symbolic value of a stack slot or memo entry: 16 bytes (the memo of a pickle holds one
+/// per MEMOIZE, a million or more in a large file).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Sym {
     Scalar,
     Bytes,
     ByteArray,
+    /// A str, with where its text is in the input (for STACK_GLOBAL).
     Str {
         start: usize,
-        len: usize,
+        len: u32,
         kind: TextKind,
     },
+    /// A str of 4 GiB or more: no global has such a name, so its text is not kept.
+    LongStr,
     List,
     Tuple,
     Dict,
@@ -104,6 +108,18 @@ fn scalar_run(
     }
     (pos, n)
 }
+
+impl Sym {
+    /// The symbol of a str whose text is `len` bytes at `start` in the input.
+    fn text(start: usize, len: usize, kind: TextKind) -> Sym {
+        match u32::try_from(len) {
+            Ok(len) => Sym::Str { start, len, kind },
+            Err(_) => Sym::LongStr,
+        }
+    }
+}
+
+const _: () = assert!(std::mem::size_of::<Sym>() == 16);
 
 /// A global named in the input.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -347,11 +363,7 @@ impl Scan<'_, '_> {
                 if !ok {
                     return Err(self.err(ErrorKind::InvalidUtf8));
                 }
-                Ok(Sym::Str {
-                    start,
-                    len: raw.len(),
-                    kind,
-                })
+                Ok(Sym::text(start, raw.len(), kind))
             }
         }
     }
@@ -418,20 +430,35 @@ impl Scan<'_, '_> {
     fn stack_global(&mut self) -> Result<()> {
         let name = self.pop()?;
         let module = self.pop()?;
-        let (
-            Sym::Str {
-                start: ms,
-                len: ml,
-                kind: mk,
-            },
-            Sym::Str {
-                start: ns,
-                len: nl,
-                kind: nk,
-            },
-        ) = (module, name)
-        else {
-            return Err(self.err(ErrorKind::TypeMismatch("STACK_GLOBAL requires str")));
+        let (ms, ml, mk, ns, nl, nk) = match (module, name) {
+            (
+                Sym::Str {
+                    start: ms,
+                    len: ml,
+                    kind: mk,
+                },
+                Sym::Str {
+                    start: ns,
+                    len: nl,
+                    kind: nk,
+                },
+            ) => (ms, ml as usize, mk, ns, nl as usize, nk),
+            (Sym::Str { .. } | Sym::LongStr, Sym::Str { .. } | Sym::LongStr) => {
+                let show = |s: Sym| match s {
+                    Sym::Str { start, len, .. } => escape_bytes_for_display(
+                        self.r
+                            .input
+                            .get(start..start + len as usize)
+                            .unwrap_or_default(),
+                    ),
+                    _ => "<a str of 4 GiB or more>".to_string(),
+                };
+                return Err(self.err(ErrorKind::GlobalNotAllowed {
+                    module: show(module),
+                    name: show(name),
+                }));
+            }
+            _ => return Err(self.err(ErrorKind::TypeMismatch("STACK_GLOBAL requires str"))),
         };
         match (self.text_of(ms, ml, mk), self.text_of(ns, nl, nk)) {
             (Some(m), Some(n)) => {
@@ -511,11 +538,7 @@ impl Scan<'_, '_> {
     fn utf8(&mut self, payload: &[u8]) -> Result<()> {
         let start = self.r.pos - payload.len();
         text::decode_utf8_surrogatepass(payload).map_err(|_| self.err(ErrorKind::InvalidUtf8))?;
-        self.push(Sym::Str {
-            start,
-            len: payload.len(),
-            kind: TextKind::Utf8,
-        })
+        self.push(Sym::text(start, payload.len(), TextKind::Utf8))
     }
 
     /// Reads on through the scalar opcodes that follow one (a list of ints is mostly these):
@@ -661,11 +684,7 @@ impl Scan<'_, '_> {
                     let sym = self.python2(&raw, start, TextKind::Py2Escaped)?;
                     // The symbol must point at the escaped body, not the decoded bytes.
                     let sym = match sym {
-                        Sym::Str { kind, .. } => Sym::Str {
-                            start,
-                            len: body.len(),
-                            kind,
-                        },
+                        Sym::Str { kind, .. } => Sym::text(start, body.len(), kind),
                         other => other,
                     };
                     self.push(sym)?;
@@ -687,11 +706,7 @@ impl Scan<'_, '_> {
                     text::decode_raw_unicode_escape(line)
                         .map_err(|_| self.err(ErrorKind::InvalidEscape))?;
                     let start = self.r.pos - 1 - line.len();
-                    self.push(Sym::Str {
-                        start,
-                        len: line.len(),
-                        kind: TextKind::RawEscape,
-                    })?;
+                    self.push(Sym::text(start, line.len(), TextKind::RawEscape))?;
                 }
                 O::Binunicode => {
                     let b = self.r.take_prefixed::<4>()?;
