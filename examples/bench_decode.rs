@@ -5,19 +5,22 @@
 //!
 //! ```sh
 //! cargo build --release --example bench_decode
-//! target/release/examples/bench_decode FILE [RUNS] [--mode decode|json|scan] [--stream]
+//! target/release/examples/bench_decode FILE [RUNS] [--mode decode|json|scan] [--stream] [--reuse]
 //! ```
 //!
 //! `--mode decode` (default) builds the arena (dropped after the clock stops); `--mode json` also
 //! writes typed JSON and times both; `--mode scan` runs scan-only ([`picklewarden::scan::scan`]:
 //! every check, no values built; `nodes` is then the opcode count). `--stream` reads the file as several pickles one after another
-//! (`Decoder::decode_stream`); it is implied when the file name contains `_stream`.
+//! (`Decoder::decode_stream`); it is implied when the file name contains `_stream`. `--reuse`
+//! builds each run into the arena of the run before (`Document::recycle`, `Decoder::scratch`:
+//! what a process decoding one input after another does; the recycling is after the clock
+//! stops, as the drop is without it).
 //! Exit status 1 if the decode is refused (the error on stderr), 2 on a usage or I/O error.
 
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use picklewarden::{Decoder, Document, Policy};
+use picklewarden::{Decoder, Document, Policy, Scratch};
 
 #[derive(Clone, Copy, PartialEq)]
 enum Mode {
@@ -31,6 +34,7 @@ struct Args {
     runs: usize,
     mode: Mode,
     stream: bool,
+    reuse: bool,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -38,6 +42,7 @@ fn parse_args() -> Result<Args, String> {
     let mut runs = 5;
     let mut mode = Mode::Decode;
     let mut stream = None;
+    let mut reuse = false;
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
         match a.as_str() {
@@ -48,18 +53,20 @@ fn parse_args() -> Result<Args, String> {
                 other => return Err(format!("unknown mode {other:?}")),
             },
             "--stream" => stream = Some(true),
+            "--reuse" => reuse = true,
             _ if file.is_none() => file = Some(a),
             _ => runs = a.parse().map_err(|e| format!("RUNS {a:?}: {e}"))?,
         }
     }
-    let file =
-        file.ok_or("usage: bench_decode FILE [RUNS] [--mode decode|json|scan] [--stream]")?;
+    let file = file
+        .ok_or("usage: bench_decode FILE [RUNS] [--mode decode|json|scan] [--stream] [--reuse]")?;
     let stream = stream.unwrap_or_else(|| file.contains("_stream"));
     Ok(Args {
         file,
         runs: runs.max(1),
         mode,
         stream,
+        reuse,
     })
 }
 
@@ -87,8 +94,9 @@ fn run_once<'a>(
     input: &'a [u8],
     policy: &Policy,
     args: &Args,
+    scratch: Scratch,
 ) -> picklewarden::Result<(Document<'a>, String)> {
-    let d = Decoder::new(input, policy);
+    let d = Decoder::new(input, policy).scratch(scratch);
     let doc = if args.stream {
         d.decode_stream()?
     } else {
@@ -121,6 +129,7 @@ fn main() -> ExitCode {
     let mut times: Vec<Duration> = Vec::with_capacity(args.runs);
     let mut nodes = 0;
     let mut json_len = 0;
+    let mut scratch = Scratch::new();
     for _ in 0..args.runs {
         if args.mode == Mode::Scan {
             let t = Instant::now();
@@ -136,12 +145,15 @@ fn main() -> ExitCode {
             continue;
         }
         let t = Instant::now();
-        let out = run_once(&input, &policy, &args);
+        let out = run_once(&input, &policy, &args, std::mem::take(&mut scratch));
         let elapsed = t.elapsed();
         match std::hint::black_box(out) {
             Ok((doc, json)) => {
                 nodes = doc.nodes().len();
                 json_len = json.len();
+                if args.reuse {
+                    scratch = doc.recycle();
+                }
             }
             Err(e) => {
                 eprintln!("bench_decode: {}: {e}", args.file);

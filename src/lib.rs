@@ -40,4 +40,4 @@ pub use machine::{decode, Decoder};
 pub use opcode::Opcode;
 pub use policy::Policy;
 pub use scan::{scan, ScanReport, Scanner};
-pub use value::{CallKind, Document, NodeId, PyStr, Value};
+pub use value::{CallKind, Document, NodeId, PyStr, Scratch, Value};

@@ -32,7 +32,7 @@ use crate::reader::Reader;
 use crate::scan::{ScanReport, Scanner};
 use crate::text::{self, NumberError, ParsedInt};
 use crate::value::{
-    lookup, CallKind, DictItems, Document, Global, NodeId, Object, PyStr, SetItems, Value,
+    lookup, CallKind, DictItems, Document, Global, NodeId, Object, PyStr, Scratch, SetItems, Value,
     SHARED_BASE,
 };
 
@@ -71,6 +71,7 @@ pub struct Decoder<'a, 'p> {
     policy: &'p Policy,
     limits: Limits,
     buffers: Option<Vec<&'a [u8]>>,
+    arena: Vec<Value<'a>>,
 }
 
 impl<'a, 'p> Decoder<'a, 'p> {
@@ -81,7 +82,16 @@ impl<'a, 'p> Decoder<'a, 'p> {
             policy,
             limits: policy.limits,
             buffers: None,
+            arena: Vec::new(),
         }
+    }
+
+    /// Builds into the arena `scratch` holds (from [`Document::recycle`]) instead of a fresh
+    /// one; see [`Scratch`]. The values decoded are the same either way.
+    pub fn scratch(mut self, scratch: Scratch) -> Decoder<'a, 'p> {
+        // Vec<Value<'static>> is a Vec<Value<'a>>: Value is covariant in its lifetime.
+        self.arena = scratch.nodes;
+        self
     }
 
     /// Replaces the limits.
@@ -135,6 +145,8 @@ impl<'a, 'p> Decoder<'a, 'p> {
 
     fn build(self, bound: u64, stream: bool) -> Result<Document<'a>> {
         let mut m = Machine::new(self.input, self.policy, self.limits, self.buffers)?;
+        m.nodes = self.arena;
+        m.nodes.clear();
         m.reserve_nodes(bound);
         if !stream {
             let root = m.run()?;

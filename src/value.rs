@@ -356,4 +356,41 @@ impl<'a> Document<'a> {
     pub fn get(&self, id: NodeId) -> Option<&Value<'a>> {
         lookup(&self.nodes, id)
     }
+
+    /// Drops every value and keeps the arena's allocation, for the next decode to build into
+    /// ([`crate::Decoder::scratch`]). Costs what dropping the document costs.
+    pub fn recycle(self) -> Scratch {
+        let mut nodes = self.nodes;
+        nodes.clear();
+        // An empty Vec<Value<'a>> into an empty Vec<Value<'static>>: the same layout, so
+        // collecting in place keeps the allocation (the closure never runs).
+        Scratch {
+            nodes: nodes.into_iter().map(|_| Value::None).collect(),
+        }
+    }
+}
+
+/// An arena left by an earlier decode ([`Document::recycle`]) for the next one to build into
+/// ([`crate::Decoder::scratch`]): its pages are already mapped, so the next decode does not
+/// page-fault its nodes in again. On these machines a fault costs about 2 us per 4 KiB page
+/// (128 nodes): a third of the time of decoding a list of 5 million ints into a fresh arena.
+///
+/// For a process that decodes one input after another (a Mitogen hop reading a stream of
+/// messages, a service). It holds the largest arena so far (32 bytes per node) until it is
+/// dropped; it changes no limit, which count values, not capacity.
+#[derive(Debug, Default)]
+pub struct Scratch {
+    pub(crate) nodes: Vec<Value<'static>>,
+}
+
+impl Scratch {
+    /// An empty scratch (no allocation).
+    pub fn new() -> Scratch {
+        Scratch::default()
+    }
+
+    /// The bytes of arena it holds.
+    pub fn capacity_bytes(&self) -> usize {
+        self.nodes.capacity() * std::mem::size_of::<Value<'static>>()
+    }
 }

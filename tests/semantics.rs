@@ -504,3 +504,60 @@ for data in (d, s, fs):
         assert_eq!(got.join(" "), pair[1]);
     }
 }
+
+/// A recycled arena (`Document::recycle`, `Decoder::scratch`) keeps its allocation, and a
+/// decode into it gives what a fresh decode gives: the same typed JSON, none of the nodes of
+/// the decode before, and the same refusals under the same limits.
+#[test]
+fn a_recycled_arena_decodes_as_a_fresh_one() {
+    let out = python(
+        r#"
+import pickle
+print(pickle.dumps(list(range(1000, 3000)), 4).hex())
+print(pickle.dumps({"a": [1, 2.5, "x"], "b": (b"y", None), "c": {300, 301}}, 2).hex())
+"#,
+        &[],
+    );
+    let lines: Vec<&str> = out.lines().collect();
+    let big = common::hex_decode(lines[0]);
+    let small = common::hex_decode(lines[1]);
+    let policy = Policy::data();
+    let slot = std::mem::size_of::<Value>();
+
+    let big_doc = decode(&big, &policy);
+    let big_nodes = big_doc.nodes().len();
+    assert_eq!(big_nodes, 2001);
+    let scratch = big_doc.recycle();
+    assert!(scratch.capacity_bytes() >= big_nodes * slot);
+
+    let fresh = decode(&small, &policy);
+    let doc = Decoder::new(&small, &policy)
+        .scratch(scratch)
+        .decode()
+        .unwrap();
+    assert_eq!(to_typed_json(&doc), to_typed_json(&fresh));
+    assert_eq!(doc.nodes().len(), fresh.nodes().len());
+    let scratch = doc.recycle();
+    assert!(scratch.capacity_bytes() >= big_nodes * slot);
+
+    // The same refusal, at the same offset, as without the scratch.
+    let tight = picklewarden::Limits {
+        max_nodes: 10,
+        ..policy.limits
+    };
+    let with = Decoder::new(&big, &policy)
+        .limits(tight)
+        .scratch(scratch)
+        .decode()
+        .unwrap_err();
+    let without = refusal_with(&big, &policy, tight);
+    assert_eq!(with.to_string(), without.to_string());
+    assert_eq!(with.offset(), without.offset());
+}
+
+fn refusal_with(data: &[u8], policy: &Policy, limits: picklewarden::Limits) -> picklewarden::Error {
+    match Decoder::new(data, policy).limits(limits).decode() {
+        Ok(doc) => panic!("decoded to {}", to_typed_json(&doc)),
+        Err(e) => e,
+    }
+}
