@@ -153,6 +153,7 @@ impl<'a, 'p> Decoder<'a, 'p> {
             m.r.expect_end()?;
             return Ok(m.finish(vec![root], false));
         }
+        m.stream = true;
         let mut roots = Vec::new();
         loop {
             roots.push(m.run()?);
@@ -162,6 +163,7 @@ impl<'a, 'p> Decoder<'a, 'p> {
                 break;
             }
         }
+        m.check_depth(&roots)?;
         Ok(m.finish(roots, true))
     }
 
@@ -251,8 +253,9 @@ struct Machine<'a, 'p> {
     proto: u8,
     hasher: RandomState,
     buffers: Option<VecDeque<&'a [u8]>>,
-    /// Nodes already walked by the depth check (stream mode shares it across roots).
-    depth_seen: Vec<bool>,
+    /// Whether the input is a stream of pickles: the depth check then runs once, over every
+    /// root, after the last one.
+    stream: bool,
     /// Values created, shared ones included (`max_nodes` counts them all, as before values
     /// were shared, so the limit does not depend on which values happen to be shared).
     created: u64,
@@ -426,7 +429,7 @@ impl<'a, 'p> Machine<'a, 'p> {
             proto: 0,
             hasher: RandomState::new(),
             buffers: buffers.map(VecDeque::from),
-            depth_seen: Vec::new(),
+            stream: false,
         })
     }
 
@@ -1287,13 +1290,18 @@ impl<'a, 'p> Machine<'a, 'p> {
         if !self.stack.is_empty() {
             return Err(self.err(ErrorKind::StackNotEmpty));
         }
-        self.check_depth(root)?;
+        // In a stream, a later pickle can reach into this one's values through the memo (and
+        // append to them): the writer sees the final graph, so the check waits for it.
+        if !self.stream {
+            self.check_depth(&[root])?;
+        }
         Ok(root)
     }
 
-    /// Enforces `max_nesting_depth` on the value tree as the typed-JSON writer walks it
-    /// (depth first, items in order, a node already written counts as a leaf).
-    fn check_depth(&mut self, root: NodeId) -> Result<()> {
+    /// Enforces `max_nesting_depth` on the value trees of `roots` as the typed-JSON writer
+    /// walks them: roots in order, depth first, items in order, a node already written (under
+    /// this root or an earlier one) counting as a leaf.
+    fn check_depth(&self, roots: &[NodeId]) -> Result<()> {
         let max = self.limits.max_nesting_depth;
         // The root itself is depth 1 (src/limits.rs), so a maximum of 0 refuses any value.
         if max == 0 {
@@ -1303,39 +1311,41 @@ impl<'a, 'p> Machine<'a, 'p> {
         // plus one leaf: the depth is at most `containers + 1`, and at most `created` (shared
         // leaves included). A flat list of millions of ints is not walked.
         let bound = self.created.min(self.containers.saturating_add(1));
-        if bound <= max && self.depth_seen.is_empty() {
+        if bound <= max {
             return Ok(());
         }
-        let total = self.nodes.len();
-        self.depth_seen.resize(total, false);
         let nodes = &self.nodes;
-        let mut work: Vec<(NodeId, u64)> = vec![(root, 1)];
-        while let Some((id, depth)) = work.pop() {
-            let Some(seen) = self.depth_seen.get_mut(id.index()) else {
-                continue;
-            };
-            if *seen {
-                continue;
-            }
-            *seen = true;
-            let Some(v) = nodes.get(id.index()) else {
-                continue;
-            };
-            let start = work.len();
-            let mut has_children = false;
-            v.for_each_child(|c| {
-                has_children = true;
-                // Only a child that can hold children can go deeper: leaves (the bulk of
-                // most documents) are not queued, which changes nothing in the verdict.
-                if nodes.get(c.index()).is_some_and(Value::is_container) {
-                    work.push((c, depth + 1));
+        let mut seen = vec![false; nodes.len()];
+        let mut work: Vec<(NodeId, u64)> = Vec::new();
+        for &root in roots {
+            work.push((root, 1));
+            while let Some((id, depth)) = work.pop() {
+                let Some(seen) = seen.get_mut(id.index()) else {
+                    continue;
+                };
+                if *seen {
+                    continue;
                 }
-            });
-            if has_children && depth + 1 > max {
-                return Err(self.limit(LimitName::MaxNestingDepth, depth + 1));
-            }
-            if let Some(added) = work.get_mut(start..) {
-                added.reverse();
+                *seen = true;
+                let Some(v) = nodes.get(id.index()) else {
+                    continue;
+                };
+                let start = work.len();
+                let mut has_children = false;
+                v.for_each_child(|c| {
+                    has_children = true;
+                    // Only a child that can hold children can go deeper: leaves (the bulk of
+                    // most documents) are not queued, which changes nothing in the verdict.
+                    if nodes.get(c.index()).is_some_and(Value::is_container) {
+                        work.push((c, depth + 1));
+                    }
+                });
+                if has_children && depth + 1 > max {
+                    return Err(self.limit(LimitName::MaxNestingDepth, depth + 1));
+                }
+                if let Some(added) = work.get_mut(start..) {
+                    added.reverse();
+                }
             }
         }
         Ok(())
@@ -1900,6 +1910,33 @@ mod tests {
         let straddle = b"\x80\x04\x95\x03\x00\x00\x00\x00\x00\x00\x00J\x01\x00\x00\x00.";
         assert_eq!(kind(straddle), "frame_straddle");
         assert_eq!(kind(b"\x80\x02M\x01"), "truncated");
+    }
+
+    /// In a stream, the depth is checked once over every root on the final graph, as the
+    /// typed-JSON writer walks it (roots in order, a value written under an earlier root is a
+    /// `ref`): a later pickle reaching an earlier one's list through the memo neither adds
+    /// that list's depth again nor hides what it appended to it.
+    #[test]
+    fn stream_depth_is_checked_on_the_final_graph_over_all_roots() {
+        let at3 = |input: &[u8]| {
+            let limits = Limits {
+                max_nesting_depth: 3,
+                ..Policy::data().limits
+            };
+            Decoder::new(input, &Policy::data())
+                .limits(limits)
+                .decode_stream()
+                .map(|d| d.roots().len())
+                .map_err(|e| e.to_string())
+        };
+        // l = [[1000, 1001]] (memo 0), then [l]: depth 3, then 2 with l a ref.
+        let reach = b"\x80\x02]q\x00](J\xe8\x03\x00\x00J\xe9\x03\x00\x00ea.\x80\x02]h\x00a.";
+        assert_eq!(at3(reach), Ok(2));
+        // l = [[], [], []] (memo 0, depth 2), then the second pickle appends [[[1004]]] to l
+        // and returns l: the first root is now 5 deep (refused where the walk first passes 3).
+        let deepen = b"\x80\x02]q\x00(]]]e.\x80\x02h\x00]]]J\xec\x03\x00\x00aaaa.";
+        let err = at3(deepen).unwrap_err();
+        assert!(err.contains("max_nesting_depth exceeded: 4 > 3"), "{err}");
     }
 
     /// A limit reached in the middle of a run of ints (`int_run` in the build, `scalar_run` in
