@@ -377,7 +377,23 @@ impl<'a> Document<'a> {
 ///
 /// For a process that decodes one input after another (a Mitogen hop reading a stream of
 /// messages, a service). It holds the largest arena so far (32 bytes per node) until it is
-/// dropped; it changes no limit, which count values, not capacity.
+/// dropped; it changes no limit, which count values, not capacity. A refused decode drops
+/// the arena it was given.
+///
+/// ```
+/// use picklewarden::{Decoder, Policy, Scratch, Value};
+/// let policy = Policy::data();
+/// let mut scratch = Scratch::new();
+/// // pickle.dumps([1000, 1001], 2), then pickle.dumps(1002, 2)
+/// let inputs: [&[u8]; 2] = [b"\x80\x02]q\x00(M\xe8\x03M\xe9\x03e.", b"\x80\x02M\xea\x03."];
+/// for input in inputs {
+///     let doc = Decoder::new(input, &policy).scratch(scratch).decode()?;
+///     assert!(doc.root().and_then(|r| doc.get(r)).is_some());
+///     scratch = doc.recycle(); // drops the values, keeps the arena
+/// }
+/// assert!(scratch.capacity_bytes() >= 2 * std::mem::size_of::<Value>());
+/// # Ok::<(), picklewarden::Error>(())
+/// ```
 #[derive(Debug, Default)]
 pub struct Scratch {
     pub(crate) nodes: Vec<Value<'static>>,

@@ -20,7 +20,8 @@
 //!   limits refuse with the same kind at the same offset;
 //! - `strict` accepting means `data` accepts with the same typed JSON;
 //! - one pickle accepted means the same bytes as a stream are accepted with one root and the
-//!   same value.
+//!   same value, and a decode into a recycled arena (`Document::recycle`, `Decoder::scratch`)
+//!   gives the same value.
 
 use std::sync::OnceLock;
 
@@ -208,6 +209,25 @@ pub fn check_input(data: &[u8], buffers: Option<&[&[u8]]>) {
                 ds,
                 &Outcome::Ok(single.clone()),
                 "{}: accepted as one pickle but not as a stream of one: {data:?}",
+                policy.name
+            );
+            // A decode into the arena a decode of the same bytes left (Scratch) gives the
+            // same document.
+            let decoder = || {
+                let d = Decoder::new(data, policy);
+                match buffers {
+                    Some(b) => d.buffers(b.to_vec()),
+                    None => d,
+                }
+            };
+            let scratch = decoder()
+                .decode()
+                .map(Document::recycle)
+                .unwrap_or_default();
+            let again = check_result(data, &default, false, &decoder().scratch(scratch).decode());
+            assert_eq!(
+                &again, d1,
+                "{}: a decode into a recycled arena differs: {data:?}",
                 policy.name
             );
         }
