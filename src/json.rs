@@ -32,6 +32,13 @@ pub fn to_typed_json_limited(doc: &Document<'_>, max_bytes: usize) -> Option<Str
 fn write_document(doc: &Document<'_>, max_bytes: usize) -> Option<String> {
     let mut w = Writer::new(doc, &doc.roots);
     w.max_bytes = max_bytes;
+    // Room for ~24 bytes a value up front (a small int is 31): fewer regrowth copies. Only a
+    // hint; untouched capacity costs no memory, and the writer stops past `max_bytes`.
+    let hint = usize::try_from(doc.values)
+        .unwrap_or(usize::MAX)
+        .saturating_mul(24)
+        .min(max_bytes.saturating_add(64));
+    let _ = w.out.try_reserve(hint);
     w.out.push_str("{\"format\":\"");
     w.out.push_str(FORMAT);
     if doc.stream {
@@ -75,8 +82,10 @@ enum Task {
 /// Which sequence of a node a [`Task::Seq`] walks.
 #[derive(Clone, Copy)]
 enum Seq {
-    /// List or tuple items, or set items in their sorted order.
+    /// List or tuple items (or set items, for a set with no sorted order).
     Items,
+    /// Set items in their sorted order: `Writer::orders[i]`.
+    Sorted(u32),
     /// Dict pairs, written `[k,v]`.
     Pairs,
     /// A record object's listitems.
@@ -97,8 +106,10 @@ struct Writer<'d, 'a> {
     /// Ids given to nodes written so far (only nodes referenced twice or more).
     ids: HashMap<NodeId, u64>,
     next_id: u64,
-    /// The sorted item order of each reachable set and frozenset.
-    set_orders: HashMap<NodeId, Vec<NodeId>>,
+    /// The sorted item order of each reachable set and frozenset: an index into `orders`
+    /// (looked up once per set, not once per item).
+    set_orders: HashMap<NodeId, u32>,
+    orders: Vec<Vec<NodeId>>,
     /// Writing a set item's sort key: every container gets an id (so any cycle ends in a ref)
     /// and writing stops after [`SORT_KEY_BYTES`].
     sort_key: bool,
@@ -147,6 +158,7 @@ impl<'d, 'a> Writer<'d, 'a> {
             ids: HashMap::new(),
             next_id: 0,
             set_orders: HashMap::new(),
+            orders: Vec::new(),
             sort_key: false,
             max_bytes: usize::MAX,
             overflowed: false,
@@ -174,17 +186,23 @@ impl<'d, 'a> Writer<'d, 'a> {
                     ids: HashMap::new(),
                     next_id: 0,
                     set_orders: std::mem::take(&mut self.set_orders),
+                    orders: std::mem::take(&mut self.orders),
                     sort_key: true,
                     max_bytes: usize::MAX,
                     overflowed: false,
                 };
                 sub.write(item);
                 self.set_orders = sub.set_orders;
+                self.orders = sub.orders;
                 keyed.push((sub.out, item));
             }
             keyed.sort();
-            self.set_orders
-                .insert(set, keyed.into_iter().map(|(_, id)| id).collect());
+            let Ok(i) = u32::try_from(self.orders.len()) else {
+                continue;
+            };
+            self.orders
+                .push(keyed.into_iter().map(|(_, id)| id).collect());
+            self.set_orders.insert(set, i);
         }
     }
 
@@ -222,11 +240,13 @@ impl<'d, 'a> Writer<'d, 'a> {
             (Seq::Items, Value::List(items) | Value::Tuple(items)) => {
                 items.get(next).map(|&i| (i, None))
             }
-            (Seq::Items, Value::Set(s) | Value::FrozenSet(s)) => self
-                .set_orders
-                .get(&id)
-                .map_or(&s.items, |order| order)
-                .get(next)
+            (Seq::Items, Value::Set(s) | Value::FrozenSet(s)) => {
+                s.items.get(next).map(|&i| (i, None))
+            }
+            (Seq::Sorted(order), Value::Set(_) | Value::FrozenSet(_)) => self
+                .orders
+                .get(order as usize)
+                .and_then(|o| o.get(next))
                 .map(|&i| (i, None)),
             (Seq::Pairs, Value::Dict(d)) => d.items.get(next).map(|&(k, v)| (k, Some(v))),
             (Seq::ObjList, Value::Object(o)) => o.listitems.get(next).map(|&i| (i, None)),
@@ -257,8 +277,13 @@ impl<'d, 'a> Writer<'d, 'a> {
     }
 
     fn node(&mut self, id: NodeId, tasks: &mut Vec<Task>) {
-        if let Some(n) = self.ids.get(&id) {
-            let _ = write!(self.out, "{{\"type\":\"ref\",\"id\":{n}}}");
+        // Only a node referenced twice or more can have an id (a sort key gives one to every
+        // container): most nodes skip the lookup.
+        let may_have_id = self.sort_key || self.refs.get(id.index()).is_some_and(|&r| r >= 2);
+        if let Some(&n) = may_have_id.then(|| self.ids.get(&id)).flatten() {
+            self.out.push_str("{\"type\":\"ref\",\"id\":");
+            self.out.push_str(itoa::Buffer::new().format(n));
+            self.out.push('}');
             return;
         }
         let Some(v) = self.doc.get(id) else {
@@ -294,7 +319,8 @@ impl<'d, 'a> Writer<'d, 'a> {
             let n = self.next_id;
             self.next_id += 1;
             self.ids.insert(id, n);
-            let _ = write!(self.out, ",\"id\":{n}");
+            self.out.push_str(",\"id\":");
+            self.out.push_str(itoa::Buffer::new().format(n));
         }
         let out = &mut self.out;
         match v {
@@ -303,7 +329,9 @@ impl<'d, 'a> Writer<'d, 'a> {
                 let _ = write!(out, ",\"value\":{b}}}");
             }
             Value::Int(i) => {
-                let _ = write!(out, ",\"value\":\"{i}\"}}");
+                out.push_str(",\"value\":\"");
+                out.push_str(itoa::Buffer::new().format(*i));
+                out.push_str("\"}");
             }
             Value::BigInt(b) => {
                 let _ = write!(out, ",\"value\":\"{b}\"}}");
@@ -346,7 +374,7 @@ impl<'d, 'a> Writer<'d, 'a> {
                 write_json_string(out, &g.name);
                 out.push('}');
             }
-            Value::List(_) | Value::Tuple(_) | Value::Set(_) | Value::FrozenSet(_) => {
+            Value::List(_) | Value::Tuple(_) => {
                 out.push_str(",\"items\":[");
                 tasks.push(Task::Raw("]}"));
                 tasks.push(Task::Seq {
@@ -354,6 +382,15 @@ impl<'d, 'a> Writer<'d, 'a> {
                     seq: Seq::Items,
                     next: 0,
                 });
+            }
+            Value::Set(_) | Value::FrozenSet(_) => {
+                out.push_str(",\"items\":[");
+                tasks.push(Task::Raw("]}"));
+                let seq = self
+                    .set_orders
+                    .get(&id)
+                    .map_or(Seq::Items, |&i| Seq::Sorted(i));
+                tasks.push(Task::Seq { id, seq, next: 0 });
             }
             Value::Dict(_) => {
                 out.push_str(",\"items\":[");
