@@ -164,8 +164,9 @@ pub struct Limits {
     /// Bytes of input. Default [`DEFAULT_MAX_INPUT_BYTES`].
     pub max_input_bytes: u64,
     /// Depth of the decoded value tree (a scalar at top level is depth 1; each container adds
-    /// one; a value reached again through the memo counts where it first appears).
-    /// Default [`DEFAULT_MAX_NESTING_DEPTH`].
+    /// one; a value reached again through the memo counts where it first appears, as typed
+    /// JSON writes it). Checked at STOP; for a stream, once after the last pickle, over every
+    /// root in order. Default [`DEFAULT_MAX_NESTING_DEPTH`].
     pub max_nesting_depth: u64,
     /// Entries on the pickle machine's stack, values and MARKs together.
     /// Default [`DEFAULT_MAX_STACK_LEN`].
