@@ -32,11 +32,15 @@ pub fn to_typed_json_limited(doc: &Document<'_>, max_bytes: usize) -> Option<Str
 fn write_document(doc: &Document<'_>, max_bytes: usize) -> Option<String> {
     let mut w = Writer::new(doc, &doc.roots);
     w.max_bytes = max_bytes;
-    // Room for ~24 bytes a value up front (a small int is 31): fewer regrowth copies. Only a
-    // hint; untouched capacity costs no memory, and the writer stops past `max_bytes`.
+    // Room for ~24 bytes a value up front (a small int is 31): fewer regrowth copies while the
+    // text is small enough to be copied when it grows. At most 64 MiB (past that glibc grows
+    // it by remapping, without a copy), so popped values, which `values` counts but nothing
+    // writes, cannot make a short text hold a large reservation; never past `max_bytes`.
+    const HINT_MAX: usize = 64 << 20;
     let hint = usize::try_from(doc.values)
         .unwrap_or(usize::MAX)
         .saturating_mul(24)
+        .min(HINT_MAX)
         .min(max_bytes.saturating_add(64));
     let _ = w.out.try_reserve(hint);
     w.out.push_str("{\"format\":\"");
@@ -58,6 +62,10 @@ fn write_document(doc: &Document<'_>, max_bytes: usize) -> Option<String> {
             w.out.push_str("null");
         }
         w.out.push('}');
+    }
+    // A text far shorter than its reservation (values popped, or shared) gives the rest back.
+    if w.out.capacity() > w.out.len().saturating_mul(2).saturating_add(4096) {
+        w.out.shrink_to_fit();
     }
     (!w.overflowed).then_some(w.out)
 }
@@ -509,6 +517,25 @@ pub(crate) fn write_json_string(out: &mut String, s: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The up-front reservation counts popped values too; a short text does not keep it.
+    #[test]
+    fn a_short_text_does_not_keep_the_reservation() {
+        // NONE POP a million times, then NONE: a million values created, one written.
+        let mut input = b"\x80\x04".to_vec();
+        for _ in 0..1_000_000 {
+            input.extend_from_slice(b"N0");
+        }
+        input.extend_from_slice(b"N.");
+        let doc = crate::decode(&input, &crate::Policy::data()).unwrap();
+        assert!(doc.value_count() > 1_000_000);
+        let text = to_typed_json(&doc);
+        assert_eq!(
+            text,
+            "{\"format\":\"picklewarden-typed-json/1\",\"value\":{\"type\":\"none\"}}"
+        );
+        assert!(text.capacity() < 8192, "capacity {}", text.capacity());
+    }
 
     /// Every byte value, across the 4 KiB blocks of the writer, against `format!("{:02x}")`.
     #[test]
