@@ -1241,6 +1241,24 @@ impl<'a, 'p> Machine<'a, 'p> {
                 self.int_run();
                 continue;
             }
+            // The memo opcodes pickle.dumps writes most (every value MEMOIZEd at protocol 4,
+            // BINPUT at 1-3; every repeated object a BINGET) without the dispatch's indirect
+            // jump, as in the scan.
+            if byte == Opcode::Memoize.byte() {
+                let i = self.memo.count;
+                self.memo_put(i)?;
+                continue;
+            }
+            if byte == Opcode::Binget.byte() {
+                let i = u64::from(self.r.take_u8()?);
+                self.memo_get(i)?;
+                continue;
+            }
+            if byte == Opcode::Binput.byte() {
+                let i = u64::from(self.r.take_u8()?);
+                self.memo_put(i)?;
+                continue;
+            }
             let Some(op) = Opcode::from_byte(byte) else {
                 return Err(self.err(ErrorKind::UnknownOpcode));
             };

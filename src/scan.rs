@@ -594,6 +594,24 @@ impl Scan<'_, '_> {
                 self.scalar_run();
                 continue;
             }
+            // The memo opcodes pickle.dumps writes most (every value MEMOIZEd at protocol 4,
+            // BINPUT at 1-3; every repeated object a BINGET) without the dispatch's indirect
+            // jump.
+            if byte == O::Memoize.byte() {
+                let i = self.memo.count;
+                self.memo_put(i)?;
+                continue;
+            }
+            if byte == O::Binget.byte() {
+                let i = u64::from(self.r.take_u8()?);
+                self.memo_get(i)?;
+                continue;
+            }
+            if byte == O::Binput.byte() {
+                let i = u64::from(self.r.take_u8()?);
+                self.memo_put(i)?;
+                continue;
+            }
             let Some(op) = Opcode::from_byte(byte) else {
                 return Err(self.err(ErrorKind::UnknownOpcode));
             };
