@@ -28,7 +28,7 @@ use crate::limits::{LimitName, Limits};
 use crate::memo::Memo;
 use crate::opcode::{Opcode, BININT_ARG};
 use crate::policy::{Constructor, Policy, Python2Str, TextEncoding};
-use crate::reader::Reader;
+use crate::reader::{binint_at, Reader};
 use crate::scan::{ScanReport, Scanner};
 use crate::text::{self, NumberError, ParsedInt};
 use crate::value::{
@@ -319,24 +319,7 @@ fn int_run<'a>(
             if next > end {
                 break;
             }
-            // Four bytes at once when the input has them, masked to the argument's width
-            // (as `Reader::take_binint` reads them); BININT is signed, the others are not.
-            let word = match input.get(pos + 1..pos + 5) {
-                Some(&[a, b, c, d]) => u32::from_le_bytes([a, b, c, d]),
-                _ => {
-                    let mut w = [0u8; 4];
-                    for (slot, &x) in w.iter_mut().zip(input.get(pos + 1..next).unwrap_or(&[])) {
-                        *slot = x;
-                    }
-                    u32::from_le_bytes(w)
-                }
-            };
-            let x = match arg {
-                2 => i64::from(word & 0xFF),
-                3 => i64::from(word & 0xFFFF),
-                _ => i64::from(word as i32),
-            };
-            (next, x, 0)
+            (next, binint_at(input, pos + 1, arg - 1), 0)
         } else if b == Opcode::Long1.byte() && room.long1 {
             let Some(&len) = input.get(pos + 1) else {
                 break;
@@ -348,17 +331,7 @@ fn int_run<'a>(
             let Some(bytes) = input.get(pos + 2..next) else {
                 break;
             };
-            // Two's complement, little-endian, sign-extended (as `Machine::long_bytes`).
-            let fill = if bytes.last().is_some_and(|&b| b & 0x80 != 0) {
-                0xFF
-            } else {
-                0
-            };
-            let mut buf = [fill; 8];
-            if let Some(head) = buf.get_mut(..bytes.len()) {
-                head.copy_from_slice(bytes);
-            }
-            (next, i64::from_le_bytes(buf), u64::from(len))
+            (next, long_le(bytes), u64::from(len))
         } else {
             break;
         };
@@ -387,6 +360,21 @@ fn int_run<'a>(
         run.pos = pos;
     }
     run
+}
+
+/// A LONG1/LONG4 payload of at most 8 bytes as an i64: two's complement, little-endian,
+/// sign-extended (as CPython's `_PyLong_FromByteArray(..., little_endian=1, is_signed=1)`).
+fn long_le(bytes: &[u8]) -> i64 {
+    let fill = if bytes.last().is_some_and(|&b| b & 0x80 != 0) {
+        0xFF
+    } else {
+        0
+    };
+    let mut buf = [fill; 8];
+    if let Some(head) = buf.get_mut(..bytes.len()) {
+        head.copy_from_slice(bytes);
+    }
+    i64::from_le_bytes(buf)
 }
 
 fn internal() -> ErrorKind {
@@ -821,16 +809,7 @@ impl<'a, 'p> Machine<'a, 'p> {
         }
         let bytes = self.r.take(n)?;
         let v = if bytes.len() <= 8 {
-            let fill = if bytes.last().is_some_and(|&b| b & 0x80 != 0) {
-                0xFF
-            } else {
-                0
-            };
-            let mut buf = [fill; 8];
-            if let Some(head) = buf.get_mut(..bytes.len()) {
-                head.copy_from_slice(bytes);
-            }
-            Value::Int(i64::from_le_bytes(buf))
+            Value::Int(long_le(bytes))
         } else {
             let b = BigInt::from_signed_bytes_le(bytes);
             match i64::try_from(&b) {

@@ -113,24 +113,8 @@ impl<'a> Reader<'a> {
             return Err(self.err(ErrorKind::UnknownOpcode));
         }
         let start = self.pos;
-        let b = self.take(u64::from(len))?;
-        let word = match self.input.get(start..start + 4) {
-            Some(&[a, b, c, d]) => u32::from_le_bytes([a, b, c, d]),
-            _ => {
-                let mut w = [0u8; 4];
-                for (slot, &x) in w.iter_mut().zip(b) {
-                    *slot = x;
-                }
-                u32::from_le_bytes(w)
-            }
-        };
-        let bits = 8 * u32::from(len);
-        let x = word & u32::MAX.checked_shr(32 - bits).unwrap_or(0);
-        Ok(if len == 4 {
-            i64::from(x as i32)
-        } else {
-            i64::from(x)
-        })
+        self.take(u64::from(len))?;
+        Ok(binint_at(self.input, start, len))
     }
 
     /// A length-prefixed argument: `N`-byte little-endian length, then that many bytes.
@@ -228,5 +212,33 @@ impl<'a> Reader<'a> {
             self.pos as u64,
             self.input.get(self.pos).copied(),
         ))
+    }
+}
+
+/// The value of the `len`-byte (1, 2 or 4) BININT1/BININT2/BININT argument at `start` in
+/// `input` (little-endian; unsigned, except BININT's 4 bytes, signed), as CPython's
+/// `load_binintx` reads it; the caller has checked that the argument is there. With four
+/// bytes left in the input it reads without branching on `len`.
+#[inline]
+pub(crate) fn binint_at(input: &[u8], start: usize, len: u8) -> i64 {
+    let word = match input.get(start..start + 4) {
+        Some(&[a, b, c, d]) => u32::from_le_bytes([a, b, c, d]),
+        _ => {
+            let mut w = [0u8; 4];
+            let arg = input
+                .get(start..start + usize::from(len))
+                .unwrap_or_default();
+            for (slot, &x) in w.iter_mut().zip(arg) {
+                *slot = x;
+            }
+            u32::from_le_bytes(w)
+        }
+    };
+    let bits = 8 * u32::from(len.min(4));
+    let x = word & u32::MAX.checked_shr(32 - bits).unwrap_or(0);
+    if len == 4 {
+        i64::from(x as i32)
+    } else {
+        i64::from(x)
     }
 }
