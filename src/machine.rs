@@ -1222,7 +1222,8 @@ impl<'a, 'p> Machine<'a, 'p> {
             }
             // The memo opcodes pickle.dumps writes most (every value MEMOIZEd at protocol 4,
             // BINPUT at 1-3; every repeated object a BINGET) without the dispatch's indirect
-            // jump, as in the scan.
+            // jump, as in the scan. Their arms in the match below are then not reached (the match
+            // lists every opcode).
             if byte == Opcode::Memoize.byte() {
                 let i = self.memo.count;
                 self.memo_put(i)?;

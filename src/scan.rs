@@ -596,7 +596,8 @@ impl Scan<'_, '_> {
             }
             // The memo opcodes pickle.dumps writes most (every value MEMOIZEd at protocol 4,
             // BINPUT at 1-3; every repeated object a BINGET) without the dispatch's indirect
-            // jump.
+            // jump. Their arms in the match below are then not reached (the match
+            // lists every opcode).
             if byte == O::Memoize.byte() {
                 let i = self.memo.count;
                 self.memo_put(i)?;
