@@ -19,6 +19,7 @@
 //! ```
 #![forbid(unsafe_code)]
 
+mod depth;
 pub mod error;
 pub mod json;
 mod keys;

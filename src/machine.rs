@@ -22,6 +22,7 @@ use std::mem;
 
 use num_bigint::BigInt;
 
+use crate::depth::{walk_depth, Heights};
 use crate::error::{escape_bytes_for_display, Error, ErrorKind, Result};
 use crate::keys::{bigint_to_f64, index_insert, KeyIndex, KeyOps};
 use crate::limits::{LimitName, Limits};
@@ -111,11 +112,11 @@ impl<'a, 'p> Decoder<'a, 'p> {
 
     /// The scan pass: validates opcodes, frames, MARKs, the memo and every global and call
     /// against the policy before the build pass creates any value.
-    /// Returns an upper bound on the nodes the build will create (from the opcode counts).
-    fn validate(&self, stream: bool) -> Result<u64> {
+    /// Returns upper bounds on what the build will create (from the opcode counts).
+    fn validate(&self, stream: bool) -> Result<Bound> {
         let report = self.scan(stream);
         report.result?;
-        Ok(node_bound(&report.opcode_counts))
+        Ok(Bound::of(&report.opcode_counts))
     }
 
     fn scan(&self, stream: bool) -> ScanReport {
@@ -139,15 +140,19 @@ impl<'a, 'p> Decoder<'a, 'p> {
             let e = e.clone();
             return (Err(e), report);
         }
-        let bound = node_bound(&report.opcode_counts);
+        let bound = Bound::of(&report.opcode_counts);
         (self.build(bound, stream), report)
     }
 
-    fn build(self, bound: u64, stream: bool) -> Result<Document<'a>> {
+    fn build(self, bound: Bound, stream: bool) -> Result<Document<'a>> {
         let mut m = Machine::new(self.input, self.policy, self.limits, self.buffers)?;
         m.nodes = self.arena;
         m.nodes.clear();
-        m.reserve_nodes(bound);
+        m.reserve_nodes(bound.nodes);
+        // A walk's path holds each container once, plus a leaf: with no more containers than
+        // this, the depth check never walks, and heights are not worth keeping.
+        m.heights =
+            Heights::new(bound.containers.saturating_add(1) > self.limits.max_nesting_depth);
         if !stream {
             let root = m.run()?;
             m.r.expect_end()?;
@@ -188,11 +193,55 @@ impl<'a, 'p> Decoder<'a, 'p> {
     }
 }
 
-/// An upper bound on the arena slots a build fills, from the scan's opcode counts: every
-/// opcode creates at most one node, except NONE, NEWTRUE, NEWFALSE and BININT1 (shared values,
-/// no slot), INST (the global, the argument tuple and the object) and
-/// OBJ (the argument tuple and the object); stack, memo and container-filling opcodes create
-/// none.
+/// Upper bounds on what a build makes, from the scan's opcode counts.
+#[derive(Clone, Copy, Debug)]
+struct Bound {
+    /// Arena slots: every opcode creates at most one node, except NONE, NEWTRUE, NEWFALSE and
+    /// BININT1 (shared values, no slot), INST (the global, the argument tuple and the object)
+    /// and OBJ (the argument tuple and the object); stack, memo and container-filling opcodes
+    /// create none.
+    nodes: u64,
+    /// Containers (list, tuple, dict, set, frozenset, record object): one per opcode that
+    /// makes one (EMPTY_*, LIST, TUPLE*, DICT, FROZENSET; REDUCE, NEWOBJ and NEWOBJ_EX make a
+    /// set, frozenset or record), two per INST and OBJ (the argument tuple and the object).
+    containers: u64,
+}
+
+impl Bound {
+    fn of(counts: &[u64; 256]) -> Bound {
+        use Opcode as O;
+        let mut containers = 0u64;
+        for (byte, &n) in counts.iter().enumerate() {
+            let per = match u8::try_from(byte).ok().and_then(Opcode::from_byte) {
+                Some(
+                    O::EmptyList
+                    | O::EmptyTuple
+                    | O::EmptyDict
+                    | O::EmptySet
+                    | O::List
+                    | O::Tuple
+                    | O::Tuple1
+                    | O::Tuple2
+                    | O::Tuple3
+                    | O::Dict
+                    | O::Frozenset
+                    | O::Reduce
+                    | O::Newobj
+                    | O::NewobjEx,
+                ) => 1,
+                Some(O::Inst | O::Obj) => 2,
+                _ => 0,
+            };
+            containers = containers.saturating_add(n.saturating_mul(per));
+        }
+        Bound {
+            nodes: node_bound(counts),
+            containers,
+        }
+    }
+}
+
+/// [`Bound::nodes`].
 fn node_bound(counts: &[u64; 256]) -> u64 {
     use Opcode as O;
     let mut total = 0u64;
@@ -266,6 +315,9 @@ struct Machine<'a, 'p> {
     /// Containers created (list, tuple, dict, set, frozenset, record object): no path of the
     /// depth check holds more than these plus one leaf.
     containers: u64,
+    /// The containers' heights, a bound on the depth check's walk (src/depth.rs); kept only
+    /// when the scan counted more opcodes that make containers than `max_nesting_depth`.
+    heights: Heights,
     /// Stands in for a shared value that `get_mut` is asked for: shared values are scalars,
     /// which no opcode modifies, so the caller only looks at it and refuses the opcode.
     scratch: Value<'a>,
@@ -407,6 +459,7 @@ impl<'a, 'p> Machine<'a, 'p> {
             nodes: Vec::new(),
             created: 0,
             containers: 0,
+            heights: Heights::default(),
             indexes: HashMap::new(),
             scratch: Value::None,
             stack: Vec::new(),
@@ -576,7 +629,10 @@ impl<'a, 'p> Machine<'a, 'p> {
             .ok()
             .filter(|&i| i < SHARED_BASE)
             .ok_or_else(|| self.limit(LimitName::MaxNodes, n + 1))?;
-        self.containers += u64::from(v.is_container());
+        if v.is_container() {
+            self.containers += 1;
+            self.heights.made(NodeId(id), &v);
+        }
         self.nodes.push(v);
         Ok(NodeId(id))
     }
@@ -1121,6 +1177,7 @@ impl<'a, 'p> Machine<'a, 'p> {
         if grown.is_err() {
             return Err(self.err(ErrorKind::AllocationFailed { bytes: extra }));
         }
+        self.heights.filled(target, items);
         self.stack.truncate(start);
         Ok(())
     }
@@ -1159,6 +1216,8 @@ impl<'a, 'p> Machine<'a, 'p> {
                 *self.get_mut(target)? = Value::Dict(d);
                 self.keep_index(target, index);
                 r?;
+                self.heights
+                    .filled(target, self.stack.get(start..).unwrap_or_default());
                 self.stack.truncate(start);
                 Ok(())
             }
@@ -1180,6 +1239,7 @@ impl<'a, 'p> Machine<'a, 'p> {
                             _ => None,
                         }));
                 }
+                self.heights.filled(target, flat);
                 self.stack.truncate(start);
                 Ok(())
             }
@@ -1200,6 +1260,7 @@ impl<'a, 'p> Machine<'a, 'p> {
         if let Value::Object(o) = self.get_mut(target)? {
             o.state = Some(state);
         }
+        self.heights.filled(target, &[state]);
         Ok(())
     }
 
@@ -1312,41 +1373,12 @@ impl<'a, 'p> Machine<'a, 'p> {
         if bound <= max {
             return Ok(());
         }
-        let nodes = &self.nodes;
-        let mut seen = vec![false; nodes.len()];
-        let mut work: Vec<(NodeId, u64)> = Vec::new();
-        for &root in roots {
-            work.push((root, 1));
-            while let Some((id, depth)) = work.pop() {
-                let Some(seen) = seen.get_mut(id.index()) else {
-                    continue;
-                };
-                if *seen {
-                    continue;
-                }
-                *seen = true;
-                let Some(v) = nodes.get(id.index()) else {
-                    continue;
-                };
-                let start = work.len();
-                let mut has_children = false;
-                v.for_each_child(|c| {
-                    has_children = true;
-                    // Only a child that can hold children can go deeper: leaves (the bulk of
-                    // most documents) are not queued, which changes nothing in the verdict.
-                    if nodes.get(c.index()).is_some_and(Value::is_container) {
-                        work.push((c, depth + 1));
-                    }
-                });
-                if has_children && depth + 1 > max {
-                    return Err(self.limit(LimitName::MaxNestingDepth, depth + 1));
-                }
-                if let Some(added) = work.get_mut(start..) {
-                    added.reverse();
-                }
-            }
+        // The heights of the containers bound every path from a root (src/depth.rs).
+        if self.heights.bound(roots).is_some_and(|h| h <= max) {
+            return Ok(());
         }
-        Ok(())
+        walk_depth(&self.nodes, roots, max)
+            .map_err(|depth| self.limit(LimitName::MaxNestingDepth, depth))
     }
 
     fn step(&mut self, op: Opcode) -> Result<()> {
@@ -1602,6 +1634,8 @@ impl<'a, 'p> Machine<'a, 'p> {
                 *self.get_mut(target)? = Value::Set(s);
                 self.keep_index(target, index);
                 r?;
+                self.heights
+                    .filled(target, self.stack.get(start..).unwrap_or_default());
                 self.stack.truncate(start);
             }
             O::Get | O::Binget | O::LongBinget => {

@@ -162,6 +162,94 @@ fn max_nesting_depth() {
         5,
         true,
     );
+    many_containers_beside_a_deep_value();
+    // Hand-made (CPython's pickler fills a container before putting it into another): l is
+    // put into the root, then filled through the memo with [[[1]]], which makes the root
+    // deeper after its height was taken; three empty lists beside it. root 1, l 2, [[[1]]]
+    // 3, [[1]] 4, [1] 5, 1 at 6.
+    check_exact(
+        "filled after it was put into another",
+        b"\x80\x02]]q\x00ah\x00]]]K\x01aaaa0]a]a]a.",
+        &data(),
+        LimitName::MaxNestingDepth,
+        6,
+        true,
+    );
+}
+
+/// Values with far more containers than their depth, so that the build keeps heights
+/// (src/depth.rs) and they, or the walk when they cannot, decide: written by CPython at every
+/// protocol, with the depth computed in Python by the walk `max_nesting_depth` defines (on
+/// what `pickle.loads` gives, so sharing is what the memo shares).
+fn many_containers_beside_a_deep_value() {
+    let script = r#"
+import pickle
+
+def depth(root):
+    seen, deepest, work = set(), 0, [(root, 1)]
+    while work:
+        v, d = work.pop()
+        deepest = max(deepest, d)
+        if not isinstance(v, (list, tuple, dict, set, frozenset)) or id(v) in seen:
+            continue
+        seen.add(id(v))
+        kids = [c for kv in v.items() for c in kv] if isinstance(v, dict) else list(v)
+        work.extend((c, d + 1) for c in reversed(kids))
+    return deepest
+
+def chain(n, wrap):
+    v = 1000
+    for _ in range(n):
+        v = wrap(v)
+    return v
+
+cases = {}
+# a chain of 30 lists, then 100 empty dicts beside it
+cases["lists"] = [chain(30, lambda v: [v])] + [{} for _ in range(100)]
+# the deep value last, after 200 small containers
+cases["last"] = [[i, (i,), {"k": [i]}] for i in range(200)] + [chain(25, lambda v: (v, "t"))]
+# dicts of dicts, and frozensets of frozensets, among many lists
+cases["dicts"] = {"d": chain(20, lambda v: {"x": v}), "l": [[i] for i in range(80)]}
+cases["frozen"] = ([], [chain(12, lambda v: frozenset([v, 7]))], [[] for _ in range(60)])
+# a list reached twice: first shallow, then under a deep chain (counted where first met)
+x = [[[2000]]]
+cases["dag"] = [x, chain(10, lambda v: [v, x])] + [[] for _ in range(50)]
+# a list that holds a list holding it: filled after it was put into another (the walk decides)
+a = []
+a.append([a, [[3000]]])
+cases["cycle"] = [a] + [[[]] for _ in range(50)]
+# a dict filled after the list that holds it was made (d's SETITEMS come after [d] is built)
+d = {}
+d["self"] = [d, [[[4000]]]]
+cases["dict-cycle"] = [d] + [{} for _ in range(50)]
+
+for name, v in cases.items():
+    for proto in range(6):
+        data = pickle.dumps(v, proto)
+        print(name, proto, depth(pickle.loads(data)), data.hex())
+"#;
+    let out = common::python(script, &[]);
+    let mut n = 0;
+    for line in out.lines() {
+        let mut f = line.split(' ');
+        let (Some(name), Some(proto), Some(depth), Some(hex)) =
+            (f.next(), f.next(), f.next(), f.next())
+        else {
+            panic!("bad line {line:?}");
+        };
+        let depth: u64 = depth.parse().unwrap();
+        assert!(depth >= 5, "{name}: depth {depth}");
+        check_exact(
+            &format!("{name} p{proto}"),
+            &common::hex_decode(hex),
+            &data(),
+            LimitName::MaxNestingDepth,
+            depth,
+            true,
+        );
+        n += 1;
+    }
+    assert_eq!(n, 7 * 6);
 }
 
 fn max_stack_len() {

@@ -9,6 +9,9 @@
 //!   container holds more than `max_container_items`, the arena holds at most `max_nodes`
 //!   values, and a lower bound of the bytes the decoder must have charged (node slots, item
 //!   slots, keyed entries, bytearray bytes) is within `max_alloc_bytes`;
+//! - its nesting depth, walked here apart from the library's own check, is within
+//!   `max_nesting_depth`; a `max_nesting_depth` refusal names `max + 1`, and the same input
+//!   decoded without the limit is deeper than `max`;
 //! - its typed JSON parses as JSON (serde_json; past serde_json's recursion limit of 128 an
 //!   iterative bracket/string check), its bracket depth is bounded by `max_nesting_depth`, and
 //!   the repr writer terminates;
@@ -183,16 +186,42 @@ pub fn check_input(data: &[u8], buffers: Option<&[&[u8]]>) {
     for policy in policies() {
         let default = policy.limits;
         let tight = tight_limits(&default);
-        let run = |limits: Limits, stream: bool| -> Outcome {
+        let decode = |limits: Limits, stream: bool| {
             let mut d = Decoder::new(data, policy).limits(limits);
             if let Some(b) = buffers {
                 d = d.buffers(b.to_vec());
             }
-            let r = if stream {
+            if stream {
                 d.decode_stream()
             } else {
                 d.decode()
-            };
+            }
+        };
+        let run = |limits: Limits, stream: bool| -> Outcome {
+            let r = decode(limits, stream);
+            if let Err(e) = &r {
+                if let ErrorKind::LimitExceeded {
+                    limit: LimitName::MaxNestingDepth,
+                    seen,
+                    max,
+                } = e.kind()
+                {
+                    // The refusal is right: without the limit the document is deeper.
+                    assert_eq!(*seen, max.saturating_add(1), "depth refusal at {seen}");
+                    let unlimited = Limits {
+                        max_nesting_depth: u64::MAX,
+                        ..limits
+                    };
+                    if let Ok(doc) = decode(unlimited, stream) {
+                        let depth = nesting_depth(&doc);
+                        assert!(
+                            depth > *max,
+                            "{}: refused as deeper than {max} but {depth} deep: {data:?}",
+                            policy.name
+                        );
+                    }
+                }
+            }
             check_result(data, &limits, stream, &r)
         };
         let outcomes = [
@@ -376,8 +405,13 @@ fn check_document(data: &[u8], limits: &Limits, stream: bool, doc: &Document<'_>
         "document needs at least {charged} bytes, past max_alloc_bytes {}",
         limits.max_alloc_bytes
     );
+    let depth = nesting_depth(doc);
+    assert!(
+        depth <= limits.max_nesting_depth,
+        "accepted a document {depth} deep, past max_nesting_depth {}: {data:?}",
+        limits.max_nesting_depth
+    );
     let _ = repr::to_repr(doc);
-    let _ = data;
     if KNOWN_OPEN_JSON_SET_CYCLE && has_set_and_record(doc) {
         return vec![format!("(typed JSON skipped: {} nodes)", nodes.len())];
     }
@@ -394,6 +428,35 @@ fn check_document(data: &[u8], limits: &Limits, stream: bool, doc: &Document<'_>
         )],
         _ => vec![text],
     }
+}
+
+/// The nesting depth of `doc` as `max_nesting_depth` counts it (src/limits.rs): roots in
+/// order, depth first, items in order, a root at depth 1, a node met again counting as a leaf
+/// where it is met. Written here apart from the library's check (its bound from heights and
+/// its walk), iteratively, so the two can be compared.
+pub fn nesting_depth(doc: &Document<'_>) -> u64 {
+    let nodes = doc.nodes();
+    let mut seen = vec![false; nodes.len()];
+    let mut deepest = 0;
+    let mut work: Vec<(NodeId, u64)> = Vec::new();
+    for &root in doc.roots() {
+        work.push((root, 1));
+        while let Some((id, depth)) = work.pop() {
+            deepest = deepest.max(depth);
+            let Some(first) = seen.get_mut(id.index()) else {
+                continue; // a shared value: a leaf
+            };
+            if std::mem::replace(first, true) {
+                continue;
+            }
+            let mut children = Vec::new();
+            if let Some(v) = nodes.get(id.index()) {
+                v.for_each_child(|c| children.push((c, depth + 1)));
+            }
+            work.extend(children.into_iter().rev());
+        }
+    }
+    deepest
 }
 
 /// Fixed bug (tests/regression/crash-7ad36186..., crash-8e5c786f..., status `fixed` in

@@ -966,6 +966,22 @@ add("limit-nesting-tuple1-memo-2000.pkl", "limit_exceeded",
     + long_binget(_N - 1) + stop(),
     "2000 tuples nested by TUPLE1, each memoized, the outermost fetched back by LONG_BINGET",
     limit="max_nesting_depth")
+# Against a depth check that keeps heights as containers are made and filled (src/depth.rs):
+# a container already inside the root is filled through the memo with a deep chain, so the
+# root's height, taken when the container was put into it, is stale.
+_N = 1001
+add("limit-nesting-list-filled-after-contained.pkl", "limit_exceeded",
+    proto(2) + op("EMPTY_LIST") + op("EMPTY_LIST") + binput(0) + op("APPEND") + binget(0)
+    + op("EMPTY_LIST") * _N + binint1(1) + op("APPEND") * _N + op("APPEND") + op("POP")
+    + stop(),
+    "a list put into the root, then fetched by BINGET and given 1001 nested lists "
+    "(depth 1004: the root's height was taken before)", limit="max_nesting_depth")
+add("limit-nesting-dict-filled-after-contained.pkl", "limit_exceeded",
+    proto(2) + op("EMPTY_LIST") + op("EMPTY_DICT") + binput(0) + op("APPEND") + binget(0)
+    + sbu("k") + (op("EMPTY_DICT") + sbu("k")) * _N + none() + op("SETITEM") * (_N + 1)
+    + op("POP") + stop(),
+    "a dict put into the root, then fetched by BINGET and given 1001 nested dicts by "
+    "SETITEM (depth 1004)", limit="max_nesting_depth")
 add("limit-nesting-tight-12.pkl", "limit_exceeded",
     proto(2) + op("EMPTY_LIST") * 12 + op("APPEND") * 11 + stop(),
     "12 nested lists under max_nesting_depth=10", limit="max_nesting_depth",

@@ -1,0 +1,243 @@
+//! The build's bound on the nesting depth (`max_nesting_depth`) of what it has built: a height
+//! for each container, kept up to date as containers are made and filled, so that the exact
+//! walk at STOP ([`walk_depth`]) runs only when the bound does not settle the verdict.
+//!
+//! The depth is defined by the walk (`src/limits.rs`): roots in order, depth first, items in
+//! order, a node already walked counting as a leaf; a root is depth 1 and each container adds
+//! one. A path of that walk is a path of the graph, so the length in nodes of the longest
+//! path from a root (its *height*) bounds it from above. Heights are cheap to keep while the
+//! graph is a forest growing at its roots, which is how CPython's pickler writes: a container
+//! is made, filled (APPENDS, SETITEMS, ADDITEMS, BUILD) and only then put into its parent. A
+//! container filled after it was put into another (through the memo), or given itself,
+//! leaves the parents' heights stale; the bound then gives up and the walk decides. The bound
+//! never decides a refusal: a document it does not accept is walked.
+
+use crate::value::{NodeId, Value};
+
+/// Bit 15 of an entry: the container has been given to another container as a child.
+const CONTAINED: u16 = 0x8000;
+/// The largest height kept; a container at least this tall leaves the verdict to the walk.
+const SATURATED: u16 = 0x7FFF;
+
+/// Heights of the containers built so far (see the module docs). Costs 2 to 4 bytes per
+/// arena node (2 per entry, grown by doubling), and only when it is switched on.
+#[derive(Debug, Default)]
+pub(crate) struct Heights {
+    /// Whether heights are kept. Off when the scan's count of opcodes that make containers
+    /// already bounds the walk (a walk's path holds each container once, plus a leaf).
+    on: bool,
+    /// By arena index, up to the last container made: 0 for a value that is not a container;
+    /// else [`CONTAINED`] and the height (1 for an empty container).
+    entries: Vec<u16>,
+    /// A container already inside another gained a child, or a container was given itself:
+    /// the heights of its parents may be too low, so the bound no longer holds.
+    stale: bool,
+}
+
+impl Heights {
+    /// Heights kept when `on`; else every call is a no-op and [`Heights::bound`] gives `None`.
+    pub(crate) fn new(on: bool) -> Heights {
+        Heights {
+            on,
+            entries: Vec::new(),
+            stale: false,
+        }
+    }
+
+    /// The height of `id`: 1 for a leaf (shared values included), else its entry's.
+    fn height(&self, id: NodeId) -> u16 {
+        match self.entries.get(id.index()) {
+            Some(&e) if e != 0 => e & SATURATED,
+            _ => 1,
+        }
+    }
+
+    /// Marks `child` as inside a container; returns its height.
+    #[inline]
+    fn enter(&mut self, child: NodeId) -> u16 {
+        match self.entries.get_mut(child.index()) {
+            Some(e) if *e != 0 => {
+                *e |= CONTAINED;
+                *e & SATURATED
+            }
+            _ => 1,
+        }
+    }
+
+    /// The container `v` was just made as node `id` (not yet in the arena), holding its
+    /// children ([`Value::for_each_child`]).
+    #[inline]
+    pub(crate) fn made(&mut self, id: NodeId, v: &Value<'_>) {
+        if !self.on || self.stale {
+            return;
+        }
+        let mut tallest = 0u16;
+        v.for_each_child(|c| tallest = tallest.max(self.enter(c)));
+        let i = id.index();
+        if self.entries.len() <= i {
+            self.grow(i);
+        }
+        if let Some(e) = self.entries.get_mut(i) {
+            *e = tallest.saturating_add(1).min(SATURATED);
+        }
+    }
+
+    /// Makes room for the entry of arena index `i`, at least doubling (so the cost per node is
+    /// a constant). Fallible: a failure stops keeping heights, and the walk decides.
+    #[cold]
+    #[inline(never)]
+    fn grow(&mut self, i: usize) {
+        let len = (i + 1).max(self.entries.len() * 2).max(4096);
+        if self
+            .entries
+            .try_reserve_exact(len - self.entries.len())
+            .is_err()
+        {
+            self.give_up();
+            return;
+        }
+        self.entries.resize(len, 0);
+    }
+
+    /// `children` were put into the existing container `target` (APPEND, APPENDS, SETITEM,
+    /// SETITEMS, ADDITEMS; BUILD's state).
+    #[inline]
+    pub(crate) fn filled(&mut self, target: NodeId, children: &[NodeId]) {
+        if !self.on || self.stale {
+            return;
+        }
+        let entry = self.entries.get(target.index()).copied().unwrap_or(0);
+        // Not a container made through `made` (cannot happen), or already inside another:
+        // its parents' heights would have to grow too.
+        if entry == 0 || entry & CONTAINED != 0 {
+            self.give_up();
+            return;
+        }
+        let mut tallest = entry & SATURATED;
+        for &c in children {
+            if c == target {
+                self.give_up();
+                return;
+            }
+            tallest = tallest.max(self.enter(c).saturating_add(1).min(SATURATED));
+        }
+        if let Some(e) = self.entries.get_mut(target.index()) {
+            *e = tallest;
+        }
+    }
+
+    fn give_up(&mut self) {
+        self.stale = true;
+        self.entries = Vec::new();
+    }
+
+    /// An upper bound on the depth of the walk from `roots`, or `None` when heights are not
+    /// kept, are stale, or reach [`SATURATED`].
+    pub(crate) fn bound(&self, roots: &[NodeId]) -> Option<u64> {
+        if !self.on || self.stale {
+            return None;
+        }
+        let mut bound = 1;
+        for &r in roots {
+            let h = self.height(r);
+            if h >= SATURATED {
+                return None;
+            }
+            bound = bound.max(h);
+        }
+        Some(u64::from(bound))
+    }
+}
+
+/// The walk of `roots` among `nodes` (see the module docs), stopped at the first container
+/// with children at depth `max` (its children would be at `max + 1`). Returns `Err` with that
+/// depth, `max + 1`, or `Ok(())` when every value is within `max`. Iterative; a node is
+/// entered once, so the walk is linear in the arena.
+pub(crate) fn walk_depth(nodes: &[Value<'_>], roots: &[NodeId], max: u64) -> Result<(), u64> {
+    let mut seen = vec![false; nodes.len()];
+    let mut work: Vec<(NodeId, u64)> = Vec::new();
+    for &root in roots {
+        work.push((root, 1));
+        while let Some((id, depth)) = work.pop() {
+            let Some(seen) = seen.get_mut(id.index()) else {
+                continue;
+            };
+            if *seen {
+                continue;
+            }
+            *seen = true;
+            let Some(v) = nodes.get(id.index()) else {
+                continue;
+            };
+            let start = work.len();
+            let mut has_children = false;
+            v.for_each_child(|c| {
+                has_children = true;
+                // Only a child that can hold children can go deeper: leaves (the bulk of
+                // most documents) are not queued, which changes nothing in the verdict.
+                if nodes.get(c.index()).is_some_and(Value::is_container) {
+                    work.push((c, depth + 1));
+                }
+            });
+            if has_children && depth + 1 > max {
+                return Err(depth + 1);
+            }
+            if let Some(added) = work.get_mut(start..) {
+                added.reverse();
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn list(items: &[u32]) -> Value<'static> {
+        Value::List(items.iter().map(|&i| NodeId(i)).collect())
+    }
+
+    #[test]
+    fn heights_follow_a_forest_and_give_up_on_refilling_a_child() {
+        let mut h = Heights::new(true);
+        // 0 = [], 1 = [0], then 0 gets a child after it is inside 1.
+        h.made(NodeId(0), &list(&[]));
+        assert_eq!(h.bound(&[NodeId(0)]), Some(1));
+        h.made(NodeId(1), &list(&[0]));
+        assert_eq!(h.bound(&[NodeId(1)]), Some(2));
+        // Filling the root grows its height only.
+        h.made(NodeId(2), &list(&[]));
+        h.filled(NodeId(2), &[NodeId(1), NodeId(7)]);
+        assert_eq!(h.bound(&[NodeId(2)]), Some(3));
+        h.filled(NodeId(0), &[NodeId(9)]);
+        assert_eq!(h.bound(&[NodeId(2)]), None);
+    }
+
+    #[test]
+    fn heights_give_up_on_a_container_given_itself() {
+        let mut h = Heights::new(true);
+        h.made(NodeId(0), &list(&[]));
+        h.filled(NodeId(0), &[NodeId(0)]);
+        assert_eq!(h.bound(&[NodeId(0)]), None);
+    }
+
+    #[test]
+    fn heights_off_give_no_bound() {
+        let mut h = Heights::new(false);
+        h.made(NodeId(0), &list(&[]));
+        assert_eq!(h.bound(&[NodeId(0)]), None);
+    }
+
+    #[test]
+    fn saturated_heights_leave_the_verdict_to_the_walk() {
+        let mut h = Heights::new(true);
+        h.made(NodeId(0), &list(&[]));
+        for i in 1..u32::from(SATURATED) {
+            h.made(NodeId(i), &list(&[i - 1]));
+        }
+        let top = NodeId(u32::from(SATURATED) - 1);
+        assert_eq!(h.bound(&[top]), None);
+        assert_eq!(h.bound(&[NodeId(u32::from(SATURATED) - 2)]), Some(0x7FFE));
+    }
+}
