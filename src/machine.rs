@@ -30,7 +30,7 @@ use crate::memo::Memo;
 use crate::opcode::{Opcode, BININT_ARG};
 use crate::policy::{Constructor, Policy, Python2Str, TextEncoding};
 use crate::reader::{binint_at, Reader};
-use crate::scan::{ScanReport, Scanner};
+use crate::scan::{ScanReport, Scanner, HANDED_TEXT_BYTES};
 use crate::text::{self, NumberError, ParsedInt};
 use crate::value::{
     lookup, CallKind, DictItems, Document, Global, NodeId, Object, PyStr, Scratch, SetItems, Value,
@@ -112,19 +112,20 @@ impl<'a, 'p> Decoder<'a, 'p> {
 
     /// The scan pass: validates opcodes, frames, MARKs, the memo and every global and call
     /// against the policy before the build pass creates any value.
-    /// Returns upper bounds on what the build will create (from the opcode counts).
-    fn validate(&self, stream: bool) -> Result<Bound> {
-        let report = self.scan(stream);
+    /// Returns upper bounds on what the build will create (from the opcode counts) and the
+    /// texts the scan validated ([`Scanner::run_for_build`]).
+    fn validate(&self, stream: bool) -> Result<(Bound, Vec<&'a str>)> {
+        let (report, texts) = self.scan(stream);
         report.result?;
-        Ok(Bound::of(&report.opcode_counts))
+        Ok((Bound::of(&report.opcode_counts), texts))
     }
 
-    fn scan(&self, stream: bool) -> ScanReport {
+    fn scan(&self, stream: bool) -> (ScanReport, Vec<&'a str>) {
         Scanner::new(self.input, self.policy)
             .limits(self.limits)
             .stream(stream)
             .buffers(self.buffers.as_ref().map(Vec::len))
-            .run()
+            .run_for_build()
     }
 
     /// Decodes as [`Decoder::decode`] (or [`Decoder::decode_stream`] when `stream`), and also
@@ -135,17 +136,18 @@ impl<'a, 'p> Decoder<'a, 'p> {
     /// The first refusal of the scan or the build, as `decode` returns it. The report's own
     /// `result` is the scan's verdict alone.
     pub fn decode_with_report(self, stream: bool) -> (Result<Document<'a>>, ScanReport) {
-        let report = self.scan(stream);
+        let (report, texts) = self.scan(stream);
         if let Err(e) = &report.result {
             let e = e.clone();
             return (Err(e), report);
         }
         let bound = Bound::of(&report.opcode_counts);
-        (self.build(bound, stream), report)
+        (self.build(bound, texts, stream), report)
     }
 
-    fn build(self, bound: Bound, stream: bool) -> Result<Document<'a>> {
+    fn build(self, bound: Bound, texts: Vec<&'a str>, stream: bool) -> Result<Document<'a>> {
         let mut m = Machine::new(self.input, self.policy, self.limits, self.buffers)?;
+        m.texts = texts;
         m.nodes = self.arena;
         m.nodes.clear();
         m.reserve_nodes(bound.nodes);
@@ -178,8 +180,8 @@ impl<'a, 'p> Decoder<'a, 'p> {
     /// # Errors
     /// Any refusal, with its kind, offset and opcode.
     pub fn decode(self) -> Result<Document<'a>> {
-        let bound = self.validate(false)?;
-        self.build(bound, false)
+        let (bound, texts) = self.validate(false)?;
+        self.build(bound, texts, false)
     }
 
     /// Decodes every pickle in the input, one after another, sharing one memo; the input must
@@ -188,8 +190,8 @@ impl<'a, 'p> Decoder<'a, 'p> {
     /// # Errors
     /// Any refusal; an empty input is [`ErrorKind::Truncated`].
     pub fn decode_stream(self) -> Result<Document<'a>> {
-        let bound = self.validate(true)?;
-        self.build(bound, true)
+        let (bound, texts) = self.validate(true)?;
+        self.build(bound, texts, true)
     }
 }
 
@@ -318,6 +320,10 @@ struct Machine<'a, 'p> {
     /// The containers' heights, a bound on the depth check's walk (src/depth.rs); kept only
     /// when the scan counted more opcodes that make containers than `max_nesting_depth`.
     heights: Heights,
+    /// Text payloads the scan validated, in stream order ([`Scanner::run_for_build`]), and
+    /// the first not yet used.
+    texts: Vec<&'a str>,
+    next_text: usize,
     /// Stands in for a shared value that `get_mut` is asked for: shared values are scalars,
     /// which no opcode modifies, so the caller only looks at it and refuses the opcode.
     scratch: Value<'a>,
@@ -460,6 +466,8 @@ impl<'a, 'p> Machine<'a, 'p> {
             created: 0,
             containers: 0,
             heights: Heights::default(),
+            texts: Vec::new(),
+            next_text: 0,
             indexes: HashMap::new(),
             scratch: Value::None,
             stack: Vec::new(),
@@ -907,9 +915,32 @@ impl<'a, 'p> Machine<'a, 'p> {
     }
 
     fn unicode(&mut self, bytes: &'a [u8]) -> Result<()> {
-        let s =
-            text::decode_utf8_surrogatepass(bytes).map_err(|_| self.err(ErrorKind::InvalidUtf8))?;
+        let s = match self.handed_text(bytes) {
+            Some(s) => PyStr::Utf8(Cow::Borrowed(s)),
+            None => text::decode_utf8_surrogatepass(bytes)
+                .map_err(|_| self.err(ErrorKind::InvalidUtf8))?,
+        };
         self.push_new(Value::Str(s), 0)
+    }
+
+    /// The text the scan validated for exactly `bytes` (the same address and length in the
+    /// input), if it handed one over; texts before `bytes` are passed by. Shorter texts, and
+    /// texts with lone surrogates, were not handed over: the caller validates them.
+    #[inline]
+    fn handed_text(&mut self, bytes: &[u8]) -> Option<&'a str> {
+        if bytes.len() < HANDED_TEXT_BYTES {
+            return None;
+        }
+        while let Some(&s) = self.texts.get(self.next_text) {
+            if s.as_ptr() > bytes.as_ptr() {
+                return None;
+            }
+            self.next_text += 1;
+            if std::ptr::eq(s.as_bytes(), bytes) {
+                return Some(s);
+            }
+        }
+        None
     }
 
     fn memo_get(&mut self, index: u64) -> Result<()> {
@@ -1834,6 +1865,76 @@ mod tests {
             Ok(_) => "ok",
             Err(e) => e.kind().name(),
         }
+    }
+
+    /// Texts of at least `HANDED_TEXT_BYTES` that the scan validated reach the build without a
+    /// second validation; the rest (short, or with a lone surrogate) are validated by the
+    /// build, in any interleaving, and every value is the text itself.
+    #[test]
+    fn texts_validated_by_the_scan_are_handed_to_the_build() {
+        let long_ascii = "a".repeat(HANDED_TEXT_BYTES);
+        let long_utf8 = "\u{e9}\u{20ac}".repeat(HANDED_TEXT_BYTES);
+        let mut surrogates = b"x".repeat(HANDED_TEXT_BYTES);
+        surrogates.extend_from_slice(b"\xed\xa0\x80");
+        let texts: [&[u8]; 6] = [
+            long_ascii.as_bytes(),
+            b"short",
+            &surrogates,
+            long_utf8.as_bytes(),
+            &surrogates,
+            long_ascii.as_bytes(),
+        ];
+        // [text, ...] at protocol 4: EMPTY_LIST MARK (BINUNICODE text)* APPENDS STOP.
+        let mut p = b"\x80\x04](".to_vec();
+        let mut at = Vec::new();
+        for t in texts {
+            p.push(b'X');
+            p.extend_from_slice(&(t.len() as u32).to_le_bytes());
+            at.push(p.len()..p.len() + t.len());
+            p.extend_from_slice(t);
+        }
+        p.extend_from_slice(b"e.");
+        let policy = Policy::data();
+        let (report, handed) = Scanner::new(&p, &policy).run_for_build();
+        assert!(report.result.is_ok());
+        assert_eq!(
+            handed,
+            [long_ascii.as_str(), long_utf8.as_str(), long_ascii.as_str()]
+        );
+        // The build takes each for exactly its own payload: not for equal bytes elsewhere
+        // (the first text's bytes outside the input), in order.
+        let mut m = Machine::new(&p, &policy, policy.limits, None).unwrap();
+        m.texts = handed.clone();
+        assert_eq!(m.handed_text(long_ascii.as_bytes()), None);
+        let mut m = Machine::new(&p, &policy, policy.limits, None).unwrap();
+        m.texts = handed.clone();
+        let payload = |i: usize| &p[at[i].clone()];
+        let used: Vec<bool> = (0..texts.len())
+            .map(|i| m.handed_text(payload(i)).is_some())
+            .collect();
+        assert_eq!(used, [true, false, false, true, false, true]);
+        assert_eq!(m.next_text, 3);
+        let doc = decode(&p, &policy).unwrap();
+        let Some(Value::List(items)) = doc.root().and_then(|r| doc.get(r)) else {
+            panic!("not a list");
+        };
+        let got: Vec<&[u8]> = items
+            .iter()
+            .map(|&id| match doc.get(id) {
+                Some(Value::Str(s)) => s.as_bytes(),
+                other => panic!("not a str: {other:?}"),
+            })
+            .collect();
+        assert_eq!(got, texts);
+        assert!(matches!(
+            doc.get(items[2]),
+            Some(Value::Str(PyStr::Surrogates(_)))
+        ));
+        // A handed text is the input's own bytes, borrowed.
+        assert!(matches!(
+            doc.get(items[3]),
+            Some(Value::Str(PyStr::Utf8(Cow::Borrowed(s)))) if s.as_ptr() > p.as_ptr()
+        ));
     }
 
     #[test]

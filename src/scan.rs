@@ -18,6 +18,8 @@
 //! A scan alone is also picklewarden's scan-only mode: a verdict, the first error, the globals
 //! referenced and the opcode counts, in one pass and without allocating values.
 
+use std::borrow::Cow;
+
 use crate::error::{escape_bytes_for_display, Error, ErrorKind, Result};
 use crate::limits::{LimitName, Limits};
 use crate::memo::Memo;
@@ -25,7 +27,12 @@ use crate::opcode::{Opcode, SCALAR_ARG};
 use crate::policy::{Constructor, Policy, Python2Str, TextEncoding};
 use crate::reader::Reader;
 use crate::text::{self, NumberError};
-use crate::value::CallKind;
+use crate::value::{CallKind, PyStr};
+
+/// Text payloads at least this long that the scan validated as UTF-8 are handed to the build
+/// ([`Scanner::run_for_build`]), which then does not validate them again. Shorter ones are
+/// validated by both passes: for them a hand-off would cost about what it saves.
+pub(crate) const HANDED_TEXT_BYTES: usize = 64;
 
 /// How to recover the text of a str constant from the input (for STACK_GLOBAL).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -190,6 +197,17 @@ impl<'a, 'p> Scanner<'a, 'p> {
 
     /// Runs the scan.
     pub fn run(self) -> ScanReport {
+        self.run_keeping(false).0
+    }
+
+    /// Runs the scan for a build: also returns the text payloads of BINUNICODE,
+    /// SHORT_BINUNICODE and BINUNICODE8 of at least [`HANDED_TEXT_BYTES`] that it validated
+    /// as UTF-8 (without lone surrogates), in stream order, borrowed from the input.
+    pub(crate) fn run_for_build(self) -> (ScanReport, Vec<&'a str>) {
+        self.run_keeping(true)
+    }
+
+    fn run_keeping(self, keep_texts: bool) -> (ScanReport, Vec<&'a str>) {
         let mut s = Scan {
             r: Reader::new(self.input),
             policy: self.policy,
@@ -199,6 +217,8 @@ impl<'a, 'p> Scanner<'a, 'p> {
             memo: Memo::default(),
             opcodes: 0,
             buffers: self.buffers,
+            keep_texts,
+            texts: Vec::new(),
             report: ScanReport {
                 result: Ok(()),
                 globals: Vec::new(),
@@ -210,7 +230,7 @@ impl<'a, 'p> Scanner<'a, 'p> {
         let result = s.all(self.stream);
         let mut report = s.report;
         report.result = result;
-        report
+        (report, s.texts)
     }
 }
 
@@ -232,10 +252,13 @@ struct Scan<'a, 'p> {
     memo: Memo<Sym>,
     opcodes: u64,
     buffers: Option<usize>,
+    /// Whether to keep validated texts for the build ([`Scanner::run_for_build`]).
+    keep_texts: bool,
+    texts: Vec<&'a str>,
     report: ScanReport,
 }
 
-impl Scan<'_, '_> {
+impl<'a> Scan<'a, '_> {
     fn all(&mut self, stream: bool) -> Result<()> {
         let len = self.r.input.len() as u64;
         if len > self.limits.max_input_bytes {
@@ -535,9 +558,16 @@ impl Scan<'_, '_> {
         self.push(Sym::Scalar)
     }
 
-    fn utf8(&mut self, payload: &[u8]) -> Result<()> {
+    fn utf8(&mut self, payload: &'a [u8]) -> Result<()> {
         let start = self.r.pos - payload.len();
-        text::decode_utf8_surrogatepass(payload).map_err(|_| self.err(ErrorKind::InvalidUtf8))?;
+        let text = text::decode_utf8_surrogatepass(payload)
+            .map_err(|_| self.err(ErrorKind::InvalidUtf8))?;
+        if self.keep_texts && payload.len() >= HANDED_TEXT_BYTES {
+            // A failed reservation only means the build validates this text itself.
+            if let (PyStr::Utf8(Cow::Borrowed(s)), Ok(())) = (text, self.texts.try_reserve(1)) {
+                self.texts.push(s);
+            }
+        }
         self.push(Sym::text(start, payload.len(), TextKind::Utf8))
     }
 
