@@ -953,7 +953,7 @@ impl<'a, 'p> Machine<'a, 'p> {
 
     fn memo_put(&mut self, index: u64) -> Result<()> {
         let top = self.top()?;
-        if self.memo.is_new(index) && self.memo.count >= self.limits.max_memo_entries {
+        if self.memo.count >= self.limits.max_memo_entries && self.memo.is_new(index) {
             return Err(self.limit(LimitName::MaxMemoEntries, self.memo.count + 1));
         }
         self.memo.put(index, top);

@@ -32,7 +32,14 @@ impl<T: Copy> Memo<T> {
 
     /// Sets an entry. The dense part grows only to cover indices below twice the number of
     /// entries (plus 256), so its size stays linear in the entries actually set.
+    #[inline]
     pub(crate) fn put(&mut self, index: u64, value: T) {
+        // The next index (MEMOIZE's, and every PUT of CPython's pickler): one push.
+        if index == self.dense.len() as u64 && self.sparse.is_empty() {
+            self.dense.push(Some(value));
+            self.count += 1;
+            return;
+        }
         if let Some(slot) = usize::try_from(index)
             .ok()
             .and_then(|i| self.dense.get_mut(i))
