@@ -319,6 +319,14 @@ impl fmt::Display for Error {
                 "global {module}.{name} is not allowed by policy \"{}\"",
                 escape_for_display(policy)
             )?,
+            (kind, Some(policy)) if kind.category() == Category::PolicyDenied => {
+                // "... by policy" names the policy, as for a global.
+                let text = kind.to_string();
+                match text.strip_suffix("by policy") {
+                    Some(head) => write!(f, "{head}by policy \"{}\"", escape_for_display(policy))?,
+                    None => write!(f, "{text} (policy \"{}\")", escape_for_display(policy))?,
+                }
+            }
             (kind, _) => write!(f, "{kind}")?,
         }
         if !matches!(self.0.kind, ErrorKind::Io(_)) {
@@ -357,4 +365,35 @@ pub(crate) fn escape_for_display(text: &str) -> String {
 /// Escapes attacker-supplied bytes (lossy UTF-8) for a message, as [`escape_for_display`].
 pub(crate) fn escape_bytes_for_display(bytes: &[u8]) -> String {
     escape_for_display(&String::from_utf8_lossy(bytes))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every policy refusal names the policy, not only a refused global.
+    #[test]
+    fn policy_refusals_name_the_policy() {
+        let form = Error::new(ErrorKind::FormNotAllowed("NEWOBJ"), 0x15, Some(0x81))
+            .with_policy("example");
+        assert_eq!(
+            form.to_string(),
+            "NEWOBJ is not allowed on this global by policy \"example\" at offset 0x15 \
+             (opcode 0x81 NEWOBJ)"
+        );
+        let rejected =
+            Error::new(ErrorKind::ConstructorRejected("x".into()), 3, None).with_policy("data");
+        assert!(
+            rejected
+                .to_string()
+                .ends_with("(policy \"data\") at offset 0x3"),
+            "{rejected}"
+        );
+        // Without a policy (or for other categories) the text is the kind's own.
+        let plain = Error::new(ErrorKind::FormNotAllowed("BUILD"), 0, None);
+        assert_eq!(
+            plain.to_string(),
+            "BUILD is not allowed on this global by policy at offset 0x0"
+        );
+    }
 }

@@ -1229,7 +1229,7 @@ impl<'a, 'p> Machine<'a, 'p> {
     /// success.
     fn set_items(&mut self, target: NodeId, start: usize) -> Result<()> {
         let flat_len = self.stack.len().saturating_sub(start);
-        if flat_len % 2 != 0 {
+        if !flat_len.is_multiple_of(2) {
             return Err(self.err(ErrorKind::OddItemCount));
         }
         let allowed = self.items_allowed(target)?;
@@ -1604,7 +1604,7 @@ impl<'a, 'p> Machine<'a, 'p> {
             }
             O::Dict => {
                 let start = self.group()?;
-                if (self.stack.len() - start) % 2 != 0 {
+                if !(self.stack.len() - start).is_multiple_of(2) {
                     return Err(self.err(ErrorKind::OddItemCount));
                 }
                 let mut d = DictItems::default();

@@ -99,6 +99,47 @@ fn decode_reports_framing_errors() {
         .contains("message_too_large"));
 }
 
+/// A child's stdout as `guard --capture` saves it (`up.bin`): the bootstrap handshake, then
+/// frames. `decode --mitogen` passes over the handshake and keeps offsets absolute.
+#[test]
+fn decode_passes_over_a_bootstrap_handshake() {
+    let handshake = b"MITO000\nMITO001\nsome log line\nMITO002\n";
+    let mut up = handshake.to_vec();
+    up.extend(stream());
+    let out = run(&["decode", "--mitogen", "-"], &up);
+    assert_eq!(out.status.code(), Some(1));
+    let lines: Vec<serde_json::Value> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 5);
+    assert_eq!(lines[0]["offset"], handshake.len() as u64);
+    assert_eq!(lines[0]["values"][0]["items"][0]["hex"], "6162");
+    assert_eq!(
+        lines[1]["refused"]["offset"],
+        (handshake.len() + GOOD.len()) as u64 + 26 * 2 + 2
+    );
+    assert_eq!(lines[4]["dead"]["reason"], "Channel closed");
+    // Cut inside the handshake, or a handshake that never ends: refused.
+    let out = run(&["decode", "--mitogen", "-"], b"MITO000\nMITO001\n");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8(out.stdout)
+        .unwrap()
+        .contains("\"bootstrap_truncated\""));
+    let mut long = b"MITO000\n".to_vec();
+    long.resize(2 << 20, b'x');
+    let out = run(&["decode", "--mitogen", "-"], &long);
+    assert!(String::from_utf8(out.stdout)
+        .unwrap()
+        .contains("\"bootstrap_too_long\""));
+    // Without the handshake's first line the input is frames from its first byte.
+    let out = run(&["decode", "--mitogen", "-"], b"MITO001\n");
+    assert!(String::from_utf8(out.stdout)
+        .unwrap()
+        .contains("\"truncated\""));
+}
+
 #[test]
 fn filter_fails_closed_on_the_first_refusal() {
     let s = stream();

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 
 use clap::{Args, ValueEnum};
+use picklewarden::mitogen::bootstrap::{Handshake, Step, DEFAULT_MAX_BOOTSTRAP_BYTES};
 use picklewarden::mitogen::{Content, Frame, FrameError, FrameReader, Header, PayloadKind};
 use picklewarden::{ErrorKind, Limits, Policy};
 
@@ -174,6 +175,18 @@ fn refused_json(e: &FrameError) -> String {
     .to_string()
 }
 
+/// The line of a refused bootstrap handshake (`decode --mitogen`), in the form of a framing
+/// error's line.
+fn handshake_refusal(kind: &str, category: &str, reason: &str) -> String {
+    let refused = serde_json::json!({
+        "kind": kind,
+        "category": category,
+        "offset": 0,
+        "reason": reason,
+    });
+    format!("{{\"offset\":0,\"refused\":{refused}}}\n")
+}
+
 fn hex(bytes: &[u8]) -> String {
     let mut s = String::with_capacity(bytes.len() * 2);
     for b in bytes {
@@ -217,10 +230,17 @@ fn frame_line(frame: &Frame, policy: &Policy, limits: Limits) -> (String, bool) 
     (format!("{head},{body}}}\n"), ok)
 }
 
+/// The first line a Mitogen child writes on its stdout (`mitogen/parent.py`'s first stage).
+const HANDSHAKE_START: &[u8] = b"MITO000\n";
+
 /// `decode --mitogen`: one JSON line per frame of the input. A payload refusal is written in
 /// place of the values and decoding goes on with the next frame; a framing error (bad enc,
 /// oversized length, truncated frame) is written as a line with `offset` and `refused` only
-/// and ends the output. Returns whether every frame was accepted.
+/// and ends the output. An input that starts with a child's bootstrap handshake
+/// (`MITO000\n`, as `guard --capture` saves the child's stdout in `up.bin`) has the
+/// handshake, up to and including `MITO002\n`, passed over first (at most
+/// [`DEFAULT_MAX_BOOTSTRAP_BYTES`]); offsets stay absolute in the input. Returns whether
+/// every frame was accepted.
 pub(crate) fn decode_frames(
     common: &Common,
     default_policy: &str,
@@ -240,6 +260,9 @@ pub(crate) fn decode_frames(
     let mut out = io::stdout().lock();
     let mut all_ok = true;
     let mut buf = vec![0u8; 1 << 16];
+    // The first bytes, until there are enough to tell a handshake from a frame header.
+    let mut head: Option<Vec<u8>> = Some(Vec::new());
+    let mut handshake: Option<(Handshake, u64)> = None;
     let write = |out: &mut io::StdoutLock<'_>, line: &str| -> Result<bool, Fatal> {
         match out.write_all(line.as_bytes()) {
             Ok(()) => Ok(true),
@@ -254,7 +277,47 @@ pub(crate) fn decode_frames(
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) => return Err(Fatal(format!("cannot read input: {e}"))),
         };
-        reader.push(buf.get(..n).unwrap_or_default());
+        let mut piece = buf.get(..n).unwrap_or_default();
+        let first;
+        if let Some(mut h) = head.take() {
+            h.extend_from_slice(piece);
+            if h.len() < HANDSHAKE_START.len() && HANDSHAKE_START.starts_with(&h) {
+                head = Some(h);
+                continue;
+            }
+            if h.starts_with(HANDSHAKE_START) {
+                handshake = Some((Handshake::default(), 0));
+            }
+            first = h;
+            piece = &first;
+        }
+        if let Some((hs, len)) = handshake.as_mut() {
+            match hs.feed(piece, DEFAULT_MAX_BOOTSTRAP_BYTES) {
+                Step::Pending => {
+                    *len += piece.len() as u64;
+                    continue;
+                }
+                Step::Done(k) => {
+                    *len += k as u64;
+                    reader =
+                        FrameReader::with_max_message_bytes(max_message_bytes).starting_at(*len);
+                    piece = piece.get(k..).unwrap_or_default();
+                    handshake = None;
+                }
+                Step::TooLong => {
+                    let reason = format!(
+                        "no MITO002 line in the first {DEFAULT_MAX_BOOTSTRAP_BYTES} bytes of the \
+                         bootstrap handshake"
+                    );
+                    write(
+                        &mut out,
+                        &handshake_refusal("bootstrap_too_long", "limit_exceeded", &reason),
+                    )?;
+                    return Ok(false);
+                }
+            }
+        }
+        reader.push(piece);
         loop {
             match reader.next_frame() {
                 Ok(Some(frame)) => {
@@ -276,6 +339,19 @@ pub(crate) fn decode_frames(
                 }
             }
         }
+    }
+    if let Some(h) = head {
+        // Shorter than a handshake's first line: too short for a frame header too, which
+        // `finish` reports.
+        reader.push(&h);
+    }
+    if handshake.is_some() {
+        let reason = "the input ends inside the bootstrap handshake (no MITO002 line)";
+        write(
+            &mut out,
+            &handshake_refusal("bootstrap_truncated", "truncated", reason),
+        )?;
+        return Ok(false);
     }
     if let Err(e) = reader.finish() {
         let line = format!(

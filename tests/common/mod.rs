@@ -49,7 +49,7 @@ pub fn python_hex(code: &str) -> Vec<u8> {
 }
 
 pub fn hex_decode(text: &str) -> Vec<u8> {
-    assert!(text.len() % 2 == 0, "odd hex length: {text:?}");
+    assert!(text.len().is_multiple_of(2), "odd hex length: {text:?}");
     (0..text.len())
         .step_by(2)
         .map(|i| {
