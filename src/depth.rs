@@ -12,6 +12,7 @@
 //! leaves the parents' heights stale; the bound then gives up and the walk decides. The bound
 //! never decides a refusal: a document it does not accept is walked.
 
+use crate::json::SetOrders;
 use crate::value::{NodeId, Value};
 
 /// Bit 15 of an entry: the container has been given to another container as a child.
@@ -152,8 +153,15 @@ impl Heights {
 /// The walk of `roots` among `nodes` (see the module docs), stopped at the first container
 /// with children at depth `max` (its children would be at `max + 1`). Returns `Err` with that
 /// depth, `max + 1`, or `Ok(())` when every value is within `max`. Iterative; a node is
-/// entered once, so the walk is linear in the arena.
-pub(crate) fn walk_depth(nodes: &[Value<'_>], roots: &[NodeId], max: u64) -> Result<(), u64> {
+/// entered once, so the walk is linear in the arena. The items of a set or frozenset are
+/// walked in the order typed JSON writes them (`sets`, sorted; not the order they were added),
+/// so that a value reached through two items is met first where the writer writes it.
+pub(crate) fn walk_depth(
+    nodes: &[Value<'_>],
+    roots: &[NodeId],
+    max: u64,
+    sets: Option<&SetOrders>,
+) -> Result<(), u64> {
     let mut seen = vec![false; nodes.len()];
     let mut work: Vec<(NodeId, u64)> = Vec::new();
     for &root in roots {
@@ -171,14 +179,20 @@ pub(crate) fn walk_depth(nodes: &[Value<'_>], roots: &[NodeId], max: u64) -> Res
             };
             let start = work.len();
             let mut has_children = false;
-            v.for_each_child(|c| {
+            let mut visit = |c: NodeId| {
                 has_children = true;
                 // Only a child that can hold children can go deeper: leaves (the bulk of
                 // most documents) are not queued, which changes nothing in the verdict.
                 if nodes.get(c.index()).is_some_and(Value::is_container) {
                     work.push((c, depth + 1));
                 }
-            });
+            };
+            match sets.and_then(|s| s.items(id)) {
+                Some(sorted) if matches!(v, Value::Set(_) | Value::FrozenSet(_)) => {
+                    sorted.iter().copied().for_each(&mut visit);
+                }
+                _ => v.for_each_child(visit),
+            }
             if has_children && depth + 1 > max {
                 return Err(depth + 1);
             }

@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::fmt::Write as _;
 
 use crate::text::float_repr;
-use crate::value::{Document, NodeId, PyStr, Value};
+use crate::value::{lookup, Document, NodeId, PyStr, Value};
 
 /// The format tag written at the top of every document.
 pub const FORMAT: &str = "picklewarden-typed-json/1";
@@ -30,7 +30,7 @@ pub fn to_typed_json_limited(doc: &Document<'_>, max_bytes: usize) -> Option<Str
 }
 
 fn write_document(doc: &Document<'_>, max_bytes: usize) -> Option<String> {
-    let mut w = Writer::new(doc, &doc.roots);
+    let mut w = Writer::new(&doc.nodes, &doc.roots);
     w.max_bytes = max_bytes;
     // Room for ~24 bytes a value up front (a small int is 31): fewer regrowth copies while the
     // text is small enough to be copied when it grows. At most 64 MiB (past that glibc grows
@@ -73,7 +73,7 @@ fn write_document(doc: &Document<'_>, max_bytes: usize) -> Option<String> {
 /// The typed JSON node of one value of a document (no `format` wrapper), with ids numbered
 /// from 0 within this text.
 pub fn node_to_typed_json(doc: &Document<'_>, id: NodeId) -> String {
-    let mut w = Writer::new(doc, &[id]);
+    let mut w = Writer::new(&doc.nodes, &[id]);
     w.write(id);
     w.out
 }
@@ -105,8 +105,34 @@ enum Seq {
 /// Bytes of a set item's standalone text used as its sort key.
 const SORT_KEY_BYTES: usize = 1024;
 
+/// The order in which typed JSON writes the items of each set and frozenset reachable from
+/// some roots (sorted by the compact JSON text of each item, see the module docs), for the
+/// depth check, which must meet shared values where the writer does (src/depth.rs).
+pub(crate) struct SetOrders {
+    by_set: HashMap<NodeId, u32>,
+    orders: Vec<Vec<NodeId>>,
+}
+
+impl SetOrders {
+    /// The orders of the sets that `roots` reach among `nodes` (an arena).
+    pub(crate) fn of(nodes: &[Value<'_>], roots: &[NodeId]) -> SetOrders {
+        let w = Writer::new(nodes, roots);
+        SetOrders {
+            by_set: w.set_orders,
+            orders: w.orders,
+        }
+    }
+
+    /// The items of set `id` in the order typed JSON writes them, if `id` is a reachable set.
+    pub(crate) fn items(&self, id: NodeId) -> Option<&[NodeId]> {
+        let &i = self.by_set.get(&id)?;
+        self.orders.get(i as usize).map(Vec::as_slice)
+    }
+}
+
 struct Writer<'d, 'a> {
-    doc: &'d Document<'a>,
+    /// The arena written from.
+    nodes: &'d [Value<'a>],
     out: String,
     /// How many times each node is referenced within the part of the graph reachable from the
     /// roots being written (roots count once).
@@ -128,11 +154,11 @@ struct Writer<'d, 'a> {
 }
 
 impl<'d, 'a> Writer<'d, 'a> {
-    fn new(doc: &'d Document<'a>, roots: &[NodeId]) -> Writer<'d, 'a> {
+    fn new(nodes: &'d [Value<'a>], roots: &[NodeId]) -> Writer<'d, 'a> {
         // In-degrees over what the roots reach only: an unreachable cycle (values popped from
         // the stack) must not be mistaken for a shared value, nor written.
-        let mut refs = vec![0u8; doc.nodes.len()];
-        let mut seen = vec![false; doc.nodes.len()];
+        let mut refs = vec![0u8; nodes.len()];
+        let mut seen = vec![false; nodes.len()];
         let mut work: Vec<NodeId> = Vec::new();
         for &r in roots {
             if let Some(c) = refs.get_mut(r.index()) {
@@ -146,7 +172,7 @@ impl<'d, 'a> Writer<'d, 'a> {
                 Some(s) if !*s => *s = true,
                 _ => continue,
             }
-            let Some(v) = doc.get(id) else {
+            let Some(v) = lookup(nodes, id) else {
                 continue;
             };
             if matches!(v, Value::Set(_) | Value::FrozenSet(_)) {
@@ -160,7 +186,7 @@ impl<'d, 'a> Writer<'d, 'a> {
             });
         }
         let mut w = Writer {
-            doc,
+            nodes,
             out: String::new(),
             refs,
             ids: HashMap::new(),
@@ -182,13 +208,13 @@ impl<'d, 'a> Writer<'d, 'a> {
     /// (its first [`SORT_KEY_BYTES`] bytes; ties keep arena order).
     fn sort_sets(&mut self, sets: &[NodeId]) {
         for &set in sets {
-            let Some(Value::Set(s) | Value::FrozenSet(s)) = self.doc.get(set) else {
+            let Some(Value::Set(s) | Value::FrozenSet(s)) = lookup(self.nodes, set) else {
                 continue;
             };
             let mut keyed: Vec<(String, NodeId)> = Vec::with_capacity(s.items.len());
             for &item in &s.items {
                 let mut sub = Writer {
-                    doc: self.doc,
+                    nodes: self.nodes,
                     out: String::new(),
                     refs: Vec::new(),
                     ids: HashMap::new(),
@@ -241,7 +267,7 @@ impl<'d, 'a> Writer<'d, 'a> {
     /// Writes the separator before item `next` of the sequence and queues that item, then the
     /// rest of the sequence; nothing when the sequence is done.
     fn seq_step(&mut self, id: NodeId, seq: Seq, next: usize, tasks: &mut Vec<Task>) {
-        let Some(v) = self.doc.get(id) else {
+        let Some(v) = lookup(self.nodes, id) else {
             return;
         };
         let item = match (seq, v) {
@@ -294,7 +320,7 @@ impl<'d, 'a> Writer<'d, 'a> {
             self.out.push('}');
             return;
         }
-        let Some(v) = self.doc.get(id) else {
+        let Some(v) = lookup(self.nodes, id) else {
             self.out.push_str("{\"type\":\"none\"}");
             return;
         };

@@ -165,8 +165,10 @@ pub struct Limits {
     pub max_input_bytes: u64,
     /// Depth of the decoded value tree (a scalar at top level is depth 1; each container adds
     /// one; a value reached again through the memo counts where it first appears, as typed
-    /// JSON writes it). Checked at STOP; for a stream, once after the last pickle, over every
-    /// root in order. Default [`DEFAULT_MAX_NESTING_DEPTH`].
+    /// JSON writes it: depth first, items in order, a set's or frozenset's items in the
+    /// sorted order typed JSON gives them; where it appears again, as a cycle does, it is a
+    /// leaf, so `l = [l]` is 2 deep). Checked at STOP; for a stream, once after the last
+    /// pickle, over every root in order. Default [`DEFAULT_MAX_NESTING_DEPTH`].
     pub max_nesting_depth: u64,
     /// Entries on the pickle machine's stack, values and MARKs together.
     /// Default [`DEFAULT_MAX_STACK_LEN`].

@@ -317,6 +317,9 @@ struct Machine<'a, 'p> {
     /// Containers created (list, tuple, dict, set, frozenset, record object): no path of the
     /// depth check holds more than these plus one leaf.
     containers: u64,
+    /// Whether a set or frozenset was made (the depth walk then needs typed JSON's order of
+    /// their items).
+    has_sets: bool,
     /// The containers' heights, a bound on the depth check's walk (src/depth.rs); kept only
     /// when the scan counted more opcodes that make containers than `max_nesting_depth`.
     heights: Heights,
@@ -466,6 +469,7 @@ impl<'a, 'p> Machine<'a, 'p> {
             created: 0,
             containers: 0,
             heights: Heights::default(),
+            has_sets: false,
             texts: Vec::new(),
             next_text: 0,
             indexes: HashMap::new(),
@@ -639,6 +643,7 @@ impl<'a, 'p> Machine<'a, 'p> {
             .ok_or_else(|| self.limit(LimitName::MaxNodes, n + 1))?;
         if v.is_container() {
             self.containers += 1;
+            self.has_sets |= matches!(v, Value::Set(_) | Value::FrozenSet(_));
             self.heights.made(NodeId(id), &v);
         }
         self.nodes.push(v);
@@ -1398,17 +1403,21 @@ impl<'a, 'p> Machine<'a, 'p> {
             return Err(self.limit(LimitName::MaxNestingDepth, 1));
         }
         // The walk never enters a node twice, so a path holds each container at most once,
-        // plus one leaf: the depth is at most `containers + 1`, and at most `created` (shared
-        // leaves included). A flat list of millions of ints is not walked.
-        let bound = self.created.min(self.containers.saturating_add(1));
-        if bound <= max {
+        // plus one leaf (which may be a container met again: `l = [l]` is 2 deep): the depth
+        // is at most `containers + 1`. A flat list of millions of ints is not walked.
+        if self.containers.saturating_add(1) <= max {
             return Ok(());
         }
         // The heights of the containers bound every path from a root (src/depth.rs).
         if self.heights.bound(roots).is_some_and(|h| h <= max) {
             return Ok(());
         }
-        walk_depth(&self.nodes, roots, max)
+        // Set items are walked in the order typed JSON writes them (sorted), when there are
+        // sets at all.
+        let sets = self
+            .has_sets
+            .then(|| crate::json::SetOrders::of(&self.nodes, roots));
+        walk_depth(&self.nodes, roots, max, sets.as_ref())
             .map_err(|depth| self.limit(LimitName::MaxNestingDepth, depth))
     }
 

@@ -163,6 +163,59 @@ fn max_nesting_depth() {
         true,
     );
     many_containers_beside_a_deep_value();
+    // A cycle: the list met again is a leaf one level down (found by a review helper: with
+    // the number of values as a bound, both were accepted one level too deep).
+    // l = [l]: l 1, l again 2.
+    check_exact(
+        "l = [l]",
+        b"\x80\x04]\x94h\x00a.",
+        &data(),
+        LimitName::MaxNestingDepth,
+        2,
+        true,
+    );
+    // l = [[[l]]]: 4.
+    check_exact(
+        "l = [[[l]]]",
+        b"\x80\x04]\x94]]h\x00aaa.",
+        &data(),
+        LimitName::MaxNestingDepth,
+        4,
+        true,
+    );
+    // Set items count in the order typed JSON writes them (sorted), not the order they were
+    // added (found by the same review): x = (((((()),),),),); frozenset({x, (1, x)}), x added
+    // first, but (1, x) is written first, so x is written inside it: frozenset 1, (1, x) 2,
+    // x 3, its innermost () at 8.
+    let p = common::hex_decode("800428298585858585944a01000000680086912e");
+    check_exact(
+        "frozenset({x, (1, x)})",
+        &p,
+        &data(),
+        LimitName::MaxNestingDepth,
+        8,
+        true,
+    );
+    // frozenset({x20, ..., x1}) with x_i = (i, x_(i+1)), x21 = (), added x20 first: in
+    // that order no path is deeper than 3, but typed JSON writes x1 first (its text sorts
+    // first) and every x_i inside it: 22 (the () in x20).
+    let mut p = b"\x80\x04)\x940".to_vec();
+    for i in (1u8..=20).rev() {
+        p.extend_from_slice(&[b'K', i, b'h', 20 - i, 0x86, 0x94, b'0']);
+    }
+    p.push(b'(');
+    for i in (1u8..=20).rev() {
+        p.extend_from_slice(&[b'h', 21 - i]);
+    }
+    p.extend_from_slice(b"\x91.");
+    check_exact(
+        "frozenset of a chain",
+        &p,
+        &data(),
+        LimitName::MaxNestingDepth,
+        22,
+        true,
+    );
     // Hand-made (CPython's pickler fills a container before putting it into another): l is
     // put into the root, then filled through the memo with [[[1]]], which makes the root
     // deeper after its height was taken; three empty lists beside it. root 1, l 2, [[[1]]]

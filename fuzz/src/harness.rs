@@ -9,9 +9,9 @@
 //!   container holds more than `max_container_items`, the arena holds at most `max_nodes`
 //!   values, and a lower bound of the bytes the decoder must have charged (node slots, item
 //!   slots, keyed entries, bytearray bytes) is within `max_alloc_bytes`;
-//! - its nesting depth, walked here apart from the library's own check, is within
-//!   `max_nesting_depth`; a `max_nesting_depth` refusal names `max + 1`, and the same input
-//!   decoded without the limit is deeper than `max`;
+//! - its nesting depth, the nesting of node objects in its typed JSON (counted here apart from
+//!   the library's own check), is within `max_nesting_depth`; a `max_nesting_depth` refusal
+//!   names `max + 1`, and the same input decoded without the limit is deeper than `max`;
 //! - its typed JSON parses as JSON (serde_json; past serde_json's recursion limit of 128 an
 //!   iterative bracket/string check), its bracket depth is bounded by `max_nesting_depth`, and
 //!   the repr writer terminates;
@@ -405,18 +405,18 @@ fn check_document(data: &[u8], limits: &Limits, stream: bool, doc: &Document<'_>
         "document needs at least {charged} bytes, past max_alloc_bytes {}",
         limits.max_alloc_bytes
     );
-    let depth = nesting_depth(doc);
-    assert!(
-        depth <= limits.max_nesting_depth,
-        "accepted a document {depth} deep, past max_nesting_depth {}: {data:?}",
-        limits.max_nesting_depth
-    );
     let _ = repr::to_repr(doc);
     if KNOWN_OPEN_JSON_SET_CYCLE && has_set_and_record(doc) {
         return vec![format!("(typed JSON skipped: {} nodes)", nodes.len())];
     }
     let text = json::to_typed_json(doc);
     check_json(&text, limits);
+    let depth = json_node_depth(&text);
+    assert!(
+        depth <= limits.max_nesting_depth,
+        "accepted a document {depth} deep, past max_nesting_depth {}: {data:?}",
+        limits.max_nesting_depth
+    );
     // One text per document (json::node_to_typed_json per root would cost the whole arena per
     // root: quadratic for a stream of many small pickles). A single pickle's text is put in
     // the stream form, so the two modes compare equal.
@@ -430,31 +430,44 @@ fn check_document(data: &[u8], limits: &Limits, stream: bool, doc: &Document<'_>
     }
 }
 
-/// The nesting depth of `doc` as `max_nesting_depth` counts it (src/limits.rs): roots in
-/// order, depth first, items in order, a root at depth 1, a node met again counting as a leaf
-/// where it is met. Written here apart from the library's check (its bound from heights and
-/// its walk), iteratively, so the two can be compared.
+/// The nesting depth of `doc` as `max_nesting_depth` counts it (src/limits.rs): the nesting
+/// of node objects (`{"type":...}`) in its typed JSON, which writes roots in order, depth
+/// first, items in order (a set's sorted), and a value met again as a `ref` leaf. Computed
+/// here from the text, apart from the library's check (its bound from heights and its walk),
+/// so the two can be compared.
 pub fn nesting_depth(doc: &Document<'_>) -> u64 {
-    let nodes = doc.nodes();
-    let mut seen = vec![false; nodes.len()];
-    let mut deepest = 0;
-    let mut work: Vec<(NodeId, u64)> = Vec::new();
-    for &root in doc.roots() {
-        work.push((root, 1));
-        while let Some((id, depth)) = work.pop() {
-            deepest = deepest.max(depth);
-            let Some(first) = seen.get_mut(id.index()) else {
-                continue; // a shared value: a leaf
-            };
-            if std::mem::replace(first, true) {
+    json_node_depth(&json::to_typed_json(doc))
+}
+
+/// The deepest nesting of JSON objects whose first key is `"type"` in `text` (compact JSON as
+/// the typed-JSON writer writes it), counting only those; iterative.
+fn json_node_depth(text: &str) -> u64 {
+    let bytes = text.as_bytes();
+    let mut open: Vec<bool> = Vec::new();
+    let (mut nodes, mut deepest) = (0u64, 0u64);
+    let mut i = 0;
+    while let Some(&b) = bytes.get(i) {
+        match b {
+            b'"' => {
+                i += 1;
+                while let Some(&c) = bytes.get(i) {
+                    i += if c == b'\\' { 2 } else { 1 };
+                    if c == b'"' {
+                        break;
+                    }
+                }
                 continue;
             }
-            let mut children = Vec::new();
-            if let Some(v) = nodes.get(id.index()) {
-                v.for_each_child(|c| children.push((c, depth + 1)));
+            b'{' | b'[' => {
+                let node = b == b'{' && bytes.get(i + 1..i + 7) == Some(b"\"type\"");
+                open.push(node);
+                nodes += u64::from(node);
+                deepest = deepest.max(nodes);
             }
-            work.extend(children.into_iter().rev());
+            b'}' | b']' => nodes -= u64::from(open.pop() == Some(true)),
+            _ => {}
         }
+        i += 1;
     }
     deepest
 }

@@ -982,6 +982,26 @@ add("limit-nesting-dict-filled-after-contained.pkl", "limit_exceeded",
     + op("POP") + stop(),
     "a dict put into the root, then fetched by BINGET and given 1001 nested dicts by "
     "SETITEM (depth 1004)", limit="max_nesting_depth")
+# A cycle counts one level past its last list (found by a review helper: with the number of
+# values as a bound, 1000 values that nest 1001 deep were accepted).
+add("limit-nesting-cycle-1000-lists.pkl", "limit_exceeded",
+    proto(4) + op("EMPTY_LIST") + op("MEMOIZE") + op("EMPTY_LIST") * 999 + binget(0)
+    + op("APPEND") * 1000 + stop(),
+    "l = [[...[l]...]] with 1000 lists in all: the innermost holds l again, a leaf at depth "
+    "1001", limit="max_nesting_depth")
+# Set items count where typed JSON writes them (sorted), not in the order they were added
+# (found by a review helper): x_i = (i, x_(i+1)), x15 = (); frozenset({x14, ..., x1}) adds
+# x14 first, and in that order no path is deeper than 3, but typed JSON writes x1 first, with
+# every x_i inside it: 16 deep. (15 memo entries: within the fuzz harness's tight limits.)
+_chain = proto(4) + op("EMPTY_TUPLE") + op("MEMOIZE") + op("POP")
+for _i in range(14, 0, -1):
+    _chain += binint1(_i) + binget(14 - _i) + op("TUPLE2") + op("MEMOIZE") + op("POP")
+_chain += op("MARK") + b"".join(binget(15 - _i) for _i in range(14, 0, -1))
+add("limit-nesting-frozenset-sorted-order.pkl", "limit_exceeded",
+    _chain + op("FROZENSET") + stop(),
+    "frozenset of a chain of 14 memoized tuples, added shallowest first, 16 deep as typed "
+    "JSON writes it, under max_nesting_depth=15", limit="max_nesting_depth",
+    limits="max_nesting_depth=15")
 add("limit-nesting-tight-12.pkl", "limit_exceeded",
     proto(2) + op("EMPTY_LIST") * 12 + op("APPEND") * 11 + stop(),
     "12 nested lists under max_nesting_depth=10", limit="max_nesting_depth",
