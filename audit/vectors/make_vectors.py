@@ -174,6 +174,13 @@ copy("limit-nesting-lists-1001.pkl", "limit_exceeded", "A22", limit="max_nesting
 copy("limit-nesting-tuples-mark-1500.pkl", "limit_exceeded", "A22", limit="max_nesting_depth")
 put("a22-nesting-20k-lists.pkl", P2 + b"]" * 20000 + b"a" * 19999 + b".", "limit_exceeded", "A22",
     limit="max_nesting_depth")
+# Against the depth check's shortcuts: a container filled after it was put into another, a
+# cycle, and set items in another order than typed JSON writes them.
+copy("limit-nesting-list-filled-after-contained.pkl", "limit_exceeded", "A22",
+     limit="max_nesting_depth")
+copy("limit-nesting-cycle-1000-lists.pkl", "limit_exceeded", "A22", limit="max_nesting_depth")
+copy("limit-nesting-frozenset-sorted-order.pkl", "limit_exceeded", "A22",
+     limit="max_nesting_depth", limits="max_nesting_depth=15")
 # A23 stack bombs: MARK and DUP without building values
 copy("limit-stack-mark-bomb.pkl", "limit_exceeded", "A23", limit="max_stack_len", limits="max_stack_len=100")
 copy("limit-stack-dup-bomb.pkl", "limit_exceeded", "A23", limit="max_stack_len", limits="max_stack_len=100")
