@@ -104,6 +104,29 @@ enum Seq {
 
 /// Bytes of a set item's standalone text used as its sort key.
 const SORT_KEY_BYTES: usize = 1024;
+/// The sort keys of one set's items are together at most this many bytes: a set of more than
+/// 16,384 items compares shorter keys, so that a set of a million items that share a large
+/// value (each key would be 1024 bytes of it) does not hold a gigabyte of keys.
+const SORT_KEYS_BUDGET: usize = 16 << 20;
+/// The shortest key, whatever the set's size (ints, floats and short texts fit in it whole).
+const SORT_KEY_MIN_BYTES: usize = 64;
+
+/// The bytes of each item's sort key in a set of `items` items.
+fn sort_key_bytes(items: usize) -> usize {
+    (SORT_KEYS_BUDGET / items.max(1)).clamp(SORT_KEY_MIN_BYTES, SORT_KEY_BYTES)
+}
+
+/// The first `room` bytes of `s`, or a few more to end at a char boundary (all of `s` if it
+/// is shorter): what a sort key needs of a text, since its JSON is at least as long.
+fn text_prefix(s: &str, room: usize) -> &str {
+    if room >= s.len() {
+        return s;
+    }
+    let end = (room..=s.len())
+        .find(|&i| s.is_char_boundary(i))
+        .unwrap_or(s.len());
+    s.get(..end).unwrap_or(s)
+}
 
 /// The order in which typed JSON writes the items of each set and frozenset reachable from
 /// some roots (sorted by the compact JSON text of each item, see the module docs), for the
@@ -145,8 +168,11 @@ struct Writer<'d, 'a> {
     set_orders: HashMap<NodeId, u32>,
     orders: Vec<Vec<NodeId>>,
     /// Writing a set item's sort key: every container gets an id (so any cycle ends in a ref)
-    /// and writing stops after [`SORT_KEY_BYTES`].
+    /// and writing stops `key_bytes` past `key_start` (a texts or bytes value is written only
+    /// as far as the key needs it).
     sort_key: bool,
+    key_start: usize,
+    key_bytes: usize,
     /// Output length after which writing stops (`overflowed` is then set).
     max_bytes: usize,
     /// Writing stopped at `max_bytes`.
@@ -194,6 +220,8 @@ impl<'d, 'a> Writer<'d, 'a> {
             set_orders: HashMap::new(),
             orders: Vec::new(),
             sort_key: false,
+            key_start: 0,
+            key_bytes: SORT_KEY_BYTES,
             max_bytes: usize::MAX,
             overflowed: false,
         };
@@ -205,38 +233,59 @@ impl<'d, 'a> Writer<'d, 'a> {
     }
 
     /// Orders the items of each set by the compact JSON text of the item written on its own
-    /// (its first [`SORT_KEY_BYTES`] bytes; ties keep arena order).
+    /// (its first [`sort_key_bytes`] bytes: [`SORT_KEY_BYTES`] unless the set is large; ties
+    /// keep arena order). One set's keys are written into one buffer, at most
+    /// [`SORT_KEYS_BUDGET`] bytes for a set of more than 16,384 items.
     fn sort_sets(&mut self, sets: &[NodeId]) {
         for &set in sets {
             let Some(Value::Set(s) | Value::FrozenSet(s)) = lookup(self.nodes, set) else {
                 continue;
             };
-            let mut keyed: Vec<(String, NodeId)> = Vec::with_capacity(s.items.len());
+            let key_bytes = sort_key_bytes(s.items.len());
+            let mut keys = String::new();
+            let mut keyed: Vec<(usize, usize, NodeId)> = Vec::new();
+            if keyed.try_reserve_exact(s.items.len()).is_err() {
+                continue;
+            }
             for &item in &s.items {
+                let start = keys.len();
                 let mut sub = Writer {
                     nodes: self.nodes,
-                    out: String::new(),
+                    out: std::mem::take(&mut keys),
                     refs: Vec::new(),
                     ids: HashMap::new(),
                     next_id: 0,
                     set_orders: std::mem::take(&mut self.set_orders),
                     orders: std::mem::take(&mut self.orders),
                     sort_key: true,
+                    key_start: start,
+                    key_bytes,
                     max_bytes: usize::MAX,
                     overflowed: false,
                 };
                 sub.write(item);
                 self.set_orders = sub.set_orders;
                 self.orders = sub.orders;
-                keyed.push((sub.out, item));
+                keys = sub.out;
+                keyed.push((start, keys.len(), item));
             }
-            keyed.sort();
+            let key = |&(a, b, _): &(usize, usize, NodeId)| keys.get(a..b).unwrap_or_default();
+            keyed.sort_by(|x, y| key(x).cmp(key(y)).then(x.2.cmp(&y.2)));
             let Ok(i) = u32::try_from(self.orders.len()) else {
                 continue;
             };
             self.orders
-                .push(keyed.into_iter().map(|(_, id)| id).collect());
+                .push(keyed.iter().map(|&(_, _, id)| id).collect());
             self.set_orders.insert(set, i);
+        }
+    }
+
+    /// The bytes of a sort key still to write, or `usize::MAX` outside a sort key.
+    fn key_room(&self) -> usize {
+        if self.sort_key {
+            (self.key_start + self.key_bytes).saturating_sub(self.out.len())
+        } else {
+            usize::MAX
         }
     }
 
@@ -247,12 +296,13 @@ impl<'d, 'a> Writer<'d, 'a> {
                 self.overflowed = true;
                 return;
             }
-            if self.sort_key && self.out.len() >= SORT_KEY_BYTES {
+            if self.sort_key && self.out.len() >= self.key_start + self.key_bytes {
                 // Cut at a char boundary at or below the limit (text is UTF-8).
-                let cut = (0..=SORT_KEY_BYTES)
+                let end = self.key_start + self.key_bytes;
+                let cut = (self.key_start..=end)
                     .rev()
                     .find(|&i| self.out.is_char_boundary(i))
-                    .unwrap_or(0);
+                    .unwrap_or(self.key_start);
                 self.out.truncate(cut);
                 return;
             }
@@ -356,7 +406,11 @@ impl<'d, 'a> Writer<'d, 'a> {
             self.out.push_str(",\"id\":");
             self.out.push_str(itoa::Buffer::new().format(n));
         }
+        // A sort key needs only the first bytes of a text or a bytes value: each byte is at
+        // least one byte of JSON (two of hex).
+        let room = self.key_room();
         let out = &mut self.out;
+        let bytes_prefix = |b: &'d [u8]| b.get(..room.saturating_add(1) / 2 + 1).unwrap_or(b);
         match v {
             Value::None => out.push('}'),
             Value::Bool(b) => {
@@ -383,22 +437,22 @@ impl<'d, 'a> Writer<'d, 'a> {
             }
             Value::Str(PyStr::Utf8(s)) => {
                 out.push_str(",\"value\":");
-                write_json_string(out, s);
+                write_json_string(out, text_prefix(s, room));
                 out.push('}');
             }
             Value::Str(PyStr::Surrogates(b)) => {
                 out.push_str(",\"surrogatepass_hex\":\"");
-                write_hex(out, b);
+                write_hex(out, bytes_prefix(b));
                 out.push_str("\"}");
             }
             Value::Bytes(b) => {
                 out.push_str(",\"hex\":\"");
-                write_hex(out, b);
+                write_hex(out, bytes_prefix(b));
                 out.push_str("\"}");
             }
             Value::ByteArray(b) => {
                 out.push_str(",\"hex\":\"");
-                write_hex(out, b);
+                write_hex(out, bytes_prefix(b));
                 out.push_str("\"}");
             }
             Value::Global(g) => {
@@ -599,6 +653,43 @@ mod tests {
             Some(repr.as_str())
         );
         assert_eq!(crate::repr::to_repr_limited(&doc, 3000), None);
+    }
+
+    #[test]
+    /// A set's items are ordered by the first bytes of their texts: 1024 of them for a set of
+    /// up to 16,384 items, fewer for a larger set (ties in arena order); the texts are written
+    /// only as far as the key needs them.
+    fn set_order_compares_key_prefixes() {
+        // A frozenset of `n` texts, added in reverse of their sorted order: 900 'x', then the
+        // index (so the texts differ at byte 924 of their JSON), then 3000 'y'.
+        let order = |n: usize| {
+            let mut p = b"\x80\x04(".to_vec();
+            for i in (0..n).rev() {
+                let t = format!("{}{i:06}{}", "x".repeat(900), "y".repeat(200));
+                p.push(b'X');
+                p.extend_from_slice(&(t.len() as u32).to_le_bytes());
+                p.extend_from_slice(t.as_bytes());
+            }
+            p.extend_from_slice(b"\x91.");
+            let doc = crate::decode(&p, &crate::Policy::strict()).unwrap();
+            let Some(Value::FrozenSet(s)) = doc.root().and_then(|r| doc.get(r)) else {
+                panic!("not a frozenset");
+            };
+            let orders = SetOrders::of(&doc.nodes, &doc.roots);
+            let sorted = orders.items(doc.root().unwrap()).unwrap().to_vec();
+            (s.items.clone(), sorted)
+        };
+        // 3 items: 1024-byte keys see the index, so the order is the texts' (reversed).
+        let (added, sorted) = order(3);
+        assert_eq!(sorted, added.iter().rev().copied().collect::<Vec<_>>());
+        // 20,000 items: keys of 16 MiB / 20,000 = 838 bytes all tie: arena order.
+        assert_eq!(sort_key_bytes(20_000), 838);
+        let (added, sorted) = order(20_000);
+        assert_eq!(sorted, added);
+        assert_eq!(sort_key_bytes(1 << 30), SORT_KEY_MIN_BYTES);
+        assert_eq!(sort_key_bytes(1), SORT_KEY_BYTES);
+        assert_eq!(text_prefix("ab\u{e9}c", 3), "ab\u{e9}");
+        assert_eq!(text_prefix("ab", 3), "ab");
     }
 
     #[test]

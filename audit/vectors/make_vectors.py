@@ -181,6 +181,12 @@ copy("limit-nesting-list-filled-after-contained.pkl", "limit_exceeded", "A22",
 copy("limit-nesting-cycle-1000-lists.pkl", "limit_exceeded", "A22", limit="max_nesting_depth")
 copy("limit-nesting-frozenset-sorted-order.pkl", "limit_exceeded", "A22",
      limit="max_nesting_depth", limits="max_nesting_depth=15")
+
+# A41: a frozenset of 20,000 tuples (i, S) sharing one 40 KB text S: each set sort key once
+# held all of S (870 MB in all for 200 KB of input).
+_a41 = b"\x80\x04X" + struct.pack("<I", 40000) + b"z" * 40000 + b"\x940("
+_a41 += b"".join(b"J" + struct.pack("<i", i) + b"h\x00\x86" for i in range(20000))
+put("a41-set-of-tuples-sharing-a-text.pkl", _a41 + b"\x91.", "ok", "A41")
 # A23 stack bombs: MARK and DUP without building values
 copy("limit-stack-mark-bomb.pkl", "limit_exceeded", "A23", limit="max_stack_len", limits="max_stack_len=100")
 copy("limit-stack-dup-bomb.pkl", "limit_exceeded", "A23", limit="max_stack_len", limits="max_stack_len=100")
