@@ -14,8 +14,14 @@ const GOOD: &str = "tests/corpus/good/mixed_bag.p2.c.pkl";
 const HOSTILE: &str = "tests/corpus/hostile/global-os.system-GLOBAL_REDUCE.pkl";
 
 fn run(args: &[&str], stdin: Option<&[u8]>) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_picklewarden"))
-        .args(args)
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_picklewarden"));
+    cmd.args(args);
+    run_command(cmd, stdin)
+}
+
+/// Runs `cmd` in the repository with `stdin` as its input.
+fn run_command(mut cmd: Command, stdin: Option<&[u8]>) -> Output {
+    let mut child = cmd
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -173,18 +179,10 @@ fn set_sort_keys_stay_small() {
     }
     p.extend_from_slice(b"\x91.");
     let exe = env!("CARGO_BIN_EXE_picklewarden");
-    let mut child = Command::new("sh")
-        .arg("-c")
-        .arg(format!("ulimit -v 262144 && exec '{exe}' decode -"))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut input = child.stdin.take().unwrap();
-    input.write_all(&p).unwrap();
-    drop(input);
-    let out = child.wait_with_output().unwrap();
+    let mut sh = Command::new("sh");
+    sh.arg("-c")
+        .arg(format!("ulimit -v 262144 && exec '{exe}' decode -"));
+    let out = run_command(sh, Some(&p));
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let items = json["value"]["items"].as_array().unwrap();

@@ -38,6 +38,14 @@ fn run(args: &[&str], input: &[u8]) -> Output {
     out
 }
 
+/// The JSON lines of `decode --mitogen`'s output.
+fn json_lines(out: &Output) -> Vec<serde_json::Value> {
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
 // pickle.dumps([b'ab', 'x', 1], 2)
 const GOOD: &[u8] = b"\x80\x02]q\x00(c_codecs\nencode\nq\x01X\x02\x00\x00\x00abq\x02X\x06\x00\x00\x00latin1q\x03\x86q\x04Rq\x05X\x01\x00\x00\x00xq\x06K\x01e.";
 const EVIL: &[u8] = b"\x80\x02cos\nsystem\nX\x02\x00\x00\x00id\x85R.";
@@ -57,11 +65,7 @@ fn stream() -> Vec<u8> {
 fn decode_writes_one_line_per_frame() {
     let out = run(&["decode", "--mitogen", "-"], &stream());
     assert_eq!(out.status.code(), Some(1));
-    let lines: Vec<serde_json::Value> = String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let lines = json_lines(&out);
     assert_eq!(lines.len(), 5);
     assert_eq!(lines[0]["header"]["handle"], 1000);
     assert_eq!(lines[0]["header"]["enc"], 0x4d4a);
@@ -108,11 +112,7 @@ fn decode_passes_over_a_bootstrap_handshake() {
     up.extend(stream());
     let out = run(&["decode", "--mitogen", "-"], &up);
     assert_eq!(out.status.code(), Some(1));
-    let lines: Vec<serde_json::Value> = String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let lines = json_lines(&out);
     assert_eq!(lines.len(), 5);
     assert_eq!(lines[0]["offset"], handshake.len() as u64);
     assert_eq!(lines[0]["values"][0]["items"][0]["hex"], "6162");
