@@ -233,8 +233,8 @@ impl<'d, 'a> Writer<'d, 'a> {
     }
 
     /// Orders the items of each set by the compact JSON text of the item written on its own
-    /// (its first [`sort_key_bytes`] bytes: [`SORT_KEY_BYTES`] unless the set is large; ties
-    /// keep arena order). One set's keys are written into one buffer, at most
+    /// (its first [`sort_key_bytes`] bytes: [`SORT_KEY_BYTES`] unless the set is large; all of
+    /// it when the item is one scalar, such as a long text; ties keep arena order). One set's keys are written into one buffer, at most
     /// [`SORT_KEYS_BUDGET`] bytes for a set of more than 16,384 items.
     fn sort_sets(&mut self, sets: &[NodeId]) {
         for &set in sets {
@@ -406,9 +406,15 @@ impl<'d, 'a> Writer<'d, 'a> {
             self.out.push_str(",\"id\":");
             self.out.push_str(itoa::Buffer::new().format(n));
         }
-        // A sort key needs only the first bytes of a text or a bytes value: each byte is at
-        // least one byte of JSON (two of hex).
-        let room = self.key_room();
+        // A sort key needs only the first bytes of a text or a bytes value inside an item:
+        // each byte is at least one byte of JSON (two of hex), and the key is cut at the next
+        // step. An item that is itself a text or bytes value has no next step: its key is the
+        // whole text (bounded by the input, as the items of a set are distinct).
+        let room = if tasks.is_empty() {
+            usize::MAX
+        } else {
+            self.key_room()
+        };
         let out = &mut self.out;
         let bytes_prefix = |b: &'d [u8]| b.get(..room.saturating_add(1) / 2 + 1).unwrap_or(b);
         match v {
@@ -657,11 +663,11 @@ mod tests {
 
     #[test]
     /// A set's items are ordered by the first bytes of their texts: 1024 of them for a set of
-    /// up to 16,384 items, fewer for a larger set (ties in arena order); the texts are written
-    /// only as far as the key needs them.
+    /// up to 16,384 items, fewer for a larger set (ties in arena order), all of it for an item
+    /// that is one text; texts inside an item are written only as far as the key needs them.
     fn set_order_compares_key_prefixes() {
-        // A frozenset of `n` texts, added in reverse of their sorted order: 900 'x', then the
-        // index (so the texts differ at byte 924 of their JSON), then 3000 'y'.
+        // A frozenset of `n` tuples of one text each, added in reverse of their sorted order:
+        // 900 'x', then the index (so the keys differ at byte 957), then 200 'y'.
         let order = |n: usize| {
             let mut p = b"\x80\x04(".to_vec();
             for i in (0..n).rev() {
@@ -669,6 +675,7 @@ mod tests {
                 p.push(b'X');
                 p.extend_from_slice(&(t.len() as u32).to_le_bytes());
                 p.extend_from_slice(t.as_bytes());
+                p.push(0x85);
             }
             p.extend_from_slice(b"\x91.");
             let doc = crate::decode(&p, &crate::Policy::strict()).unwrap();
@@ -688,6 +695,25 @@ mod tests {
         assert_eq!(sorted, added);
         assert_eq!(sort_key_bytes(1 << 30), SORT_KEY_MIN_BYTES);
         assert_eq!(sort_key_bytes(1), SORT_KEY_BYTES);
+        // An item that is one text is compared whole, past 1024 bytes (found by a review
+        // helper: writing only a prefix of it changed the order).
+        let mut p = b"\x80\x04(".to_vec();
+        for t in ["a".repeat(1011) + "b", "a".repeat(1012)] {
+            p.push(b'X');
+            p.extend_from_slice(&(t.len() as u32).to_le_bytes());
+            p.extend_from_slice(t.as_bytes());
+        }
+        p.extend_from_slice(b"\x91.");
+        let doc = crate::decode(&p, &crate::Policy::strict()).unwrap();
+        let root = doc.root().unwrap();
+        let Some(Value::FrozenSet(s)) = doc.get(root) else {
+            panic!("not a frozenset");
+        };
+        let sorted = SetOrders::of(&doc.nodes, &doc.roots)
+            .items(root)
+            .unwrap()
+            .to_vec();
+        assert_eq!(sorted, [s.items[1], s.items[0]]);
         assert_eq!(text_prefix("ab\u{e9}c", 3), "ab\u{e9}");
         assert_eq!(text_prefix("ab", 3), "ab");
     }

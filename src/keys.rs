@@ -10,6 +10,7 @@
 //! Hashes are keyed SipHash (`std::hash::RandomState`), not CPython's hash, so an attacker
 //! cannot pick keys that collide (hash flooding). Every walk uses an explicit stack.
 
+use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasher, Hash, Hasher};
 
@@ -99,10 +100,23 @@ fn hash_num<H: Hasher>(n: &Num, h: &mut H) {
     }
 }
 
+/// Texts and bytes at least this long have their hash kept in the [`HashCache`] (shorter ones
+/// hash faster than the lookup).
+const CACHED_TEXT_BYTES: usize = 64;
+
+/// The hashes of the tuples, frozensets and long texts and bytes of one decode, by node: they
+/// are immutable, so a hash never changes, and a value hashed again (a text shared by many
+/// tuples that are set items, a frozenset inside the next one) costs a lookup, not its size.
+/// Without it, `frozenset(frozenset(...))` nested n deep hashed the chain below at each level
+/// (n**2), and 200,000 set items `(i, s)` sharing a 1 MiB `s` hashed 200 GB.
+pub(crate) type HashCache = RefCell<HashMap<NodeId, u64>>;
+
 /// Hashing and equality over one arena with one key.
 pub(crate) struct KeyOps<'n, 'a, S> {
     pub(crate) nodes: &'n [Value<'a>],
     pub(crate) state: &'n S,
+    /// Hashes kept across calls, if any (the build's; see [`HashCache`]).
+    pub(crate) cache: Option<&'n HashCache>,
 }
 
 impl<S: BuildHasher> KeyOps<'_, '_, S> {
@@ -110,10 +124,27 @@ impl<S: BuildHasher> KeyOps<'_, '_, S> {
         crate::value::lookup(self.nodes, id)
     }
 
+    fn cached(&self, id: NodeId) -> Option<u64> {
+        self.cache?.try_borrow().ok()?.get(&id).copied()
+    }
+
+    fn remember(&self, id: NodeId, h: u64) {
+        // Not reentrant, so the borrow cannot fail; if it did, the hash is only not kept.
+        if let Some(Ok(mut c)) = self.cache.map(RefCell::try_borrow_mut) {
+            // Grown fallibly: short of memory, the hash is only not kept.
+            if c.try_reserve(1).is_ok() {
+                c.insert(id, h);
+            }
+        }
+    }
+
     /// The hash of a hashable value, or `Unhashable`.
     pub(crate) fn hash(&self, root: NodeId) -> Result<u64, Unhashable> {
         // Fast path: scalars.
         if let Some(h) = self.hash_scalar(root)? {
+            return Ok(h);
+        }
+        if let Some(h) = self.cached(root) {
             return Ok(h);
         }
         // Tuples and frozensets: post-order with an explicit stack of frames.
@@ -132,8 +163,8 @@ impl<S: BuildHasher> KeyOps<'_, '_, S> {
         let mut pending = Some(root);
         loop {
             if let Some(id) = pending.take() {
-                let known = match done.get(&id) {
-                    Some(&h) => Some(h),
+                let known = match done.get(&id).copied().or_else(|| self.cached(id)) {
+                    Some(h) => Some(h),
                     None => self.hash_scalar(id)?,
                 };
                 match known {
@@ -182,6 +213,7 @@ impl<S: BuildHasher> KeyOps<'_, '_, S> {
             }
             let h = hasher.finish();
             done.insert(frame.id, h);
+            self.remember(frame.id, h);
             match stack.last_mut() {
                 Some(f) => feed(f.tuple, &mut f.hasher, &mut f.acc, h),
                 None => return Ok(h),
@@ -198,6 +230,23 @@ impl<S: BuildHasher> KeyOps<'_, '_, S> {
         }
     }
 
+    /// The hash of a text's or bytes value's bytes after the tag byte, kept in the cache when
+    /// the value is long.
+    fn hash_bytes(&self, id: NodeId, tag: u8, bytes: &[u8]) -> u64 {
+        let long = bytes.len() >= CACHED_TEXT_BYTES;
+        if let Some(h) = long.then(|| self.cached(id)).flatten() {
+            return h;
+        }
+        let mut h = self.state.build_hasher();
+        h.write_u8(tag);
+        h.write(bytes);
+        let h = h.finish();
+        if long {
+            self.remember(id, h);
+        }
+        h
+    }
+
     /// `Some(hash)` for a scalar, `None` for a tuple or frozenset (walked by the caller).
     fn hash_scalar(&self, id: NodeId) -> Result<Option<u64>, Unhashable> {
         let v = self.node(id).ok_or(Unhashable)?;
@@ -209,13 +258,10 @@ impl<S: BuildHasher> KeyOps<'_, '_, S> {
         match v {
             Value::None => h.write_u8(0),
             Value::Str(s) => {
-                h.write_u8(5);
-                h.write(s.as_bytes());
+                let b = s.as_bytes();
+                return Ok(Some(self.hash_bytes(id, 5, b)));
             }
-            Value::Bytes(b) => {
-                h.write_u8(6);
-                h.write(b);
-            }
+            Value::Bytes(b) => return Ok(Some(self.hash_bytes(id, 6, b))),
             Value::Global(g) => {
                 h.write_u8(7);
                 g.module.hash(&mut h);
@@ -356,4 +402,65 @@ pub(crate) fn index_insert(index: &mut KeyIndex, h: u64, pos: u32) {
 /// The f64 nearest to a big int, or `None` if out of range (CPython's OverflowError).
 pub(crate) fn bigint_to_f64(b: &BigInt) -> Option<f64> {
     b.to_f64().filter(|x| x.is_finite())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::borrow::Cow;
+    use std::hash::RandomState;
+
+    use super::*;
+    use crate::value::{PyStr, SetItems};
+
+    /// With the cache, every hash is the hash without it; the cache keeps the tuples,
+    /// frozensets and long texts it met, and a value hashed again is read from it.
+    #[test]
+    fn cached_hashes_are_the_hashes() {
+        let long = "s".repeat(CACHED_TEXT_BYTES);
+        let mut nodes = vec![
+            Value::Str(PyStr::Utf8(Cow::Owned(long))), // 0: a long text, shared
+            Value::Str(PyStr::Utf8(Cow::Borrowed("k"))), // 1: a short one
+        ];
+        // 2..12: (i, text) tuples; 12..22: frozensets nested, each holding the one before.
+        for i in 0..10u32 {
+            nodes.push(Value::Tuple(vec![NodeId(1), NodeId(0), NodeId(i % 2)]));
+        }
+        nodes.push(Value::FrozenSet(SetItems::default()));
+        for i in 0..9u32 {
+            nodes.push(Value::FrozenSet(SetItems {
+                items: vec![NodeId(12 + i), NodeId(2)],
+            }));
+        }
+        let state = RandomState::new();
+        let cache = HashCache::default();
+        let plain = KeyOps {
+            nodes: &nodes,
+            state: &state,
+            cache: None,
+        };
+        let cached = KeyOps {
+            nodes: &nodes,
+            state: &state,
+            cache: Some(&cache),
+        };
+        for round in 0..2 {
+            for id in (0..nodes.len() as u32).map(NodeId) {
+                assert_eq!(
+                    cached.hash(id).unwrap(),
+                    plain.hash(id).unwrap(),
+                    "{id:?} round {round}"
+                );
+            }
+        }
+        let kept = cache.borrow();
+        assert!(kept.contains_key(&NodeId(0)));
+        assert!(!kept.contains_key(&NodeId(1)), "short texts are not kept");
+        assert!((2..nodes.len() as u32).all(|i| kept.contains_key(&NodeId(i))));
+        // Equal tuples hash alike through the cache too.
+        assert_eq!(
+            cached.hash(NodeId(2)).unwrap(),
+            cached.hash(NodeId(4)).unwrap()
+        );
+        assert!(cached.eq(NodeId(2), NodeId(4)));
+    }
 }

@@ -24,7 +24,7 @@ use num_bigint::BigInt;
 
 use crate::depth::{walk_depth, Heights};
 use crate::error::{escape_bytes_for_display, Error, ErrorKind, Result};
-use crate::keys::{bigint_to_f64, index_insert, KeyIndex, KeyOps};
+use crate::keys::{bigint_to_f64, index_insert, HashCache, KeyIndex, KeyOps};
 use crate::limits::{LimitName, Limits};
 use crate::memo::Memo;
 use crate::opcode::{Opcode, BININT_ARG};
@@ -314,6 +314,8 @@ struct Machine<'a, 'p> {
     /// than `SMALL_KEYED` entries at an insertion), by arena index. Only the build looks keys
     /// up, and most dicts never need one, so the values do not carry them.
     indexes: HashMap<u32, KeyIndex>,
+    /// The hashes of the tuples, frozensets and long texts hashed so far (src/keys.rs).
+    hash_cache: HashCache,
     /// Containers created (list, tuple, dict, set, frozenset, record object): no path of the
     /// depth check holds more than these plus one leaf.
     containers: u64,
@@ -473,6 +475,7 @@ impl<'a, 'p> Machine<'a, 'p> {
             texts: Vec::new(),
             next_text: 0,
             indexes: HashMap::new(),
+            hash_cache: HashCache::default(),
             scratch: Value::None,
             stack: Vec::new(),
             marks: Vec::new(),
@@ -696,6 +699,7 @@ impl<'a, 'p> Machine<'a, 'p> {
         KeyOps {
             nodes: &self.nodes,
             state: &self.hasher,
+            cache: Some(&self.hash_cache),
         }
     }
 

@@ -306,3 +306,18 @@ fn structured_generator_writes_what_it_says() {
         b"\x80\x04\x95\x04\x00\x00\x00\x00\x00\x00\x00]K\x07aK\x07aK\x07a.".to_vec()
     );
 }
+
+/// The harness's depth oracle (the nesting of node objects in typed JSON) counts a complex as
+/// the scalar it is, though typed JSON writes its parts as float objects: eleven lists around
+/// `complex(1, 2)` are 12 deep, exactly the tight limit, and the harness accepts that.
+#[test]
+fn depth_oracle_counts_a_complex_as_a_scalar() {
+    let mut p = b"\x80\x02".to_vec();
+    p.extend_from_slice(&[b']'; 11]);
+    p.extend_from_slice(b"c__builtin__\ncomplex\nK\x01K\x02\x86R");
+    p.extend_from_slice(&[b'a'; 11]);
+    p.push(b'.');
+    let doc = picklewarden::decode(&p, &picklewarden::Policy::data()).unwrap();
+    assert_eq!(harness::nesting_depth(&doc), 12);
+    harness::check_decode(&p);
+}

@@ -182,11 +182,20 @@ copy("limit-nesting-cycle-1000-lists.pkl", "limit_exceeded", "A22", limit="max_n
 copy("limit-nesting-frozenset-sorted-order.pkl", "limit_exceeded", "A22",
      limit="max_nesting_depth", limits="max_nesting_depth=15")
 
-# A41: a frozenset of 20,000 tuples (i, S) sharing one 40 KB text S: each set sort key once
-# held all of S (870 MB in all for 200 KB of input).
-_a41 = b"\x80\x04X" + struct.pack("<I", 40000) + b"z" * 40000 + b"\x940("
-_a41 += b"".join(b"J" + struct.pack("<i", i) + b"h\x00\x86" for i in range(20000))
+# A41: a frozenset of 5,000 tuples (i, S) sharing one 16 KiB text S: each set sort key once
+# held all of S (80 MB for 56 KB of input; tests/cli.rs runs a larger form in 256 MiB).
+_a41 = b"\x80\x04X" + struct.pack("<I", 16384) + b"z" * 16384 + b"\x940("
+_a41 += b"".join(b"J" + struct.pack("<i", i) + b"h\x00\x86" for i in range(5000))
 put("a41-set-of-tuples-sharing-a-text.pkl", _a41 + b"\x91.", "ok", "A41")
+
+# A42: hashing what was hashed before. 20,000 frozensets, each holding the one before (40 KB):
+# each FROZENSET hashed the whole chain below it (10 s before the depth refusal at STOP).
+put("a42-nested-frozensets-20000.pkl", P4 + b"(" * 20000 + b"\x91" * 20000 + b".",
+    "limit_exceeded", "A42", limit="max_nesting_depth")
+# 5,000 set items (i, s) sharing one 16 KiB text s: each item hashed s again.
+_a42 = P4 + b"X" + struct.pack("<I", 16384) + b"q" * 16384 + b"\x940("
+_a42 += b"".join(b"J" + struct.pack("<i", i) + b"h\x00\x86" for i in range(5000))
+put("a42-set-of-tuples-sharing-a-text.pkl", _a42 + b"\x91.", "ok", "A42")
 # A23 stack bombs: MARK and DUP without building values
 copy("limit-stack-mark-bomb.pkl", "limit_exceeded", "A23", limit="max_stack_len", limits="max_stack_len=100")
 copy("limit-stack-dup-bomb.pkl", "limit_exceeded", "A23", limit="max_stack_len", limits="max_stack_len=100")

@@ -440,7 +440,8 @@ pub fn nesting_depth(doc: &Document<'_>) -> u64 {
 }
 
 /// The deepest nesting of JSON objects whose first key is `"type"` in `text` (compact JSON as
-/// the typed-JSON writer writes it), counting only those; iterative.
+/// the typed-JSON writer writes it), counting only those, and not a complex's two parts;
+/// iterative.
 fn json_node_depth(text: &str) -> u64 {
     let bytes = text.as_bytes();
     let mut open: Vec<bool> = Vec::new();
@@ -459,7 +460,13 @@ fn json_node_depth(text: &str) -> u64 {
                 continue;
             }
             b'{' | b'[' => {
-                let node = b == b'{' && bytes.get(i + 1..i + 7) == Some(b"\"type\"");
+                // A complex's parts ("real", "imag") are float objects but not values of the
+                // tree: a complex is a scalar (found by a review helper).
+                let part = matches!(
+                    i.checked_sub(7).and_then(|j| bytes.get(j..i)),
+                    Some(b"\"real\":" | b"\"imag\":")
+                );
+                let node = b == b'{' && !part && bytes.get(i + 1..i + 7) == Some(b"\"type\"");
                 open.push(node);
                 nodes += u64::from(node);
                 deepest = deepest.max(nodes);
