@@ -234,8 +234,9 @@ impl<'d, 'a> Writer<'d, 'a> {
 
     /// Orders the items of each set by the compact JSON text of the item written on its own
     /// (its first [`sort_key_bytes`] bytes: [`SORT_KEY_BYTES`] unless the set is large; all of
-    /// it when the item is one scalar, such as a long text; ties keep arena order). One set's keys are written into one buffer, at most
-    /// [`SORT_KEYS_BUDGET`] bytes for a set of more than 16,384 items.
+    /// it when the item is one scalar, such as a long text; ties keep arena order). One set's
+    /// keys are written into one buffer, at most [`SORT_KEYS_BUDGET`] bytes for a set of more
+    /// than 16,384 items (but for items that are one scalar, whose keys are in the input).
     fn sort_sets(&mut self, sets: &[NodeId]) {
         for &set in sets {
             let Some(Value::Set(s) | Value::FrozenSet(s)) = lookup(self.nodes, set) else {
