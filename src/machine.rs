@@ -2177,6 +2177,35 @@ mod tests {
         assert_eq!(latin1_pack(&text, want.len()), want);
     }
 
+    /// A code point above U+00FF anywhere in a text (at the start, around the 255-byte runs of
+    /// the length pass, in the block or word loop, in the tail) makes the Latin-1 encoding
+    /// give up, whatever text is around it; U+00FF itself, the largest Latin-1 character, is
+    /// packed.
+    #[test]
+    fn latin1_encode_refuses_a_code_point_above_u00ff_wherever_it_is() {
+        let filler = "\u{e9}a\u{ff}\u{80}".repeat(2500); // 12,500 bytes, lead bytes C3 and C2
+        let n = filler.len();
+        for bad in ["\u{100}", "\u{20ac}", "\u{1f600}", "\u{7ff}"] {
+            let cuts = (0..70).chain(240..280).chain(4060..4140).chain(n - 40..=n);
+            for cut in cuts {
+                let at = (0..=cut)
+                    .rev()
+                    .find(|&i| filler.is_char_boundary(i))
+                    .unwrap();
+                let text = format!("{}{bad}{}", &filler[..at], &filler[at..]);
+                assert_eq!(latin1_encode(text.as_bytes()), None, "{bad:?} at {at}");
+            }
+        }
+        let max = "\u{ff}".repeat(1000);
+        assert_eq!(
+            latin1_encode(max.as_bytes()).unwrap().as_ref(),
+            &[0xFF; 1000]
+        );
+        let packed = latin1_encode(filler.as_bytes()).unwrap();
+        assert_eq!(packed.len(), 10_000);
+        assert!(packed.chunks(4).all(|c| c == [0xE9, b'a', 0xFF, 0x80]));
+    }
+
     /// BININT1/BININT2/BININT through `run`'s branch-free path: unsigned 1 and 2 bytes, signed
     /// 4 bytes, with four bytes left after the opcode and with fewer (the last opcode before
     /// STOP), and a BININT cut short by the end of a FRAME (pickle.dumps gives the values).
