@@ -154,8 +154,8 @@ fn filter_fails_closed_on_the_first_refusal() {
             .unwrap(),
     )
     .unwrap();
-    assert_eq!(event["fields"]["global"], "os.system");
-    assert_eq!(event["fields"]["action"], "disconnect");
+    assert_eq!(event["global"], "os.system");
+    assert_eq!(event["action"], "disconnect");
     assert_eq!(event["target"], "picklewarden::audit");
 }
 
@@ -178,4 +178,103 @@ fn lone_payload_decodes_as_a_stream_under_the_mitogen_policy() {
     assert_eq!(out.status.code(), Some(0), "{out:?}");
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["values"].as_array().unwrap().len(), 2);
+}
+
+/// A child's bootstrap handshake, as Mitogen's first stage and `ExternalContext.main` write it.
+const HANDSHAKE: &[u8] = b"MITO000\nMITO001\nMITO002\n";
+
+/// The events (JSON lines) `filter` and `guard` wrote on stderr.
+fn events(out: &Output) -> Vec<serde_json::Value> {
+    String::from_utf8_lossy(&out.stderr)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[test]
+fn filter_passes_a_bootstrap_handshake_on_and_then_checks_frames() {
+    let mut input = HANDSHAKE.to_vec();
+    input.extend(stream());
+    let out = run(&["filter", "--mitogen"], &input);
+    assert_eq!(out.status.code(), Some(1));
+    let mut want = HANDSHAKE.to_vec();
+    want.extend(frame(0x4d4a, 1000, 0, GOOD));
+    assert_eq!(out.stdout, want);
+    let ev = events(&out);
+    assert_eq!(ev.len(), 1, "{ev:?}");
+    assert_eq!(ev[0]["event"], "mitogen_frame_refused");
+    assert_eq!(ev[0]["global"], "os.system");
+    // Offsets are absolute in the stream, handshake included.
+    let first = frame(0x4d4a, 1000, 0, GOOD).len();
+    assert_eq!(ev[0]["frame_offset"], (HANDSHAKE.len() + first) as u64);
+    // A stream that does not start with MITO000 is frames from its first byte, as before.
+    let out = run(&["filter", "--mitogen"], b"MITO001\n");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(out.stdout.is_empty());
+}
+
+#[test]
+fn filter_cuts_off_a_handshake_that_is_too_long_or_never_ends() {
+    let mut long = b"MITO000\n".to_vec();
+    long.resize(5000, b'x');
+    let out = run(&["filter", "--mitogen", "--max-bootstrap-bytes", "100"], &long);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(out.stdout.len() <= 100, "{} bytes passed", out.stdout.len());
+    assert_eq!(events(&out)[0]["event"], "mitogen_bootstrap_too_long");
+    let out = run(&["filter", "--mitogen"], b"MITO000\nMITO001\n");
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.stdout, b"MITO000\nMITO001\n");
+    assert_eq!(events(&out)[0]["event"], "mitogen_bootstrap_truncated");
+}
+
+/// An audit event has no `opcode` or `global` field when the refusal has none (here a frame
+/// cut short), rather than empty strings.
+#[test]
+fn audit_events_leave_out_fields_they_do_not_have() {
+    let mut cut = frame(0x4d4a, 1000, 0, GOOD);
+    cut.truncate(cut.len() - 3);
+    let out = run(&["filter", "--mitogen"], &cut);
+    assert_eq!(out.status.code(), Some(1));
+    let ev = events(&out);
+    assert_eq!(ev[0]["kind"], "truncated", "{ev:?}");
+    assert!(ev[0].get("opcode").is_none() && ev[0].get("global").is_none());
+}
+
+/// A `PICKLEWARDEN_LOG` that is not a level or directive is refused (exit 2) instead of
+/// switching the audit events off.
+#[test]
+fn a_mistyped_log_level_is_refused_not_silent() {
+    for bad in ["infoo", "bogus%%"] {
+        let out = Command::new(env!("CARGO_BIN_EXE_picklewarden"))
+            .args(["filter", "--mitogen"])
+            .env("PICKLEWARDEN_LOG", bad)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{bad}");
+        assert!(String::from_utf8_lossy(&out.stderr).contains("PICKLEWARDEN_LOG"));
+    }
+}
+
+/// `guard` kills a child that overruns `--max-bootstrap-bytes` and exits 1, instead of
+/// waiting for it and passing on its status.
+#[test]
+fn guard_kills_a_child_whose_handshake_is_too_long() {
+    let start = std::time::Instant::now();
+    let out = run(
+        &[
+            "guard",
+            "--max-bootstrap-bytes",
+            "100",
+            "--",
+            "python3",
+            "-c",
+            "import sys, time; sys.stdout.write('MITO000\\n' + 'x' * 5000); sys.stdout.flush(); time.sleep(30)",
+        ],
+        b"",
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(start.elapsed() < std::time::Duration::from_secs(20));
+    assert!(out.stdout.len() <= 100);
+    assert_eq!(events(&out)[0]["event"], "mitogen_bootstrap_too_long");
 }

@@ -87,7 +87,7 @@ fn guard_cuts_off_a_child_sending_os_system() {
     assert_eq!(r["marker_exists"], false);
     let events = r["audit_events"].as_array().unwrap();
     assert_eq!(events.len(), 1, "{r}");
-    let f = &events[0]["fields"];
+    let f = &events[0];
     assert_eq!(f["event"], "mitogen_frame_refused");
     assert_eq!(f["global"], "os.system");
     assert_eq!(f["kind"], "global_not_allowed");

@@ -15,10 +15,12 @@ use std::process::{Child, Command, ExitCode, Stdio};
 use std::thread;
 
 use clap::Args;
-use picklewarden::mitogen::bootstrap::{Handshake, Step, DEFAULT_MAX_BOOTSTRAP_BYTES};
+use picklewarden::mitogen::bootstrap::DEFAULT_MAX_BOOTSTRAP_BYTES;
 use picklewarden::mitogen::FrameReader;
 
-use super::mitogen::{init_audit_log, relay_frames, Checker, FrameOpts};
+use super::mitogen::{
+    init_audit_log, pass_handshake, relay_frames, Checker, FrameOpts, HandshakeEnd,
+};
 use super::Fatal;
 
 /// Options of `guard`.
@@ -75,53 +77,6 @@ fn pump_down(mut child_in: impl Write, mut tap: Option<File>) {
     }
 }
 
-/// Passes the handshake; returns its length and the framed bytes that followed it in the same
-/// read, or `None` if the child ended (or overran the bound) first.
-fn pass_handshake(
-    child_out: &mut impl Read,
-    out: &mut impl Write,
-    tap: &mut Option<File>,
-    max: usize,
-) -> io::Result<Option<(u64, Vec<u8>)>> {
-    let mut hs = Handshake::default();
-    let mut buf = vec![0u8; 1 << 16];
-    let mut total = 0u64;
-    loop {
-        let n = match child_out.read(&mut buf) {
-            Ok(0) => return Ok(None),
-            Ok(n) => n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
-        };
-        let piece = buf.get(..n).unwrap_or_default();
-        if let Some(t) = tap.as_mut() {
-            t.write_all(piece)?;
-        }
-        match hs.feed(piece, max) {
-            Step::Pending => {
-                out.write_all(piece)?;
-                out.flush()?;
-                total += piece.len() as u64;
-            }
-            Step::Done(k) => {
-                let (text, rest) = piece.split_at(k.min(piece.len()));
-                out.write_all(text)?;
-                out.flush()?;
-                return Ok(Some((total + text.len() as u64, rest.to_vec())));
-            }
-            Step::TooLong => {
-                tracing::warn!(
-                    target: "picklewarden::audit",
-                    event = "mitogen_bootstrap_too_long",
-                    max,
-                    "child wrote more than the bound before MITO002"
-                );
-                return Ok(None);
-            }
-        }
-    }
-}
-
 fn stop(child: &mut Child) {
     let _ = child.kill();
     let _ = child.wait();
@@ -154,17 +109,24 @@ pub(crate) fn run(opts: &Opts) -> Result<ExitCode, Fatal> {
     thread::spawn(move || pump_down(child_in, down_tap));
 
     let mut out = io::stdout().lock();
-    let (handshake_len, rest) = match pass_handshake(
+    let passed = pass_handshake(
         &mut child_out,
         &mut out,
-        &mut up_tap,
+        up_tap.as_mut().map(|f| f as &mut dyn Write),
         opts.max_bootstrap_bytes,
-    ) {
-        Ok(Some(found)) => found,
-        Ok(None) | Err(_) => {
+        &[],
+    );
+    let (handshake_len, rest) = match passed {
+        Ok(HandshakeEnd::Done(len, rest)) => (len, rest),
+        Ok(HandshakeEnd::Ended) | Err(_) => {
             // The child ended or failed during bootstrap: pass on its exit status.
             let status = child.wait().ok().and_then(|s| s.code()).unwrap_or(1);
             return Ok(ExitCode::from(u8::try_from(status).unwrap_or(1)));
+        }
+        Ok(HandshakeEnd::TooLong) => {
+            // Cut off (the audit event is written): the child goes, as on a refused frame.
+            stop(&mut child);
+            return Ok(ExitCode::from(1));
         }
     };
     // Offsets in audit events are absolute in the child's stdout (handshake included).

@@ -93,14 +93,13 @@ impl Checker {
         e: &FrameError,
         action: OnReject,
     ) {
+        // Absent (not empty) when the refusal has no global or opcode (a cut-off frame, an
+        // oversized header).
         let global = match e.payload_error().map(|p| p.kind()) {
-            Some(ErrorKind::GlobalNotAllowed { module, name }) => format!("{module}.{name}"),
-            _ => String::new(),
+            Some(ErrorKind::GlobalNotAllowed { module, name }) => Some(format!("{module}.{name}")),
+            _ => None,
         };
-        let opcode = e
-            .payload_error()
-            .and_then(|p| p.opcode_name())
-            .unwrap_or("");
+        let opcode = e.payload_error().and_then(|p| p.opcode_name());
         let h = header.copied();
         tracing::warn!(
             target: "picklewarden::audit",
@@ -120,21 +119,24 @@ impl Checker {
             category = e.category().name(),
             offset = e.offset(),
             opcode,
-            global = %global,
+            global = global.as_deref(),
             reason = %e,
             "refused a Mitogen frame"
         );
     }
 }
 
-/// Sets up the audit log: JSON lines on stderr (or appended to `--audit-log FILE`), level from
-/// `PICKLEWARDEN_LOG` (default `warn`).
+/// Sets up the audit log: JSON lines on stderr (or appended to `--audit-log FILE`), one object
+/// per event with its fields at the top level (as `serve` writes them), level from
+/// `PICKLEWARDEN_LOG` (default `warn`; a value that is not a level or directive is refused,
+/// see [`super::log_filter`]).
 pub(crate) fn init_audit_log(opts: &FrameOpts) -> Result<(), Fatal> {
-    let filter = tracing_subscriber::EnvFilter::try_from_env("PICKLEWARDEN_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let filter = super::log_filter("warn")?;
     let builder = tracing_subscriber::fmt()
         .json()
+        .flatten_event(true)
         .with_current_span(false)
+        .with_span_list(false)
         .with_env_filter(filter);
     match &opts.audit_log {
         None => {
@@ -231,7 +233,74 @@ fn frame_line(frame: &Frame, policy: &Policy, limits: Limits) -> (String, bool) 
 }
 
 /// The first line a Mitogen child writes on its stdout (`mitogen/parent.py`'s first stage).
-const HANDSHAKE_START: &[u8] = b"MITO000\n";
+pub(crate) const HANDSHAKE_START: &[u8] = b"MITO000\n";
+
+/// How passing a child's bootstrap handshake ended ([`pass_handshake`]).
+pub(crate) enum HandshakeEnd {
+    /// `MITO002\n` was passed on: the handshake's length and the framed bytes that came after
+    /// it in the same read.
+    Done(u64, Vec<u8>),
+    /// The input ended first (what came of the handshake was passed on).
+    Ended,
+    /// More than the bound came before `MITO002\n`; the audit event is written and nothing
+    /// past the bound was passed on.
+    TooLong,
+}
+
+/// Passes a Mitogen child's bootstrap handshake (the lines up to and including `MITO002\n`)
+/// from `input` to `out` unchanged, at most `max` bytes of it: `head` (bytes already read
+/// from `input`) first, then reads. Every byte read is also written to `tap`, as received.
+pub(crate) fn pass_handshake(
+    input: &mut dyn Read,
+    out: &mut dyn Write,
+    mut tap: Option<&mut dyn Write>,
+    max: usize,
+    head: &[u8],
+) -> io::Result<HandshakeEnd> {
+    let mut hs = Handshake::default();
+    let mut buf = vec![0u8; 1 << 16];
+    let mut total = 0u64;
+    let mut first = Some(head).filter(|h| !h.is_empty());
+    loop {
+        let piece = match first.take() {
+            Some(h) => h,
+            None => match input.read(&mut buf) {
+                Ok(0) => return Ok(HandshakeEnd::Ended),
+                Ok(n) => {
+                    let piece = buf.get(..n).unwrap_or_default();
+                    if let Some(t) = tap.as_deref_mut() {
+                        t.write_all(piece)?;
+                    }
+                    piece
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            },
+        };
+        match hs.feed(piece, max) {
+            Step::Pending => {
+                out.write_all(piece)?;
+                out.flush()?;
+                total += piece.len() as u64;
+            }
+            Step::Done(k) => {
+                let (text, rest) = piece.split_at(k.min(piece.len()));
+                out.write_all(text)?;
+                out.flush()?;
+                return Ok(HandshakeEnd::Done(total + text.len() as u64, rest.to_vec()));
+            }
+            Step::TooLong => {
+                tracing::warn!(
+                    target: "picklewarden::audit",
+                    event = "mitogen_bootstrap_too_long",
+                    max,
+                    "more than the bound before MITO002"
+                );
+                return Ok(HandshakeEnd::TooLong);
+            }
+        }
+    }
+}
 
 /// `decode --mitogen`: one JSON line per frame of the input. A payload refusal is written in
 /// place of the values and decoding goes on with the next frame; a framing error (bad enc,

@@ -295,6 +295,59 @@ fn exit_of(result: Result<bool, Fatal>) -> ExitCode {
     }
 }
 
+/// The level names `PICKLEWARDEN_LOG` accepts, as `tracing`'s `LevelFilter` spells them.
+const LOG_LEVELS: [&str; 6] = ["off", "error", "warn", "info", "debug", "trace"];
+
+/// The event filter from `PICKLEWARDEN_LOG`, or `default` (a level) when it is unset or empty.
+///
+/// The value is a level (`LOG_LEVELS`, any case) or a comma-separated list of `LEVEL` and
+/// `TARGET=LEVEL` directives (`picklewarden::audit=info`). Anything else is refused (exit 2)
+/// instead of being read as `tracing_subscriber`'s `EnvFilter` would read it: a bare word
+/// such as `infoo` is a valid `EnvFilter` directive that enables one target nobody logs to,
+/// which would silently switch off every audit event.
+pub(crate) fn log_filter(default: &str) -> Result<tracing_subscriber::EnvFilter, Fatal> {
+    match std::env::var("PICKLEWARDEN_LOG") {
+        Ok(v) if !v.trim().is_empty() => parse_log_filter(&v),
+        Ok(_) | Err(std::env::VarError::NotPresent) => parse_log_filter(default),
+        Err(std::env::VarError::NotUnicode(_)) => {
+            Err(Fatal("PICKLEWARDEN_LOG is not valid UTF-8".into()))
+        }
+    }
+}
+
+/// [`log_filter`]'s check and parse of one value.
+fn parse_log_filter(value: &str) -> Result<tracing_subscriber::EnvFilter, Fatal> {
+    let is_level = |l: &str| LOG_LEVELS.iter().any(|n| n.eq_ignore_ascii_case(l.trim()));
+    let bad = || {
+        Fatal(format!(
+            "PICKLEWARDEN_LOG={value:?}: expected a level ({}) or TARGET=LEVEL directives, \
+             comma-separated",
+            LOG_LEVELS.join(", ")
+        ))
+    };
+    for directive in value.split(',') {
+        let ok = match directive.split_once('=') {
+            None => is_level(directive),
+            Some((target, level)) => {
+                !target.trim().is_empty()
+                    && target
+                        .trim()
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':')
+                    && is_level(level)
+            }
+        };
+        if !ok {
+            return Err(bad());
+        }
+    }
+    // Spaces around a directive would make `EnvFilter` read a level as a target name.
+    let directives: Vec<&str> = value.split(',').map(str::trim).collect();
+    tracing_subscriber::EnvFilter::builder()
+        .parse(directives.join(","))
+        .map_err(|_| bad())
+}
+
 #[cfg(test)]
 mod tests {
     use clap::CommandFactory;
@@ -302,5 +355,19 @@ mod tests {
     #[test]
     fn cli_definition_is_valid() {
         super::Cli::command().debug_assert();
+    }
+
+    /// `PICKLEWARDEN_LOG` values: levels and directives load, typos and junk are refused.
+    #[test]
+    fn log_filter_refuses_what_is_not_a_level_or_directive() {
+        let parse = |v: &str| super::parse_log_filter(v).map(|f| f.to_string());
+        assert_eq!(parse("info").ok().as_deref(), Some("info"));
+        assert_eq!(parse("DEBUG").ok().as_deref(), Some("debug"));
+        assert_eq!(parse(" warn ").ok().as_deref(), Some("warn"));
+        assert!(parse("warn,picklewarden::audit=info").is_ok());
+        for bad in ["infoo", "bogus%%", "warn,", "=info", "picklewarden=loud", "a b=info"] {
+            let e = parse(bad).err().map(|e| e.0).unwrap_or_default();
+            assert!(e.contains("PICKLEWARDEN_LOG"), "{bad:?}: {e:?}");
+        }
     }
 }

@@ -539,10 +539,10 @@ impl tokio::io::AsyncWrite for Io {
 
 /// The audit log and the server's own events: JSON lines (one object per event, fields at the
 /// top level) on stderr or appended to `--audit-log`; level from `PICKLEWARDEN_LOG` (default
-/// `info`, so every verdict is logged).
+/// `info`, so every verdict is logged; a value that is not a level or directive is refused,
+/// see [`crate::cli::log_filter`]).
 fn init_log(opts: &ServeOpts) -> Result<(), Fatal> {
-    let filter = tracing_subscriber::EnvFilter::try_from_env("PICKLEWARDEN_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let filter = crate::cli::log_filter("info")?;
     let builder = tracing_subscriber::fmt()
         .json()
         .flatten_event(true)
