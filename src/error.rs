@@ -76,6 +76,11 @@ pub enum ErrorKind {
     /// is not.
     #[error("text is not valid UTF-8")]
     InvalidUtf8,
+    /// A Python 2 `str` (STRING, BINSTRING, SHORT_BINSTRING) with a byte above 0x7F, under a
+    /// policy that reads such strings as ASCII text (`python2_str_encoding = "ascii"`, what
+    /// CPython's `pickle.loads` does by default: it raises `UnicodeDecodeError`).
+    #[error("Python 2 str is not valid ASCII")]
+    InvalidAscii,
     /// An opcode found a value of the wrong type (APPEND onto a non-list, STACK_GLOBAL with a
     /// non-str name, REDUCE of a value that is not a global, arguments that are not a tuple...).
     #[error("type mismatch: {0}")]
@@ -151,8 +156,11 @@ pub enum ErrorKind {
     /// EXT1, EXT2 or EXT4 with a code the policy does not map.
     #[error("extension code {0} is not mapped by policy")]
     ExtensionCodeRejected(u32),
-    /// NEXT_BUFFER or READONLY_BUFFER while the caller supplied no out-of-band buffer for it.
-    #[error("out-of-band buffer requested but none supplied")]
+    /// NEXT_BUFFER when every out-of-band buffer the caller supplied is used (or none was
+    /// supplied), or READONLY_BUFFER when none was supplied. CPython raises
+    /// `UnpicklingError("not enough out-of-band buffers")` for the first and "pickle stream
+    /// refers to out-of-band data but no *buffers* argument was given" without buffers.
+    #[error("out-of-band buffer requested but none is left (each NEXT_BUFFER takes the next one supplied)")]
     BuffersNotSupplied,
 
     // ---- Io ----
@@ -175,6 +183,7 @@ impl ErrorKind {
             | InvalidString
             | InvalidEscape
             | InvalidUtf8
+            | InvalidAscii
             | TypeMismatch(_)
             | OddItemCount
             | UnhashableKey
@@ -209,6 +218,7 @@ impl ErrorKind {
             InvalidString => "invalid_string",
             InvalidEscape => "invalid_escape",
             InvalidUtf8 => "invalid_utf8",
+            InvalidAscii => "invalid_ascii",
             TypeMismatch(_) => "type_mismatch",
             OddItemCount => "odd_item_count",
             UnhashableKey => "unhashable_key",

@@ -910,7 +910,7 @@ impl<'a, 'p> Machine<'a, 'p> {
         let bad = || self.err(ErrorKind::InvalidUtf8);
         let ascii = raw.is_ascii();
         match (enc, raw) {
-            (TextEncoding::Ascii, _) if !ascii => Err(bad()),
+            (TextEncoding::Ascii, _) if !ascii => Err(self.err(ErrorKind::InvalidAscii)),
             (TextEncoding::Latin1, raw) if !ascii => Ok(PyStr::Utf8(Cow::Owned(
                 raw.iter().map(|&b| char::from(b)).collect(),
             ))),
@@ -1045,8 +1045,29 @@ impl<'a, 'p> Machine<'a, 'p> {
         self.err(ErrorKind::ConstructorRejected(why.to_owned()))
     }
 
-    /// Applies the constructor the policy names for `callable`.
+    /// Applies the constructor the policy names for `callable`. A `constructor_rejected`
+    /// refusal names the global (`collections.OrderedDict: ...`).
     fn call(
+        &mut self,
+        callable: NodeId,
+        args: NodeId,
+        kwargs: Option<NodeId>,
+        kind: CallKind,
+        inst: bool,
+    ) -> Result<NodeId> {
+        self.apply(callable, args, kwargs, kind, inst).map_err(|e| {
+            match (e.kind(), self.get(callable)) {
+                (ErrorKind::ConstructorRejected(why), Ok(Value::Global(g))) => {
+                    let why = format!("{}.{}: {why}", g.module, g.name);
+                    self.err(ErrorKind::ConstructorRejected(why))
+                }
+                _ => e,
+            }
+        })
+    }
+
+    /// [`Machine::call`] without the global's name in its refusals.
+    fn apply(
         &mut self,
         callable: NodeId,
         args: NodeId,

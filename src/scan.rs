@@ -413,13 +413,15 @@ impl<'a> Scan<'a, '_> {
         match self.policy.python2_str {
             Python2Str::Bytes => Ok(Sym::Bytes),
             Python2Str::Str(enc) => {
-                let ok = match enc {
-                    TextEncoding::Ascii => raw.is_ascii(),
-                    TextEncoding::Latin1 => true,
-                    TextEncoding::Utf8 => std::str::from_utf8(raw).is_ok(),
+                let bad = match enc {
+                    TextEncoding::Ascii if !raw.is_ascii() => Some(ErrorKind::InvalidAscii),
+                    TextEncoding::Utf8 if std::str::from_utf8(raw).is_err() => {
+                        Some(ErrorKind::InvalidUtf8)
+                    }
+                    _ => None,
                 };
-                if !ok {
-                    return Err(self.err(ErrorKind::InvalidUtf8));
+                if let Some(kind) = bad {
+                    return Err(self.err(kind));
                 }
                 Ok(Sym::text(start, raw.len(), kind))
             }

@@ -71,6 +71,8 @@ fn decode_writes_one_line_per_frame() {
     assert_eq!(lines[0]["header"]["enc"], 0x4d4a);
     assert_eq!(lines[0]["values"][0]["items"][0]["hex"], "6162");
     assert_eq!(lines[1]["refused"]["kind"], "global_not_allowed");
+    assert_eq!(lines[1]["refused"]["global"], "os.system");
+    assert_eq!(lines[1]["refused"]["opcode"], "GLOBAL");
     assert_eq!(
         lines[1]["refused"]["offset"],
         GOOD.len() as u64 + 26 * 2 + 2
@@ -89,6 +91,7 @@ fn decode_reports_framing_errors() {
     let text = String::from_utf8(out.stdout).unwrap();
     let last: serde_json::Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
     assert_eq!(last["refused"]["kind"], "bad_enc");
+    assert!(last["refused"].get("opcode").is_none());
     let cut = &frame(0x4d4a, 1000, 0, GOOD)[..40];
     let out = run(&["decode", "--mitogen", "-"], cut);
     assert!(String::from_utf8(out.stdout)
@@ -217,7 +220,10 @@ fn filter_passes_a_bootstrap_handshake_on_and_then_checks_frames() {
 fn filter_cuts_off_a_handshake_that_is_too_long_or_never_ends() {
     let mut long = b"MITO000\n".to_vec();
     long.resize(5000, b'x');
-    let out = run(&["filter", "--mitogen", "--max-bootstrap-bytes", "100"], &long);
+    let out = run(
+        &["filter", "--mitogen", "--max-bootstrap-bytes", "100"],
+        &long,
+    );
     assert_eq!(out.status.code(), Some(1));
     assert!(out.stdout.len() <= 100, "{} bytes passed", out.stdout.len());
     assert_eq!(events(&out)[0]["event"], "mitogen_bootstrap_too_long");

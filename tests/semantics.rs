@@ -386,7 +386,7 @@ print(d.hex())
         "name = \"a\"\npython2_str = \"str\"\npython2_str_encoding = \"ascii\"\n",
     )
     .unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(refusal(&data, &ascii_policy).kind().name(), "invalid_utf8");
+    assert_eq!(refusal(&data, &ascii_policy).kind().name(), "invalid_ascii");
 }
 
 /// Runs of int opcodes (BININT1, BININT2, BININT, LONG1), read by the build's and the scan's
@@ -559,4 +559,29 @@ fn refusal_with(data: &[u8], policy: &Policy, limits: picklewarden::Limits) -> p
         Ok(doc) => panic!("decoded to {}", to_typed_json(&doc)),
         Err(e) => e,
     }
+}
+
+/// A `constructor_rejected` refusal names the global and counts arguments from 1, at the
+/// REDUCE's offset. (The pickle is the shape CPython's protocol 2 writes for an object whose
+/// `__reduce__` returns `(Point, (1, 2000))`, without its BINPUTs.)
+#[test]
+fn constructor_refusals_name_the_global_and_the_argument() {
+    let policy = Policy::from_toml_str(
+        "name = \"p\"\n[[global]]\nmodule = \"myapp.models\"\nname = \"Point\"\n\
+         constructor = \"record\"\nforms = [\"reduce\"]\n\
+         args = [{ type = \"int\", min = 0, max = 1000 }, { type = \"int\", min = 0, max = 1000 }]\n",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    // c myapp.models\nPoint\n K\x01 M\xd0\x07 \x86 R .
+    let data = b"\x80\x02cmyapp.models\nPoint\nK\x01M\xd0\x07\x86R.";
+    let e = refusal(data, &policy);
+    assert_eq!(e.kind().name(), "constructor_rejected");
+    assert_eq!(e.offset(), data.len() as u64 - 2);
+    let msg = e.to_string();
+    assert!(
+        msg.contains("myapp.models.Point: argument 2 of 2: "),
+        "{msg}"
+    );
+    // The first argument in range, the second out: nothing about argument 1.
+    assert!(!msg.contains("argument 1"), "{msg}");
 }

@@ -28,7 +28,7 @@ pub(crate) struct Opts {
     #[arg(long, conflicts_with_all = ["format", "stream", "buffers"])]
     pub(crate) mitogen: bool,
     /// With --mitogen: the largest message payload accepted, in bytes.
-    #[arg(long, default_value_t = picklewarden::mitogen::DEFAULT_MAX_MESSAGE_BYTES, value_name = "BYTES", requires = "mitogen")]
+    #[arg(long, default_value_t = picklewarden::mitogen::DEFAULT_MAX_MESSAGE_BYTES, value_name = "BYTES", value_parser = super::parse_size, requires = "mitogen")]
     max_message_bytes: u64,
     #[command(flatten)]
     pub(crate) common: Common,

@@ -11,8 +11,7 @@ use picklewarden::mitogen::bootstrap::DEFAULT_MAX_BOOTSTRAP_BYTES;
 use picklewarden::mitogen::FrameReader;
 
 use super::mitogen::{
-    init_audit_log, pass_handshake, relay_frames, Checker, FrameOpts, HandshakeEnd,
-    HANDSHAKE_START,
+    init_audit_log, pass_handshake, relay_frames, Checker, FrameOpts, HandshakeEnd, HANDSHAKE_START,
 };
 use super::Fatal;
 
@@ -26,7 +25,7 @@ pub(crate) struct Opts {
     frames: FrameOpts,
     /// Most bytes of a bootstrap handshake (a stream that starts with `MITO000\n`) before
     /// `MITO002\n`; past it the stream is cut off (exit 1).
-    #[arg(long, default_value_t = DEFAULT_MAX_BOOTSTRAP_BYTES, value_name = "BYTES")]
+    #[arg(long, default_value_t = DEFAULT_MAX_BOOTSTRAP_BYTES, value_name = "BYTES", value_parser = super::parse_size_usize)]
     max_bootstrap_bytes: usize,
 }
 

@@ -33,7 +33,7 @@ pub(crate) struct Opts {
     #[arg(long, value_name = "DIR")]
     capture: Option<PathBuf>,
     /// Most bytes the child may write before `MITO002\n`.
-    #[arg(long, default_value_t = DEFAULT_MAX_BOOTSTRAP_BYTES, value_name = "BYTES")]
+    #[arg(long, default_value_t = DEFAULT_MAX_BOOTSTRAP_BYTES, value_name = "BYTES", value_parser = super::parse_size_usize)]
     max_bootstrap_bytes: usize,
     /// The child command and its arguments.
     #[arg(required = true, last = true, value_name = "COMMAND ARGS")]

@@ -32,8 +32,9 @@ pub(crate) struct FrameOpts {
     /// Override one limit of the policy (repeatable), e.g. `max_nesting_depth=100`.
     #[arg(long = "limit", value_name = "NAME=VALUE")]
     pub(crate) limits: Vec<String>,
-    /// Largest message payload accepted, in bytes (Mitogen's `max_message_size`).
-    #[arg(long, default_value_t = picklewarden::mitogen::DEFAULT_MAX_MESSAGE_BYTES, value_name = "BYTES")]
+    /// Largest message payload accepted, in bytes (Mitogen's `max_message_size`; K, M, G
+    /// suffixes as for `--limit`).
+    #[arg(long, default_value_t = picklewarden::mitogen::DEFAULT_MAX_MESSAGE_BYTES, value_name = "BYTES", value_parser = super::parse_size)]
     pub(crate) max_message_bytes: u64,
     /// What to do with a refused frame.
     #[arg(long, value_enum, default_value = "fail")]
@@ -167,14 +168,25 @@ fn header_json(h: &Header) -> String {
     )
 }
 
+/// The `refused` object of a frame line: kind, category, absolute offset, reason, and the
+/// opcode and global when the refusal has them (as the filter's audit event and the
+/// service's verdict carry them).
 fn refused_json(e: &FrameError) -> String {
-    serde_json::json!({
+    let mut v = serde_json::json!({
         "kind": e.kind_name(),
         "category": e.category().name(),
         "offset": e.offset(),
         "reason": e.to_string(),
-    })
-    .to_string()
+    });
+    if let Some(p) = e.payload_error() {
+        if let Some(op) = p.opcode_name() {
+            v["opcode"] = op.into();
+        }
+        if let ErrorKind::GlobalNotAllowed { module, name } = p.kind() {
+            v["global"] = format!("{module}.{name}").into();
+        }
+    }
+    v.to_string()
 }
 
 /// The line of a refused bootstrap handshake (`decode --mitogen`), in the form of a framing

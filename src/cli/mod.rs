@@ -124,7 +124,7 @@ enum Command {
 #[derive(Args, Debug)]
 pub(crate) struct Common {
     /// Policy: a built-in name (data, strict, mitogen, mitogen-plus) or a TOML policy file
-    /// [default: data; mitogen with --mitogen].
+    /// [default: data; mitogen for `decode --mitogen`].
     #[arg(long, value_name = "NAME|FILE")]
     policy: Option<String>,
     /// Override one limit, e.g. `max_nesting_depth=100` or `max_input_bytes=64M`
@@ -147,6 +147,17 @@ pub(crate) struct Common {
 
 /// A usage or I/O failure (exit 2).
 pub(crate) struct Fatal(pub(crate) String);
+
+/// A byte-count option: digits, `_` allowed, with an optional K, M or G (binary: 1K = 1024),
+/// as `--limit` reads sizes ([`picklewarden::limits::parse_size`]).
+pub(crate) fn parse_size(s: &str) -> Result<u64, String> {
+    picklewarden::limits::parse_size(s).ok_or_else(|| format!("bad size {s:?}"))
+}
+
+/// [`parse_size`] for an option held as `usize`.
+pub(crate) fn parse_size_usize(s: &str) -> Result<usize, String> {
+    usize::try_from(parse_size(s)?).map_err(|_| format!("size {s:?} is too large"))
+}
 
 impl Common {
     fn policy(&self) -> Result<Policy, Fatal> {
@@ -365,7 +376,14 @@ mod tests {
         assert_eq!(parse("DEBUG").ok().as_deref(), Some("debug"));
         assert_eq!(parse(" warn ").ok().as_deref(), Some("warn"));
         assert!(parse("warn,picklewarden::audit=info").is_ok());
-        for bad in ["infoo", "bogus%%", "warn,", "=info", "picklewarden=loud", "a b=info"] {
+        for bad in [
+            "infoo",
+            "bogus%%",
+            "warn,",
+            "=info",
+            "picklewarden=loud",
+            "a b=info",
+        ] {
             let e = parse(bad).err().map(|e| e.0).unwrap_or_default();
             assert!(e.contains("PICKLEWARDEN_LOG"), "{bad:?}: {e:?}");
         }

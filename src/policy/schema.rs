@@ -87,7 +87,7 @@ impl ArgsSchema {
         for (i, (spec, &id)) in self.args.iter().zip(args).enumerate() {
             let v = crate::value::lookup(nodes, id).ok_or("dangling argument")?;
             spec.check(nodes, v)
-                .map_err(|why| format!("argument {i}: {why}"))?;
+                .map_err(|why| format!("argument {} of {}: {why}", i + 1, args.len()))?;
         }
         Ok(())
     }

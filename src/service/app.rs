@@ -323,7 +323,8 @@ async fn run(
             "busy",
             &name,
             format!(
-                "{} requests are being decoded or waiting ({} slots, queue of {}); try again later",
+                "all {} places are taken by requests being decoded or waiting ({} slots, queue \
+                 of {}); try again later",
                 st.cfg.concurrency + st.cfg.queue,
                 st.cfg.concurrency,
                 st.cfg.queue

@@ -38,7 +38,7 @@ use tokio::sync::{watch, Semaphore};
 
 use self::app::{AppState, Config, Peer};
 use self::listen::Bound;
-use crate::cli::Fatal;
+use crate::cli::{parse_size, Fatal};
 
 /// Options of `serve`.
 #[derive(Args, Debug)]
@@ -130,10 +130,6 @@ pub(crate) struct SandboxCheckOpts {
     /// Open-files limit to apply.
     #[arg(long, value_name = "N", default_value_t = 320)]
     max_open_files: u64,
-}
-
-fn parse_size(s: &str) -> Result<u64, String> {
-    picklewarden::limits::parse_size(s).ok_or_else(|| format!("bad size {s:?}"))
 }
 
 fn parse_mode(s: &str) -> Result<u32, String> {
