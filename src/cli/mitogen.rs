@@ -172,21 +172,20 @@ fn header_json(h: &Header) -> String {
 /// opcode and global when the refusal has them (as the filter's audit event and the
 /// service's verdict carry them).
 fn refused_json(e: &FrameError) -> String {
-    let mut v = serde_json::json!({
-        "kind": e.kind_name(),
-        "category": e.category().name(),
-        "offset": e.offset(),
-        "reason": e.to_string(),
-    });
+    let mut v = serde_json::Map::new();
+    v.insert("kind".into(), e.kind_name().into());
+    v.insert("category".into(), e.category().name().into());
+    v.insert("offset".into(), e.offset().into());
+    v.insert("reason".into(), e.to_string().into());
     if let Some(p) = e.payload_error() {
         if let Some(op) = p.opcode_name() {
-            v["opcode"] = op.into();
+            v.insert("opcode".into(), op.into());
         }
         if let ErrorKind::GlobalNotAllowed { module, name } = p.kind() {
-            v["global"] = format!("{module}.{name}").into();
+            v.insert("global".into(), format!("{module}.{name}").into());
         }
     }
-    v.to_string()
+    serde_json::Value::Object(v).to_string()
 }
 
 /// The line of a refused bootstrap handshake (`decode --mitogen`), in the form of a framing
