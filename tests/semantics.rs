@@ -585,3 +585,42 @@ fn constructor_refusals_name_the_global_and_the_argument() {
     // The first argument in range, the second out: nothing about argument 1.
     assert!(!msg.contains("argument 1"), "{msg}");
 }
+
+/// `[[extension]]` entries are checked when a policy loads: a code outside 1..=0x7fffffff (as
+/// CPython's copyreg.add_extension), a code mapped twice, or a global no `[[global]]` allows
+/// is a load error. A mapping made through the Rust API to a global the policy does not allow
+/// still decodes to a `global_not_allowed` refusal.
+#[test]
+fn extension_entries_are_checked_when_the_policy_loads() {
+    let point =
+        "name = \"p\"\n[[global]]\nmodule = \"m\"\nname = \"Point\"\nconstructor = \"record\"\n";
+    let ext = |code: &str, module: &str| {
+        format!("\n[[extension]]\ncode = {code}\nmodule = \"{module}\"\nname = \"Point\"\n")
+    };
+    assert!(Policy::from_toml_str(&format!("{point}{}", ext("240", "m"))).is_ok());
+    for (bad, why) in [
+        (ext("0", "m"), "codes run from 1"),
+        (ext("2147483648", "m"), "codes run from 1"),
+        (
+            ext("240", "other"),
+            "other.Point is not allowed by any [[global]]",
+        ),
+        (
+            format!("{}{}", ext("240", "m"), ext("240", "m")),
+            "mapped twice",
+        ),
+    ] {
+        match Policy::from_toml_str(&format!("{point}{bad}")) {
+            Ok(_) => panic!("loaded {bad:?}"),
+            Err(e) => assert!(e.to_string().contains(why), "{bad:?}: {e}"),
+        }
+    }
+    let mut policy = Policy::from_toml_str(point).unwrap_or_else(|e| panic!("{e}"));
+    policy
+        .extensions
+        .insert(1, ("os".to_string(), "system".to_string()));
+    // pickle.dumps at protocol 2 with copyreg.add_extension('os', 'system', 1): EXT1 1, then
+    // arguments and REDUCE (hand-shortened to the EXT1).
+    let e = refusal(b"\x80\x02\x82\x01.", &policy);
+    assert_eq!(e.kind().name(), "global_not_allowed");
+}

@@ -180,6 +180,22 @@ pub(super) fn parse(text: &str) -> Result<Policy, PolicyError> {
         });
     }
     for e in file.extensions {
+        // As CPython's copyreg.add_extension: codes 1 to 0x7fffffff, each mapped once. And the
+        // global must be one this policy allows, or the code could never decode: a mistake
+        // better reported here than as a refusal of every pickle that uses it.
+        let at = format!("[[extension]] code {}", e.code);
+        if e.code == 0 || e.code > 0x7fff_ffff {
+            return Err(err(format!("{at}: codes run from 1 to 2147483647")));
+        }
+        if policy.find(&e.module, &e.name).is_none() {
+            return Err(err(format!(
+                "{at}: {}.{} is not allowed by any [[global]] of this policy",
+                e.module, e.name
+            )));
+        }
+        if policy.extensions.contains_key(&e.code) {
+            return Err(err(format!("{at} is mapped twice")));
+        }
         policy.extensions.insert(e.code, (e.module, e.name));
     }
     Ok(policy)
