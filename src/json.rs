@@ -153,6 +153,51 @@ impl SetOrders {
     }
 }
 
+/// The sets and frozensets that `roots` reach, each after every set reachable from it (a
+/// depth-first walk from the roots in order, children in document order; on a cycle, a set
+/// met again while it is still being walked is not waited for). Iterative: one frame per
+/// level, the children of all open frames in one stack.
+fn sets_in_post_order(nodes: &[Value<'_>], roots: &[NodeId]) -> Vec<NodeId> {
+    let mut seen = vec![false; nodes.len()];
+    let mut kids: Vec<NodeId> = Vec::new();
+    // (node, next child's index in `kids`, end of its children in `kids`)
+    let mut frames: Vec<(NodeId, usize, usize)> = Vec::new();
+    let mut post = Vec::new();
+    let mut open =
+        |id: NodeId, kids: &mut Vec<NodeId>, frames: &mut Vec<(NodeId, usize, usize)>| {
+            match seen.get_mut(id.index()) {
+                Some(s) if !*s => *s = true,
+                _ => return,
+            }
+            let start = kids.len();
+            if let Some(v) = lookup(nodes, id) {
+                v.for_each_child(|c| kids.push(c));
+            }
+            frames.push((id, start, kids.len()));
+        };
+    for &r in roots {
+        open(r, &mut kids, &mut frames);
+        while let Some(top) = frames.last_mut() {
+            let (id, next, end) = *top;
+            if next < end {
+                top.1 += 1;
+                if let Some(&c) = kids.get(next) {
+                    open(c, &mut kids, &mut frames);
+                }
+                continue;
+            }
+            frames.pop();
+            // The children of the frame below end where this frame's began.
+            let start = frames.last().map_or(0, |f| f.2);
+            kids.truncate(start);
+            if matches!(lookup(nodes, id), Some(Value::Set(_) | Value::FrozenSet(_))) {
+                post.push(id);
+            }
+        }
+    }
+    post
+}
+
 struct Writer<'d, 'a> {
     /// The arena written from.
     nodes: &'d [Value<'a>],
@@ -192,7 +237,7 @@ impl<'d, 'a> Writer<'d, 'a> {
             }
             work.push(r);
         }
-        let mut sets = Vec::new();
+        let mut any_set = false;
         while let Some(id) = work.pop() {
             match seen.get_mut(id.index()) {
                 Some(s) if !*s => *s = true,
@@ -201,9 +246,7 @@ impl<'d, 'a> Writer<'d, 'a> {
             let Some(v) = lookup(nodes, id) else {
                 continue;
             };
-            if matches!(v, Value::Set(_) | Value::FrozenSet(_)) {
-                sets.push(id);
-            }
+            any_set |= matches!(v, Value::Set(_) | Value::FrozenSet(_));
             v.for_each_child(|c| {
                 if let Some(n) = refs.get_mut(c.index()) {
                     *n = n.saturating_add(1);
@@ -225,10 +268,13 @@ impl<'d, 'a> Writer<'d, 'a> {
             max_bytes: usize::MAX,
             overflowed: false,
         };
-        // Arena order: the items of a frozenset were created before it, so their own orders
-        // are known when its items are written as sort keys.
-        sets.sort_unstable();
-        w.sort_sets(&sets);
+        if any_set {
+            // A set's sort keys hold the orders of the sets inside its items, so those are
+            // computed first: post-order. (Arena order is not enough: EMPTY_SET and ADDITEMS
+            // make a set before its items, and a record's state comes after it.)
+            let sets = sets_in_post_order(nodes, roots);
+            w.sort_sets(&sets);
+        }
         w
     }
 
