@@ -35,6 +35,17 @@ enum Num {
     C(f64, f64),
 }
 
+impl Num {
+    /// Whether a float part is NaN (a float or complex that equals nothing but itself).
+    fn has_nan(&self) -> bool {
+        match *self {
+            Num::F(x) => x.is_nan(),
+            Num::C(re, im) => re.is_nan() || im.is_nan(),
+            Num::I(_) | Num::Big(_) => false,
+        }
+    }
+}
+
 fn float_num(x: f64) -> Num {
     if x.is_finite() && x.fract() == 0.0 {
         // 2**63, exactly representable.
@@ -109,7 +120,19 @@ const CACHED_TEXT_BYTES: usize = 64;
 /// tuples that are set items, a frozenset inside the next one) costs a lookup, not its size.
 /// Without it, `frozenset(frozenset(...))` nested n deep hashed the chain below at each level
 /// (n**2), and 200,000 set items `(i, s)` sharing a 1 MiB `s` hashed 200 GB.
-pub(crate) type HashCache = RefCell<HashMap<NodeId, u64>>;
+///
+/// It also keeps the pairs of distinct tuples or frozensets found equal (by node ids, the
+/// smaller first), for the same reason: immutable values stay equal, and a set that meets a
+/// 10,000-item tuple equal to one it holds, 10,000 times through the memo, compared the two
+/// item by item each time (10**8 comparisons in 120 KB of pickle; A43).
+pub(crate) type HashCache = RefCell<KeyCache>;
+
+/// What a [`HashCache`] holds.
+#[derive(Debug, Default)]
+pub(crate) struct KeyCache {
+    hashes: HashMap<NodeId, u64>,
+    equal: HashSet<(NodeId, NodeId)>,
+}
 
 /// Hashing and equality over one arena with one key.
 pub(crate) struct KeyOps<'n, 'a, S> {
@@ -125,15 +148,31 @@ impl<S: BuildHasher> KeyOps<'_, '_, S> {
     }
 
     fn cached(&self, id: NodeId) -> Option<u64> {
-        self.cache?.try_borrow().ok()?.get(&id).copied()
+        self.cache?.try_borrow().ok()?.hashes.get(&id).copied()
     }
 
     fn remember(&self, id: NodeId, h: u64) {
         // Not reentrant, so the borrow cannot fail; if it did, the hash is only not kept.
         if let Some(Ok(mut c)) = self.cache.map(RefCell::try_borrow_mut) {
             // Grown fallibly: short of memory, the hash is only not kept.
-            if c.try_reserve(1).is_ok() {
-                c.insert(id, h);
+            if c.hashes.try_reserve(1).is_ok() {
+                c.hashes.insert(id, h);
+            }
+        }
+    }
+
+    /// Whether the tuples or frozensets `a` and `b` were found equal before.
+    fn known_equal(&self, a: NodeId, b: NodeId) -> bool {
+        let Some(Ok(c)) = self.cache.map(RefCell::try_borrow) else {
+            return false;
+        };
+        c.equal.contains(&(a.min(b), a.max(b)))
+    }
+
+    fn remember_equal(&self, a: NodeId, b: NodeId) {
+        if let Some(Ok(mut c)) = self.cache.map(RefCell::try_borrow_mut) {
+            if c.equal.try_reserve(1).is_ok() {
+                c.equal.insert((a.min(b), a.max(b)));
             }
         }
     }
@@ -252,7 +291,16 @@ impl<S: BuildHasher> KeyOps<'_, '_, S> {
         let v = self.node(id).ok_or(Unhashable)?;
         let mut h = self.state.build_hasher();
         if let Some(n) = num_of(v) {
-            hash_num(&n, &mut h);
+            if n.has_nan() {
+                // A NaN is equal only to itself (the identity test before `==`), so it hashes
+                // by identity, as CPython 3.10+ does (`_Py_HashDouble(inst, v)`, bpo-43475):
+                // hashed by value, every NaN with the same bits collided with every other and
+                // a set of n NaNs cost n**2 comparisons.
+                h.write_u8(9);
+                h.write_u32(id.0);
+            } else {
+                hash_num(&n, &mut h);
+            }
             return Ok(Some(h.finish()));
         }
         match v {
@@ -308,6 +356,21 @@ impl<S: BuildHasher> KeyOps<'_, '_, S> {
         match (self.node(a), self.node(b)) {
             (Some(Value::Str(p)), Some(Value::Str(q))) => p.as_bytes() == q.as_bytes(),
             (Some(Value::Int(x)), Some(Value::Int(y))) => x == y,
+            // IEEE equality is Python's for two floats: -0.0 == 0.0, NaN != NaN.
+            (Some(Value::Float(x)), Some(Value::Float(y))) => x == y,
+            (
+                Some(Value::Tuple(_) | Value::FrozenSet(_)),
+                Some(Value::Tuple(_) | Value::FrozenSet(_)),
+            ) => {
+                if self.known_equal(a, b) {
+                    return true;
+                }
+                let same = self.eq_walk(a, b);
+                if same {
+                    self.remember_equal(a, b);
+                }
+                same
+            }
             _ => self.eq_walk(a, b),
         }
     }
@@ -453,14 +516,25 @@ mod tests {
             }
         }
         let kept = cache.borrow();
-        assert!(kept.contains_key(&NodeId(0)));
-        assert!(!kept.contains_key(&NodeId(1)), "short texts are not kept");
-        assert!((2..nodes.len() as u32).all(|i| kept.contains_key(&NodeId(i))));
+        assert!(kept.hashes.contains_key(&NodeId(0)));
+        assert!(
+            !kept.hashes.contains_key(&NodeId(1)),
+            "short texts are not kept"
+        );
+        assert!((2..nodes.len() as u32).all(|i| kept.hashes.contains_key(&NodeId(i))));
         // Equal tuples hash alike through the cache too.
         assert_eq!(
             cached.hash(NodeId(2)).unwrap(),
             cached.hash(NodeId(4)).unwrap()
         );
-        assert!(cached.eq(NodeId(2), NodeId(4)));
+        drop(kept);
+        // Equal tuples are remembered as equal (by ids, smaller first), unequal ones are not.
+        assert!(cached.eq(NodeId(4), NodeId(2)));
+        assert!(!cached.eq(NodeId(2), NodeId(3)));
+        let kept = cache.borrow();
+        assert!(kept.equal.contains(&(NodeId(2), NodeId(4))));
+        assert!(!kept.equal.contains(&(NodeId(2), NodeId(3))));
+        drop(kept);
+        assert!(cached.eq(NodeId(2), NodeId(4)) && plain.eq(NodeId(2), NodeId(4)));
     }
 }
