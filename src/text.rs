@@ -277,6 +277,12 @@ pub fn parse_float(text: &[u8]) -> Result<f64, ()> {
 /// Python's `repr()` of a float (`float_repr` with the `'r'` format: shortest round-trip
 /// digits; positional notation when the decimal exponent is in -4 < exp <= 16, else
 /// `d.ddde+XX`; `inf`, `-inf`, `nan`).
+///
+/// The digits are Ryu's (the `ryu` crate): the shortest that read back as `x`, the closest to
+/// `x` among those, and of two equally close the even one, which is what CPython's
+/// `Python/dtoa.c` (mode 0) gives. `core::fmt`'s shortest `{:e}` breaks that tie upwards:
+/// 992309244667425.25 is exactly a double, CPython writes `992309244667425.2`, `{:e}` gave
+/// `9.923092446674253e14`.
 pub fn float_repr(x: f64) -> String {
     if x.is_nan() {
         return "nan".into();
@@ -291,11 +297,8 @@ pub fn float_repr(x: f64) -> String {
             "0.0".into()
         };
     }
-    let e = format!("{:e}", x.abs());
-    let (mant, exp) = e.split_once('e').unwrap_or((&e, "0"));
-    let exp: i32 = exp.parse().unwrap_or(0);
-    let digits: String = mant.chars().filter(char::is_ascii_digit).collect();
-    let decpt = exp + 1;
+    let (digits, decpt) = shortest_digits(x.abs());
+    let exp = decpt - 1;
     let mut out = String::new();
     if x < 0.0 {
         out.push('-');
@@ -330,6 +333,23 @@ pub fn float_repr(x: f64) -> String {
     out
 }
 
+/// The shortest round-trip decimal digits of a finite, positive `x` (no leading or trailing
+/// zeros) and the position of the decimal point: `x` = 0.`digits` x 10^`decpt`. Ryu writes
+/// `1.5e-7`, `123.25` or `1e16`; the digits and the point's position are read off that text.
+fn shortest_digits(x: f64) -> (String, i32) {
+    let mut buf = ryu::Buffer::new();
+    let text = buf.format_finite(x);
+    let (mant, exp) = text.split_once(['e', 'E']).unwrap_or((text, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    let (int, frac) = mant.split_once('.').unwrap_or((mant, ""));
+    let all = format!("{int}{frac}");
+    let lead = all.len() - all.trim_start_matches('0').len();
+    let digits = all.trim_matches('0');
+    let digits = if digits.is_empty() { "0" } else { digits };
+    let decpt = i32::try_from(int.len()).unwrap_or(0) + exp - i32::try_from(lead).unwrap_or(0);
+    (digits.to_string(), decpt)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -350,8 +370,15 @@ mod tests {
             (f64::NAN, "nan"),
             (f64::NEG_INFINITY, "-inf"),
             (-2.5e-7, "-2.5e-07"),
+            // Exact ties between two shortest candidates go to the even digit, as in CPython.
+            (992309244667425.25, "992309244667425.2"),
+            (f64::from_bits(0xc2b4_c879_5c0a_2950), "-22851262089769.312"),
+            (0.3, "0.3"),
+            (2.0f64.powi(-1074), "5e-324"),
+            (100.0, "100.0"),
+            (1.0e22, "1e+22"),
         ] {
-            assert_eq!(float_repr(x), want);
+            assert_eq!(float_repr(x), want, "{x:e}");
         }
     }
 
