@@ -371,7 +371,8 @@ mod tests {
             (f64::NEG_INFINITY, "-inf"),
             (-2.5e-7, "-2.5e-07"),
             // Exact ties between two shortest candidates go to the even digit, as in CPython.
-            (992309244667425.25, "992309244667425.2"),
+            // 992309244667425.25, exactly a double.
+            (f64::from_bits(0x430c_3400_0049_310a), "992309244667425.2"),
             (f64::from_bits(0xc2b4_c879_5c0a_2950), "-22851262089769.312"),
             (0.3, "0.3"),
             (2.0f64.powi(-1074), "5e-324"),
