@@ -139,10 +139,10 @@ impl Printer {
                 Value::Float(x) => out.push_str(&float_repr(*x)),
                 Value::Complex(re, im) => complex_repr(out, *re, *im),
                 Value::Str(s) => str_repr(out, s),
-                Value::Bytes(b) => bytes_repr(out, b),
+                Value::Bytes(b) => bytes_repr(out, b, false),
                 Value::ByteArray(b) => {
                     out.push_str("bytearray(");
-                    bytes_repr(out, b);
+                    bytes_repr(out, b, true);
                     out.push(')');
                 }
                 Value::Global(g) => {
@@ -321,7 +321,11 @@ fn code_points(b: &[u8]) -> Vec<u32> {
     out
 }
 
-fn bytes_repr(out: &mut String, b: &[u8]) {
+/// `b'...'` as CPython writes bytes (Objects/bytesobject.c: the quote not in the text, `'`
+/// when both or neither are, and only the chosen quote escaped) or, for a bytearray, as
+/// Objects/bytearrayobject.c writes it inside `bytearray(...)`: the same quote, but `'`
+/// escaped whichever quote is used (`bytearray(b"\'")`).
+fn bytes_repr(out: &mut String, b: &[u8], bytearray: bool) {
     let q = quote_for(b.contains(&b'\''), b.contains(&b'"'));
     out.push('b');
     out.push(q);
@@ -331,9 +335,9 @@ fn bytes_repr(out: &mut String, b: &[u8]) {
             b'\n' => out.push_str("\\n"),
             b'\r' => out.push_str("\\r"),
             b'\t' => out.push_str("\\t"),
-            _ if char::from(c) == q => {
+            _ if char::from(c) == q || (bytearray && c == b'\'') => {
                 out.push('\\');
-                out.push(q);
+                out.push(char::from(c));
             }
             0x20..=0x7E => out.push(char::from(c)),
             _ => {
@@ -391,6 +395,39 @@ mod tests {
             repr_of(b"\x80\x04\x95\x08\x00\x00\x00\x00\x00\x00\x00\x8c\x04\xf4\x8f\xbf\xbf\x94."),
             "'\\U0010ffff'\n"
         );
+    }
+
+    /// bytes and bytearray reprs against CPython's, quotes and escapes: a bytearray escapes
+    /// `'` even inside double quotes, bytes only the quote it uses.
+    #[test]
+    fn bytes_and_bytearray_quote_as_cpython_does() {
+        const CODE: &str = r#"
+import pickle
+for b in [b"'", b'"', b"'\"", b"a'b", b'\\', b'\x00\x7f\x80\xff', b'\t\n\r', b'']:
+    for v in (b, bytearray(b)):
+        print(pickle.dumps(v, 5).hex(), repr(v))
+"#;
+        let out = std::process::Command::new("python3")
+            .args(["-c", CODE])
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run python3 (CI has it, the tests need it): {e}"));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let text = String::from_utf8(out.stdout).unwrap();
+        let mut n = 0;
+        for line in text.lines() {
+            let (hex, want) = line.split_once(' ').unwrap();
+            let bytes: Vec<u8> = (0..hex.len())
+                .step_by(2)
+                .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
+                .collect();
+            assert_eq!(repr_of(&bytes), format!("{want}\n"), "{hex}");
+            n += 1;
+        }
+        assert_eq!(n, 16);
     }
 
     /// `printable`'s doc comment names the crate's Unicode version: keep them in step.
