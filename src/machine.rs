@@ -1483,12 +1483,19 @@ impl<'a, 'p> Machine<'a, 'p> {
             }
             O::Int => {
                 let line = self.r.read_line()?;
+                // As _pickle.c's load_int: a two-character line whose value is 0 or 1 is a
+                // bool, so "00" and "01" (how protocol 0 writes False and True) and also "+0",
+                // "-0" and "+1" (Lib/pickle.py takes only "00" and "01"; `pickle.loads` is the
+                // C unpickler).
                 let v = match line {
                     b"00" => Value::Bool(false),
                     b"01" => Value::Bool(true),
                     _ => {
                         let p = self.parse_int_text(line)?;
-                        self.int_value(p)
+                        match self.int_value(p) {
+                            Value::Int(i @ (0 | 1)) if line.len() == 2 => Value::Bool(i == 1),
+                            v => v,
+                        }
                     }
                 };
                 self.push_new(v, 0)?;

@@ -740,3 +740,25 @@ fn float_repr_is_cpythons_on_many_doubles() {
         &differ[..differ.len().min(5)]
     );
 }
+
+/// INT lines that `_pickle.c` reads as bools: any two-character line whose value is 0 or 1
+/// ("00", "01", "+0", "-0", "+1"), not only the "00" and "01" protocol 0 writes (which is
+/// Lib/pickle.py's rule). The expected values are CPython's `pickle.loads` (the C unpickler;
+/// these texts read the same in base 0 and base 10).
+#[test]
+fn int_lines_of_two_characters_valued_0_or_1_are_bools() {
+    let texts = [
+        "00", "01", "+0", "-0", "+1", "-1", "0", "1", "+01", "10", "001",
+    ];
+    let want = python(
+        &format!(
+            "import pickle\nfor t in {texts:?}:\n    print(repr(pickle.loads(b'I' + t.encode() + b'\\n.')))"
+        ),
+        &[],
+    );
+    for (t, want) in texts.iter().zip(want.lines()) {
+        let data = format!("I{t}\n.");
+        let doc = decode(data.as_bytes(), &Policy::data());
+        assert_eq!(picklewarden::repr::to_repr(&doc).trim_end(), want, "I{t}");
+    }
+}
