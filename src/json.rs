@@ -6,6 +6,7 @@
 //! output is linear in the size of the arena and cycles are representable. Set and frozenset
 //! items are sorted by the compact JSON text of each item written on its own.
 
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::fmt::Write as _;
 
@@ -116,6 +117,36 @@ fn sort_key_bytes(items: usize) -> usize {
     (SORT_KEYS_BUDGET / items.max(1)).clamp(SORT_KEY_MIN_BYTES, SORT_KEY_BYTES)
 }
 
+/// The tie-break of a set item whose cut sort key tied with another's: `Some((length, FNV-1a
+/// 64 hash))` of the content of a text (its `surrogatepass` UTF-8) or bytes value, `None` for
+/// anything else (a container: the tie keeps arena order). FNV-1a (Fowler, Noll, Vo) is fixed,
+/// so the order does not change between runs or builds; it is no defence against chosen
+/// collisions, which only make two items keep arena order. Cached by node.
+fn text_fingerprint(
+    nodes: &[Value<'_>],
+    cache: &RefCell<HashMap<NodeId, (usize, u64)>>,
+    id: NodeId,
+) -> Option<(usize, u64)> {
+    let bytes: &[u8] = match lookup(nodes, id)? {
+        Value::Str(s) => s.as_bytes(),
+        Value::Bytes(b) => b,
+        _ => return None,
+    };
+    if let Some(&f) = cache.try_borrow().ok()?.get(&id) {
+        return Some(f);
+    }
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in bytes {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    let f = (bytes.len(), h);
+    if let Ok(mut c) = cache.try_borrow_mut() {
+        c.insert(id, f);
+    }
+    Some(f)
+}
+
 /// The first `room` bytes of `s`, or a few more to end at a char boundary (all of `s` if it
 /// is shorter): what a sort key needs of a text, since its JSON is at least as long.
 fn text_prefix(s: &str, room: usize) -> &str {
@@ -218,6 +249,9 @@ struct Writer<'d, 'a> {
     sort_key: bool,
     key_start: usize,
     key_bytes: usize,
+    /// The (length, FNV-1a hash) of the texts and bytes values whose cut sort keys tied, by
+    /// node ([`text_fingerprint`]), kept for the whole document.
+    fingerprints: RefCell<HashMap<NodeId, (usize, u64)>>,
     /// Output length after which writing stops (`overflowed` is then set).
     max_bytes: usize,
     /// Writing stopped at `max_bytes`.
@@ -265,6 +299,7 @@ impl<'d, 'a> Writer<'d, 'a> {
             sort_key: false,
             key_start: 0,
             key_bytes: SORT_KEY_BYTES,
+            fingerprints: RefCell::default(),
             max_bytes: usize::MAX,
             overflowed: false,
         };
@@ -307,6 +342,7 @@ impl<'d, 'a> Writer<'d, 'a> {
                     sort_key: true,
                     key_start: start,
                     key_bytes,
+                    fingerprints: RefCell::default(),
                     max_bytes: usize::MAX,
                     overflowed: false,
                 };
@@ -314,10 +350,42 @@ impl<'d, 'a> Writer<'d, 'a> {
                 self.set_orders = sub.set_orders;
                 self.orders = sub.orders;
                 keys = sub.out;
+                // An item that is one text or bytes value is written a little past the key
+                // (to a char boundary): cut it as the writer cuts the others.
+                let limit = start + key_bytes;
+                if keys.len() > limit {
+                    let cut = (start..=limit)
+                        .rev()
+                        .find(|&i| keys.is_char_boundary(i))
+                        .unwrap_or(start);
+                    keys.truncate(cut);
+                }
                 keyed.push((start, keys.len(), item));
             }
             let key = |&(a, b, _): &(usize, usize, NodeId)| keys.get(a..b).unwrap_or_default();
-            keyed.sort_by(|x, y| key(x).cmp(key(y)).then(x.2.cmp(&y.2)));
+            // Keys that tie may be cut: two texts (or bytes values) that agree on their first
+            // `key_bytes` of JSON are ordered by their length, then by a fixed hash of their
+            // content (canonical: the same values give the same order however they were
+            // built; each text is hashed at most once per document). Other ties keep arena
+            // order.
+            let nodes = self.nodes;
+            let fingerprints = &self.fingerprints;
+            keyed.sort_by(|x, y| {
+                key(x)
+                    .cmp(key(y))
+                    .then_with(|| {
+                        if key(x).len() < key_bytes.saturating_sub(8) {
+                            // Not cut (a cut key is within a few bytes of the limit).
+                            return std::cmp::Ordering::Equal;
+                        }
+                        text_fingerprint(nodes, fingerprints, x.2).cmp(&text_fingerprint(
+                            nodes,
+                            fingerprints,
+                            y.2,
+                        ))
+                    })
+                    .then(x.2.cmp(&y.2))
+            });
             let Ok(i) = u32::try_from(self.orders.len()) else {
                 continue;
             };
@@ -453,15 +521,10 @@ impl<'d, 'a> Writer<'d, 'a> {
             self.out.push_str(",\"id\":");
             self.out.push_str(itoa::Buffer::new().format(n));
         }
-        // A sort key needs only the first bytes of a text or a bytes value inside an item:
-        // each byte is at least one byte of JSON (two of hex), and the key is cut at the next
-        // step. An item that is itself a text or bytes value has no next step: its key is the
-        // whole text (bounded by the input, as the items of a set are distinct).
-        let room = if tasks.is_empty() {
-            usize::MAX
-        } else {
-            self.key_room()
-        };
+        // A sort key needs only the first bytes of a text or a bytes value: each byte is at
+        // least one byte of JSON (two of hex), and the key is cut where it ends
+        // ([`Writer::sort_sets`] cuts an item that is itself a text, which has no next step).
+        let room = self.key_room();
         let out = &mut self.out;
         let bytes_prefix = |b: &'d [u8]| b.get(..room.saturating_add(1) / 2 + 1).unwrap_or(b);
         match v {
@@ -742,25 +805,54 @@ mod tests {
         assert_eq!(sorted, added);
         assert_eq!(sort_key_bytes(1 << 30), SORT_KEY_MIN_BYTES);
         assert_eq!(sort_key_bytes(1), SORT_KEY_BYTES);
-        // An item that is one text is compared whole, past 1024 bytes (found by a review
-        // helper: writing only a prefix of it changed the order).
-        let mut p = b"\x80\x04(".to_vec();
-        for t in ["a".repeat(1011) + "b", "a".repeat(1012)] {
-            p.push(b'X');
-            p.extend_from_slice(&(t.len() as u32).to_le_bytes());
-            p.extend_from_slice(t.as_bytes());
-        }
-        p.extend_from_slice(b"\x91.");
-        let doc = crate::decode(&p, &crate::Policy::strict()).unwrap();
-        let root = doc.root().unwrap();
-        let Some(Value::FrozenSet(s)) = doc.get(root) else {
-            panic!("not a frozenset");
+        // Items that are one text and agree on their first 1024 bytes of JSON are ordered by
+        // length, then by the FNV-1a hash of their content, whatever order they were added
+        // in (a review helper found whole-text keys costing sets x text length when many
+        // sets share one long text).
+        let texts_order = |texts: &[String]| -> Vec<String> {
+            let mut p = b"\x80\x04(".to_vec();
+            for t in texts {
+                p.push(b'X');
+                p.extend_from_slice(&(t.len() as u32).to_le_bytes());
+                p.extend_from_slice(t.as_bytes());
+            }
+            p.extend_from_slice(b"\x91.");
+            let doc = crate::decode(&p, &crate::Policy::strict()).unwrap();
+            let root = doc.root().unwrap();
+            SetOrders::of(&doc.nodes, &doc.roots)
+                .items(root)
+                .unwrap()
+                .iter()
+                .map(|&id| match doc.get(id) {
+                    Some(Value::Str(s)) => String::from_utf8_lossy(s.as_bytes()).into_owned(),
+                    other => panic!("{other:?}"),
+                })
+                .collect()
         };
-        let sorted = SetOrders::of(&doc.nodes, &doc.roots)
-            .items(root)
-            .unwrap()
-            .to_vec();
-        assert_eq!(sorted, [s.items[1], s.items[0]]);
+        let long = "a".repeat(1011) + "b" + &"c".repeat(5);
+        let short = "a".repeat(1012);
+        let (x, y) = ("a".repeat(1011) + "x", "a".repeat(1011) + "y");
+        for texts in [
+            vec![long.clone(), short.clone(), x.clone(), y.clone()],
+            vec![y.clone(), x.clone(), short.clone(), long.clone()],
+            vec![x.clone(), long.clone(), y.clone(), short.clone()],
+        ] {
+            let got = texts_order(&texts);
+            // The three of 1012 characters first (by hash, in one fixed order), then `long`.
+            assert_eq!(got.last(), Some(&long));
+            assert_eq!(
+                got,
+                texts_order(&[short.clone(), x.clone(), y.clone(), long.clone()])
+            );
+        }
+        let fnv = |t: &str| {
+            t.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+                (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+            })
+        };
+        let mut by_hash = vec![short.clone(), x.clone(), y.clone()];
+        by_hash.sort_by_key(|t| fnv(t));
+        assert_eq!(&texts_order(&[x, y, short, long])[..3], by_hash.as_slice());
         assert_eq!(text_prefix("ab\u{e9}c", 3), "ab\u{e9}");
         assert_eq!(text_prefix("ab", 3), "ab");
     }
