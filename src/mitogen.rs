@@ -549,18 +549,32 @@ pub fn decode_payload<'a>(
 /// The bootstrap handshake of a Mitogen child (`mitogen/parent.py`): before framing starts,
 /// the child writes lines on its stdout. The first stage writes `MITO000\n` when it is ready
 /// for the compressed core source, `MITO001\n` once it has it; the new interpreter writes
-/// `MITO002\n` (`ExternalContext.main`) right before the first frame. Mitogen's parent reads
-/// these lines with regular expressions and ignores other lines (it logs them).
+/// `MITO002\n` (`ExternalContext.main`) right before the first frame.
+///
+/// Mitogen's parent (`BootstrapProtocol`, a `RegexProtocol` over `DelimitedProtocol` in
+/// mitogen 0.3.54) splits the bytes at `\n` and, for each whole line (without its `\n`),
+/// tries `re.search` for `MITO000`, then `MITO001`, then `MITO002`, and runs the handler of the
+/// first that matches: so a line *containing* `MITO002` and neither of the others (` MITO002`,
+/// `xMITO002y`, `MITO002\r`) ends the handshake, and everything after its `\n` is framed. A
+/// checker must end it at exactly the same byte, or frames the parent reads would pass as
+/// handshake text. Other lines, and a last line without `\n`, are text.
 pub mod bootstrap {
-    /// The last line before framing starts.
+    /// The line Mitogen's child writes last before framing starts (any line holding `MITO002`
+    /// and neither `MITO000` nor `MITO001` ends the handshake; see the module docs).
     pub const EC2_LINE: &[u8] = b"MITO002\n";
-    /// The default bound on the bytes a child may write before `MITO002\n`.
+    /// The default bound on the bytes a child may write before the handshake ends.
     pub const DEFAULT_MAX_BOOTSTRAP_BYTES: usize = 1024 * 1024;
+
+    /// The three markers, in the order Mitogen's parent tries them.
+    const MARKERS: [&[u8; 7]; 3] = [b"MITO000", b"MITO001", b"MITO002"];
 
     /// Tracks the handshake on a child's stdout.
     #[derive(Debug, Default)]
     pub struct Handshake {
-        line: Vec<u8>,
+        /// The last (up to) 7 bytes of the current line.
+        tail: Vec<u8>,
+        /// Which markers the current line holds so far.
+        found: [bool; 3],
         seen: usize,
         done: bool,
     }
@@ -573,12 +587,12 @@ pub mod bootstrap {
         /// The handshake ended; the first `usize` bytes of the piece are handshake text, the
         /// rest is framed.
         Done(usize),
-        /// The child wrote more than the bound before `MITO002\n`.
+        /// The child wrote more than the bound before the handshake ended.
         TooLong,
     }
 
     impl Handshake {
-        /// Whether `MITO002\n` was seen.
+        /// Whether the handshake ended.
         pub fn is_done(&self) -> bool {
             self.done
         }
@@ -593,16 +607,23 @@ pub mod bootstrap {
                 if self.seen > max {
                     return Step::TooLong;
                 }
-                if self.line.len() < EC2_LINE.len() {
-                    self.line.push(b);
-                }
                 if b == b'\n' {
-                    let ended = self.line.as_slice() == EC2_LINE;
-                    self.line.clear();
+                    // The first marker the line holds decides, as Mitogen's PATTERNS order.
+                    let ended = self.found == [false, false, true];
+                    self.tail.clear();
+                    self.found = [false; 3];
                     if ended {
                         self.done = true;
                         return Step::Done(i + 1);
                     }
+                    continue;
+                }
+                if self.tail.len() == 7 {
+                    self.tail.remove(0);
+                }
+                self.tail.push(b);
+                for (found, marker) in self.found.iter_mut().zip(MARKERS) {
+                    *found |= self.tail.as_slice() == marker.as_slice();
                 }
             }
             Step::Pending
@@ -797,10 +818,47 @@ mod tests {
         use bootstrap::{Handshake, Step};
         let mut h = Handshake::default();
         assert_eq!(h.feed(b"MITO000\nMITO0", 100), Step::Pending);
-        assert_eq!(h.feed(b"01\nnoise MITO002\nMITO", 100), Step::Pending);
+        assert_eq!(h.feed(b"01\nnoise\nMITO", 100), Step::Pending);
         assert_eq!(h.feed(b"002\n\x4d\x4a", 100), Step::Done(4));
         assert!(h.is_done());
         let mut h = Handshake::default();
         assert_eq!(h.feed(&[b'x'; 11], 10), Step::TooLong);
+    }
+
+    /// The handshake ends where Mitogen's parent ends it: at the `\n` of the first line that
+    /// holds `MITO002` and neither `MITO000` nor `MITO001` (its patterns are tried in that
+    /// order with `re.search`), fed whole or a byte at a time. (A review helper found the
+    /// old rule, a line exactly `MITO002`, let ` MITO002\n` and then frames pass as text
+    /// while the parent read them as frames.)
+    #[test]
+    fn handshake_ends_on_any_line_mitogen_takes_for_ec2() {
+        use bootstrap::{Handshake, Step};
+        let ends = |input: &[u8]| -> Option<usize> {
+            let mut h = Handshake::default();
+            match h.feed(input, 1 << 20) {
+                Step::Done(k) => {
+                    // Byte by byte gives the same end.
+                    let mut g = Handshake::default();
+                    let at = input
+                        .iter()
+                        .position(|&b| matches!(g.feed(&[b], 1 << 20), Step::Done(_)));
+                    assert_eq!(at.map(|p| p + 1), Some(k), "{input:?}");
+                    Some(k)
+                }
+                _ => None,
+            }
+        };
+        assert_eq!(ends(b"MITO002\nMJ"), Some(8));
+        assert_eq!(ends(b"MITO000\nMITO001\n MITO002\nMJ"), Some(25));
+        assert_eq!(ends(b"xMITO002y\n"), Some(10));
+        assert_eq!(ends(b"MITO002\r\nMJ"), Some(9));
+        assert_eq!(ends(b"noise\nMITMITO002\n"), Some(17));
+        // A line that also holds MITO000 or MITO001 is theirs, not the end.
+        assert_eq!(ends(b"MITO002 MITO000\n"), None);
+        assert_eq!(ends(b"MITO001MITO002\n"), None);
+        assert_eq!(ends(b"MITO001MITO002\nMITO002\n"), Some(23));
+        // Split markers and no newline yet.
+        assert_eq!(ends(b"MITO00\n2\n"), None);
+        assert_eq!(ends(b"MITO002"), None);
     }
 }

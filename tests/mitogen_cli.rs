@@ -284,3 +284,27 @@ fn guard_kills_a_child_whose_handshake_is_too_long() {
     assert!(out.stdout.len() <= 100);
     assert_eq!(events(&out)[0]["event"], "mitogen_bootstrap_too_long");
 }
+
+/// A line that merely holds `MITO002` ends the handshake for Mitogen's parent, so it ends it
+/// for the filter too: the frame after ` MITO002\n` is checked (and here refused), not passed
+/// on as handshake text. (A review helper sent `os.system` through this way.)
+#[test]
+fn filter_checks_frames_after_any_line_mitogen_takes_for_the_end_of_the_handshake() {
+    for end in [
+        &b" MITO002\n"[..],
+        b"xMITO002\n",
+        b"MITO002 \n",
+        b"MITO002\r\n",
+    ] {
+        let mut input = b"MITO000\nMITO001\n".to_vec();
+        input.extend_from_slice(end);
+        let handshake_len = input.len();
+        input.extend(frame(0x4d4a, 1001, 0, EVIL));
+        let out = run(&["filter", "--mitogen"], &input);
+        assert_eq!(out.status.code(), Some(1), "{end:?}");
+        assert_eq!(out.stdout, &input[..handshake_len], "{end:?}");
+        let ev = events(&out);
+        assert_eq!(ev[0]["event"], "mitogen_frame_refused", "{end:?}");
+        assert_eq!(ev[0]["global"], "os.system");
+    }
+}

@@ -99,3 +99,99 @@ fn guard_cuts_off_a_child_sending_os_system() {
     let at = f["offset"].as_u64().unwrap() as usize;
     assert_eq!(&up[at..at + 10], b"cos\nsystem");
 }
+
+/// `bootstrap::Handshake` ends the handshake at the same byte as Mitogen's own parent, on
+/// 3,000 generated inputs mixing the three markers, parts of them, `\r`, spaces and newlines:
+/// Mitogen's side is its `BootstrapProtocol.PATTERNS` applied by `mitogen.core.iter_split`
+/// as `RegexProtocol.on_line_received` applies them (the first pattern that matches a line
+/// decides; `MITO002` switches to framing). If the two disagreed, frames the parent reads
+/// could pass the filter as handshake text.
+#[test]
+fn handshake_ends_where_mitogens_parent_ends_it() {
+    use picklewarden::mitogen::bootstrap::{Handshake, Step};
+    let Some(python) = mitogen_python() else {
+        return;
+    };
+    let tokens: [&[u8]; 11] = [
+        b"MITO000",
+        b"MITO001",
+        b"MITO002",
+        b"MITO00",
+        b"2",
+        b"\n",
+        b"\n",
+        b"\r",
+        b" ",
+        b"x",
+        b"MITO0012",
+    ];
+    let mut x: u32 = 0x1234_5678;
+    let mut next = move || {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        x
+    };
+    let inputs: Vec<Vec<u8>> = (0..3000)
+        .map(|_| {
+            let n = 1 + next() % 24;
+            (0..n)
+                .flat_map(|_| tokens[(next() % tokens.len() as u32) as usize].to_vec())
+                .collect()
+        })
+        .collect();
+    let code = r#"
+import sys, mitogen.core, mitogen.parent
+P = mitogen.parent.BootstrapProtocol.PATTERNS
+EC2 = mitogen.parent.BootstrapProtocol._on_ec2_received
+def on_line(line):
+    for pattern, func in P:
+        if pattern.search(line) is not None:
+            return False if func is EC2 else None
+for h in sys.stdin:
+    buf = bytes.fromhex(h.strip())
+    trailer, cont = mitogen.core.iter_split(buf=buf, delim=b'\n', func=on_line)
+    print(-1 if cont else len(buf) - len(trailer))
+"#;
+    let stdin: String = inputs
+        .iter()
+        .map(|i| i.iter().map(|b| format!("{b:02x}")).collect::<String>() + "\n")
+        .collect();
+    let mut child = Command::new("timeout")
+        .arg("120")
+        .arg(&python)
+        .args(["-c", code])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::Write;
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(stdin.as_bytes())
+            .unwrap();
+    }
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    let theirs: Vec<i64> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| l.parse().unwrap())
+        .collect();
+    assert_eq!(theirs.len(), inputs.len());
+    let mut ended = 0;
+    for (input, &want) in inputs.iter().zip(&theirs) {
+        let mut h = Handshake::default();
+        let got = match h.feed(input, 1 << 20) {
+            Step::Done(k) => k as i64,
+            _ => -1,
+        };
+        assert_eq!(got, want, "{:?}", String::from_utf8_lossy(input));
+        ended += usize::from(want >= 0);
+    }
+    // Both kinds occur often enough to mean something.
+    assert!(ended > 300 && ended < 2700, "{ended} of 3000 ended");
+}
