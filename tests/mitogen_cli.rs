@@ -262,6 +262,36 @@ fn a_mistyped_log_level_is_refused_not_silent() {
     }
 }
 
+/// A directive list whose target is mistyped (or names another crate) keeps the audit events
+/// at their default level; `picklewarden::audit=off` turns them off on purpose.
+#[test]
+fn a_mistyped_log_target_keeps_the_audit_events() {
+    let evil = frame(0x4d4a, 1001, 0, EVIL);
+    for (value, logged) in [
+        ("picklewardn::audit=info", true),
+        ("hyper=debug", true),
+        ("picklewarden::audit=off", false),
+    ] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_picklewarden"))
+            .args(["filter", "--mitogen"])
+            .env("PICKLEWARDEN_LOG", value)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child.stdin.take().unwrap().write_all(&evil).unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(1), "{value}");
+        let text = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(
+            text.contains("mitogen_frame_refused"),
+            logged,
+            "{value}: {text}"
+        );
+    }
+}
+
 /// `guard` kills a child that overruns `--max-bootstrap-bytes` and exits 1, instead of
 /// waiting for it and passing on its status.
 #[test]

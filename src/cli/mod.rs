@@ -309,51 +309,63 @@ fn exit_of(result: Result<bool, Fatal>) -> ExitCode {
 /// The level names `PICKLEWARDEN_LOG` accepts, as `tracing`'s `LevelFilter` spells them.
 const LOG_LEVELS: [&str; 6] = ["off", "error", "warn", "info", "debug", "trace"];
 
+/// The target of audit events (verdicts, refused frames, handshake refusals).
+const AUDIT_TARGET: &str = "picklewarden::audit";
+
 /// The event filter from `PICKLEWARDEN_LOG`, or `default` (a level) when it is unset or empty.
 ///
 /// The value is a level (`LOG_LEVELS`, any case) or a comma-separated list of `LEVEL` and
-/// `TARGET=LEVEL` directives (`picklewarden::audit=info`). Anything else is refused (exit 2)
-/// instead of being read as `tracing_subscriber`'s `EnvFilter` would read it: a bare word
-/// such as `infoo` is a valid `EnvFilter` directive that enables one target nobody logs to,
-/// which would silently switch off every audit event.
+/// `TARGET=LEVEL` directives (`picklewarden::audit=info`), a target being Rust path segments
+/// joined by `::`. Anything else is refused (exit 2) instead of being read as
+/// `tracing_subscriber`'s `EnvFilter` would read it: a bare word such as `infoo` is a valid
+/// `EnvFilter` directive that enables one target nobody logs to, which would silently switch
+/// off every audit event. For the same reason audit events cannot be lost to a mistyped
+/// target (`picklewardn::audit=info`): unless a bare level or a directive for
+/// `picklewarden::audit` (or `picklewarden`) is given, `picklewarden::audit` stays at
+/// `default`. Turning audit events off takes saying so: `off`, or `picklewarden::audit=off`.
 pub(crate) fn log_filter(default: &str) -> Result<tracing_subscriber::EnvFilter, Fatal> {
     match std::env::var("PICKLEWARDEN_LOG") {
-        Ok(v) if !v.trim().is_empty() => parse_log_filter(&v),
-        Ok(_) | Err(std::env::VarError::NotPresent) => parse_log_filter(default),
+        Ok(v) if !v.trim().is_empty() => parse_log_filter(&v, default),
+        Ok(_) | Err(std::env::VarError::NotPresent) => parse_log_filter(default, default),
         Err(std::env::VarError::NotUnicode(_)) => {
             Err(Fatal("PICKLEWARDEN_LOG is not valid UTF-8".into()))
         }
     }
 }
 
-/// [`log_filter`]'s check and parse of one value.
-fn parse_log_filter(value: &str) -> Result<tracing_subscriber::EnvFilter, Fatal> {
+/// [`log_filter`]'s check and parse of one value (`default`: the audit level kept when the
+/// value does not set it).
+fn parse_log_filter(value: &str, default: &str) -> Result<tracing_subscriber::EnvFilter, Fatal> {
     let is_level = |l: &str| LOG_LEVELS.iter().any(|n| n.eq_ignore_ascii_case(l.trim()));
+    let is_target = |t: &str| {
+        t.split("::").all(|seg| {
+            !seg.is_empty() && seg.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        })
+    };
     let bad = || {
         Fatal(format!(
-            "PICKLEWARDEN_LOG={value:?}: expected a level ({}) or TARGET=LEVEL directives, \
-             comma-separated",
+            "PICKLEWARDEN_LOG={value:?}: expected a level ({}) or TARGET=LEVEL directives \
+             (TARGET as a Rust path, e.g. picklewarden::audit), comma-separated",
             LOG_LEVELS.join(", ")
         ))
     };
-    for directive in value.split(',') {
-        let ok = match directive.split_once('=') {
-            None => is_level(directive),
-            Some((target, level)) => {
-                !target.trim().is_empty()
-                    && target
-                        .trim()
-                        .chars()
-                        .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':')
-                    && is_level(level)
+    // Spaces around a directive would make `EnvFilter` read a level as a target name.
+    let mut directives: Vec<&str> = value.split(',').map(str::trim).collect();
+    let mut sets_audit = false;
+    for directive in &directives {
+        match directive.split_once('=') {
+            None if is_level(directive) => sets_audit = true,
+            Some((target, level)) if is_target(target.trim()) && is_level(level) => {
+                let t = target.trim();
+                sets_audit |= t == AUDIT_TARGET || AUDIT_TARGET.starts_with(&format!("{t}::"));
             }
-        };
-        if !ok {
-            return Err(bad());
+            _ => return Err(bad()),
         }
     }
-    // Spaces around a directive would make `EnvFilter` read a level as a target name.
-    let directives: Vec<&str> = value.split(',').map(str::trim).collect();
+    let keep_audit = format!("{AUDIT_TARGET}={default}");
+    if !sets_audit {
+        directives.push(&keep_audit);
+    }
     tracing_subscriber::EnvFilter::builder()
         .parse(directives.join(","))
         .map_err(|_| bad())
@@ -368,13 +380,15 @@ mod tests {
         super::Cli::command().debug_assert();
     }
 
-    /// `PICKLEWARDEN_LOG` values: levels and directives load, typos and junk are refused.
+    /// `PICKLEWARDEN_LOG` values: levels and directives load, typos and junk are refused, and
+    /// a directive list that does not set the audit target keeps it at the default.
     #[test]
     fn log_filter_refuses_what_is_not_a_level_or_directive() {
-        let parse = |v: &str| super::parse_log_filter(v).map(|f| f.to_string());
+        let parse = |v: &str| super::parse_log_filter(v, "warn").map(|f| f.to_string());
         assert_eq!(parse("info").ok().as_deref(), Some("info"));
         assert_eq!(parse("DEBUG").ok().as_deref(), Some("debug"));
         assert_eq!(parse(" warn ").ok().as_deref(), Some("warn"));
+        assert_eq!(parse("off").ok().as_deref(), Some("off"));
         assert!(parse("warn,picklewarden::audit=info").is_ok());
         for bad in [
             "infoo",
@@ -383,9 +397,22 @@ mod tests {
             "=info",
             "picklewarden=loud",
             "a b=info",
+            "picklewarden:audit=warn",
+            "::=warn",
+            "picklewarden::=warn",
         ] {
             let e = parse(bad).err().map(|e| e.0).unwrap_or_default();
             assert!(e.contains("PICKLEWARDEN_LOG"), "{bad:?}: {e:?}");
+        }
+        // A mistyped target does not take the audit events with it.
+        let f = parse("picklewardn::audit=info").unwrap_or_default();
+        assert!(f.contains("picklewarden::audit=warn"), "{f}");
+        let f = parse("hyper=debug").unwrap_or_default();
+        assert!(f.contains("picklewarden::audit=warn"), "{f}");
+        // Naming the audit target, or a prefix of it, is taken as meant.
+        for v in ["picklewarden::audit=off", "picklewarden=error"] {
+            let f = parse(v).unwrap_or_default();
+            assert!(!f.contains("picklewarden::audit=warn"), "{v}: {f}");
         }
     }
 }
