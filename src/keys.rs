@@ -111,6 +111,12 @@ fn hash_num<H: Hasher>(n: &Num, h: &mut H) {
     }
 }
 
+/// Tuples of at most this many items whose items are plain scalars are compared directly.
+const SMALL_TUPLE: usize = 16;
+/// An equality walk that compared at least this many pairs remembers its container pairs
+/// ([`KeyCache`]); a shorter one is cheaper to repeat than to remember.
+const REMEMBER_AFTER_PAIRS: usize = 32;
+
 /// Texts and bytes at least this long have their hash kept in the [`HashCache`] (shorter ones
 /// hash faster than the lookup).
 const CACHED_TEXT_BYTES: usize = 64;
@@ -358,6 +364,13 @@ impl<S: BuildHasher> KeyOps<'_, '_, S> {
             (Some(Value::Int(x)), Some(Value::Int(y))) => x == y,
             // IEEE equality is Python's for two floats: -0.0 == 0.0, NaN != NaN.
             (Some(Value::Float(x)), Some(Value::Float(y))) => x == y,
+            (Some(Value::Tuple(p)), Some(Value::Tuple(q))) if p.len() != q.len() => false,
+            (Some(Value::Tuple(p)), Some(Value::Tuple(q))) if p.len() <= SMALL_TUPLE => {
+                match self.scalar_items_eq(p, q) {
+                    Some(same) => same,
+                    None => self.known_equal(a, b) || self.eq_walk(a, b),
+                }
+            }
             (
                 Some(Value::Tuple(_) | Value::FrozenSet(_)),
                 Some(Value::Tuple(_) | Value::FrozenSet(_)),
@@ -365,14 +378,32 @@ impl<S: BuildHasher> KeyOps<'_, '_, S> {
                 if self.known_equal(a, b) {
                     return true;
                 }
-                let same = self.eq_walk(a, b);
-                if same {
-                    self.remember_equal(a, b);
-                }
-                same
+                // The walk remembers the pair (and the pairs inside it) when they are equal.
+                self.eq_walk(a, b)
             }
             _ => self.eq_walk(a, b),
         }
+    }
+
+    /// Item-by-item equality of two tuples of the same length whose items are all ints, strs
+    /// or floats (or the same node), without the walk's allocations; `None` when an item
+    /// is anything else.
+    fn scalar_items_eq(&self, p: &[NodeId], q: &[NodeId]) -> Option<bool> {
+        for (&x, &y) in p.iter().zip(q) {
+            if x == y {
+                continue;
+            }
+            let same = match (self.node(x)?, self.node(y)?) {
+                (Value::Int(a), Value::Int(b)) => a == b,
+                (Value::Str(a), Value::Str(b)) => a.as_bytes() == b.as_bytes(),
+                (Value::Float(a), Value::Float(b)) => a == b,
+                _ => return None,
+            };
+            if !same {
+                return Some(false);
+            }
+        }
+        Some(true)
     }
 
     /// `eq` for any two hashable values, with an explicit work list.
@@ -381,6 +412,10 @@ impl<S: BuildHasher> KeyOps<'_, '_, S> {
         // A pair is compared once: on shared tuples (DAGs) the walk is linear in the pairs of
         // distinct nodes, not in the unfolded trees.
         let mut compared: HashSet<(NodeId, NodeId)> = HashSet::new();
+        // The pairs of distinct tuples or frozensets met: all equal if the walk ends true, and
+        // then remembered (a pair met inside one comparison is often met again in the next:
+        // a set of 8,000 distinct `(q,)` whose `q` equals the `p` of a `(p,)` it holds).
+        let mut containers: Vec<(NodeId, NodeId)> = Vec::new();
         let mut work = vec![(a, b)];
         while let Some((x, y)) = work.pop() {
             if x == y || !compared.insert((x, y)) {
@@ -389,6 +424,14 @@ impl<S: BuildHasher> KeyOps<'_, '_, S> {
             let (Some(vx), Some(vy)) = (self.node(x), self.node(y)) else {
                 return false;
             };
+            if matches!(vx, Value::Tuple(_) | Value::FrozenSet(_))
+                && matches!(vy, Value::Tuple(_) | Value::FrozenSet(_))
+            {
+                if self.known_equal(x, y) {
+                    continue;
+                }
+                containers.push((x, y));
+            }
             if let (Some(nx), Some(ny)) = (num_of(vx), num_of(vy)) {
                 if !num_eq(&nx, &ny) {
                     return false;
@@ -427,6 +470,12 @@ impl<S: BuildHasher> KeyOps<'_, '_, S> {
             };
             if !same {
                 return false;
+            }
+        }
+        // Only when the walk was long enough for a lookup to be worth its memory.
+        if compared.len() >= REMEMBER_AFTER_PAIRS {
+            for (x, y) in containers {
+                self.remember_equal(x, y);
             }
         }
         true
@@ -528,13 +577,57 @@ mod tests {
             cached.hash(NodeId(4)).unwrap()
         );
         drop(kept);
-        // Equal tuples are remembered as equal (by ids, smaller first), unequal ones are not.
+        // Small tuples of scalars are compared directly, not remembered.
         assert!(cached.eq(NodeId(4), NodeId(2)));
         assert!(!cached.eq(NodeId(2), NodeId(3)));
+        assert!(cache.borrow().equal.is_empty());
+    }
+
+    /// Distinct tuples found equal by a walk of at least `REMEMBER_AFTER_PAIRS` pairs are
+    /// remembered (by ids, smaller first), with the equal tuples inside them; unequal ones
+    /// are not; a remembered pair is equal without a walk.
+    #[test]
+    fn long_equal_tuples_are_remembered() {
+        let n = REMEMBER_AFTER_PAIRS as u32;
+        // 0..2n: ints, twice over; 2n, 2n+1: two equal tuples, one of each run; 2n+2, 2n+3:
+        // (t,) around each; 2n+4: a tuple that differs from t in its last item.
+        let mut nodes: Vec<Value<'_>> = (0..2 * n)
+            .map(|i| Value::Int(1000 + i64::from(i % n)))
+            .collect();
+        let items: Vec<NodeId> = (0..n).map(NodeId).collect();
+        nodes.push(Value::Tuple(items.clone()));
+        nodes.push(Value::Tuple((n..2 * n).map(NodeId).collect()));
+        nodes.push(Value::Tuple(vec![NodeId(2 * n)]));
+        nodes.push(Value::Tuple(vec![NodeId(2 * n + 1)]));
+        let mut other: Vec<NodeId> = (n..2 * n).map(NodeId).collect();
+        other.pop();
+        other.push(NodeId(0));
+        nodes.push(Value::Tuple(other));
+        let state = RandomState::new();
+        let cache = HashCache::default();
+        let ops = KeyOps {
+            nodes: &nodes,
+            state: &state,
+            cache: Some(&cache),
+        };
+        let m = 2 * n;
+        let (t, u, wt, wu, x) = (
+            NodeId(m),
+            NodeId(m + 1),
+            NodeId(m + 2),
+            NodeId(m + 3),
+            NodeId(m + 4),
+        );
+        assert!(ops.eq(wu, wt));
+        assert!(!ops.eq(t, x));
         let kept = cache.borrow();
-        assert!(kept.equal.contains(&(NodeId(2), NodeId(4))));
-        assert!(!kept.equal.contains(&(NodeId(2), NodeId(3))));
+        assert!(kept.equal.contains(&(wt, wu)));
+        assert!(
+            kept.equal.contains(&(t, u)),
+            "the pair inside is remembered too"
+        );
+        assert!(!kept.equal.contains(&(t, x)));
         drop(kept);
-        assert!(cached.eq(NodeId(2), NodeId(4)) && plain.eq(NodeId(2), NodeId(4)));
+        assert!(ops.eq(t, u) && ops.eq(u, t));
     }
 }

@@ -1,7 +1,8 @@
 //! Every attack vector of `audit/ATTACKS.md` gets the outcome its manifest line names
 //! (`audit/vectors/MANIFEST.tsv`: file, expected kind or `ok`, limit, policy, limit overrides,
-//! mode, attack id), and the hash-flooding checks: dicts and sets whose keys all collide under
-//! CPython's hash decode correctly (timings are printed, never asserted; see audit/FUZZING.md).
+//! mode (`single`, `stream`, or `mitogen` for a child's stdout), attack id), and the
+//! hash-flooding checks: dicts and sets whose keys all collide under CPython's hash decode
+//! correctly (timings are printed, never asserted; see audit/FUZZING.md).
 
 // Test code: a failed check is a panic, by design (clippy.toml's allow-*-in-tests covers
 // #[test] fns only, not helpers).
@@ -29,6 +30,8 @@ struct Row {
     policy: String,
     limits: String,
     stream: bool,
+    /// The file is a Mitogen child's stdout: a bootstrap handshake, then frames.
+    mitogen: bool,
     attack: String,
 }
 
@@ -48,10 +51,11 @@ fn manifest() -> Vec<Row> {
             policy: c[3].to_owned(),
             limits: c[4].to_owned(),
             stream: match c[5] {
-                "single" => false,
+                "single" | "mitogen" => false,
                 "stream" => true,
                 other => panic!("line {}: mode {other:?}", i + 1),
             },
+            mitogen: c[5] == "mitogen",
             attack: c[6].to_owned(),
         });
     }
@@ -68,6 +72,42 @@ fn limits_for(policy: &Policy, overrides: &str) -> Limits {
     limits
 }
 
+/// A Mitogen child's stdout, as `filter --mitogen` and `guard` check it: the bootstrap handshake
+/// is passed (`bootstrap::Handshake`, Mitogen's own rule for where it ends), then every frame
+/// whose payload is a pickle is decoded; the outcome is the first refusal's kind, or `ok`.
+fn mitogen_outcome(data: &[u8], policy: &Policy, limits: Limits) -> String {
+    use picklewarden::mitogen::bootstrap::{Handshake, Step};
+    use picklewarden::mitogen::{FrameReader, PayloadKind};
+    let mut h = Handshake::default();
+    let start = match h.feed(data, 1 << 20) {
+        Step::Done(k) => k,
+        _ => return "bootstrap_not_ended".into(),
+    };
+    let mut reader = FrameReader::new().starting_at(start as u64);
+    reader.push(&data[start..]);
+    loop {
+        match reader.next_frame() {
+            Ok(Some(frame)) => {
+                if matches!(
+                    frame.header.payload_kind(),
+                    PayloadKind::Binary | PayloadKind::Raw
+                ) {
+                    continue;
+                }
+                if let Err(e) = frame.decode(policy, limits) {
+                    return e.kind_name().to_owned();
+                }
+            }
+            Ok(None) => break,
+            Err(e) => return e.kind_name().to_owned(),
+        }
+    }
+    match reader.finish() {
+        Ok(()) => "ok".into(),
+        Err(e) => e.kind_name().to_owned(),
+    }
+}
+
 #[test]
 fn every_vector_has_its_expected_outcome() {
     let rows = manifest();
@@ -78,6 +118,16 @@ fn every_vector_has_its_expected_outcome() {
         let policy = Policy::builtin(&row.policy)
             .unwrap_or_else(|| panic!("{}: unknown policy {}", row.file, row.policy));
         let limits = limits_for(&policy, &row.limits);
+        if row.mitogen {
+            let got = mitogen_outcome(&data, &policy, limits);
+            if got != row.expected {
+                failures.push(format!(
+                    "{} ({}, mitogen): expected {}, got {got}",
+                    row.file, row.attack, row.expected
+                ));
+            }
+            continue;
+        }
         let d = Decoder::new(&data, &policy).limits(limits);
         let result = if row.stream {
             d.decode_stream()
@@ -145,7 +195,7 @@ fn every_vector_file_is_listed_and_every_attack_has_a_vector() {
     let listed: BTreeSet<&str> = rows.iter().map(|r| r.file.as_str()).collect();
     for entry in std::fs::read_dir(vectors_dir()).unwrap() {
         let name = entry.unwrap().file_name().to_string_lossy().into_owned();
-        if name.ends_with(".pkl") {
+        if name.ends_with(".pkl") || name.ends_with(".bin") {
             assert!(
                 listed.contains(name.as_str()),
                 "{name} is not in MANIFEST.tsv"
