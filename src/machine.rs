@@ -1483,19 +1483,16 @@ impl<'a, 'p> Machine<'a, 'p> {
             }
             O::Int => {
                 let line = self.r.read_line()?;
-                // As _pickle.c's load_int: a two-character line whose value is 0 or 1 is a
-                // bool, so "00" and "01" (how protocol 0 writes False and True) and also "+0",
-                // "-0" and "+1" (Lib/pickle.py takes only "00" and "01"; `pickle.loads` is the
-                // C unpickler).
+                // Only "00" and "01" (how protocol 0 writes False and True) are bools, as in
+                // Lib/pickle.py and, since gh-135241 (2025), _pickle.c; before it, the C
+                // unpickler also made bools of "+0", "-0" and "+1" (any two characters valued
+                // 0 or 1), as the machine's CPython 3.11 still does.
                 let v = match line {
                     b"00" => Value::Bool(false),
                     b"01" => Value::Bool(true),
                     _ => {
                         let p = self.parse_int_text(line)?;
-                        match self.int_value(p) {
-                            Value::Int(i @ (0 | 1)) if line.len() == 2 => Value::Bool(i == 1),
-                            v => v,
-                        }
+                        self.int_value(p)
                     }
                 };
                 self.push_new(v, 0)?;
