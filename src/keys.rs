@@ -362,6 +362,14 @@ impl<S: BuildHasher> KeyOps<'_, '_, S> {
         match (self.node(a), self.node(b)) {
             (Some(Value::Str(p)), Some(Value::Str(q))) => p.as_bytes() == q.as_bytes(),
             (Some(Value::Int(x)), Some(Value::Int(y))) => x == y,
+            _ => self.eq_other(a, b),
+        }
+    }
+
+    /// [`KeyOps::eq`] past its inlined fast paths (two strs, two ints).
+    #[inline(never)]
+    fn eq_other(&self, a: NodeId, b: NodeId) -> bool {
+        match (self.node(a), self.node(b)) {
             // IEEE equality is Python's for two floats: -0.0 == 0.0, NaN != NaN.
             (Some(Value::Float(x)), Some(Value::Float(y))) => x == y,
             (Some(Value::Tuple(p)), Some(Value::Tuple(q))) if p.len() != q.len() => false,
