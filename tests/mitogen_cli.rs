@@ -146,7 +146,7 @@ fn decode_passes_over_a_bootstrap_handshake() {
 #[test]
 fn filter_fails_closed_on_the_first_refusal() {
     let s = stream();
-    let out = run(&["filter", "--mitogen"], &s);
+    let out = run(&["filter", "--mitogen", "--framed"], &s);
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(out.stdout, frame(0x4d4a, 1000, 0, GOOD));
     let event: serde_json::Value = serde_json::from_str(
@@ -164,7 +164,10 @@ fn filter_fails_closed_on_the_first_refusal() {
 
 #[test]
 fn filter_drop_passes_the_rest_unchanged() {
-    let out = run(&["filter", "--mitogen", "--on-reject", "drop"], &stream());
+    let out = run(
+        &["filter", "--mitogen", "--framed", "--on-reject", "drop"],
+        &stream(),
+    );
     assert_eq!(out.status.code(), Some(0));
     let mut want = frame(0x4d4a, 1000, 0, GOOD);
     want.extend(frame(0x4d49, 102, 0, b"mitogen\x0020\x00hi"));
@@ -210,10 +213,39 @@ fn filter_passes_a_bootstrap_handshake_on_and_then_checks_frames() {
     // Offsets are absolute in the stream, handshake included.
     let first = frame(0x4d4a, 1000, 0, GOOD).len();
     assert_eq!(ev[0]["frame_offset"], (HANDSHAKE.len() + first) as u64);
-    // A stream that does not start with MITO000 is frames from its first byte, as before.
+    // Without --framed a stream is a child's stdout, handshake first, whatever it starts
+    // with (Mitogen's parent needs no MITO000): here it ends inside the handshake.
     let out = run(&["filter", "--mitogen"], b"MITO001\n");
     assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.stdout, b"MITO001\n");
+    assert_eq!(events(&out)[0]["event"], "mitogen_bootstrap_truncated");
+    // With --framed it is frames from its first byte: 8 bytes are a cut header.
+    let out = run(&["filter", "--mitogen", "--framed"], b"MITO001\n");
+    assert_eq!(out.status.code(), Some(1));
     assert!(out.stdout.is_empty());
+}
+
+/// A child that skips MITO000 and hides `\nMITO002\n` and a second frame inside the payload of
+/// a frame the policy accepts: Mitogen's parent, still in its bootstrap protocol, reads that
+/// as lines and then the hidden frame, so the filter must too (a review helper had it relayed
+/// when the filter read a stream not starting with MITO000 as frames).
+#[test]
+fn filter_reads_a_child_stdout_as_mitogens_parent_does_without_mito000() {
+    let hidden = frame(0x4d4a, 1001, 0, EVIL);
+    // pickle.dumps(b':\n' + b'MITO002\n' + hidden, 3): BINBYTES
+    let mut inner = b":\nMITO002\n".to_vec();
+    inner.extend_from_slice(&hidden);
+    let mut p = b"\x80\x03B".to_vec();
+    p.extend_from_slice(&(inner.len() as u32).to_le_bytes());
+    p.extend_from_slice(&inner);
+    p.extend_from_slice(b"q\x00.");
+    let input = frame(0x4d4a, 1001, 0, &p);
+    let out = run(&["filter", "--mitogen"], &input);
+    assert_eq!(out.status.code(), Some(1));
+    let ev = events(&out);
+    assert_eq!(ev[0]["event"], "mitogen_frame_refused", "{ev:?}");
+    assert_eq!(ev[0]["global"], "os.system");
+    assert!(out.stdout.len() < input.len());
 }
 
 #[test]
@@ -239,7 +271,7 @@ fn filter_cuts_off_a_handshake_that_is_too_long_or_never_ends() {
 fn audit_events_leave_out_fields_they_do_not_have() {
     let mut cut = frame(0x4d4a, 1000, 0, GOOD);
     cut.truncate(cut.len() - 3);
-    let out = run(&["filter", "--mitogen"], &cut);
+    let out = run(&["filter", "--mitogen", "--framed"], &cut);
     assert_eq!(out.status.code(), Some(1));
     let ev = events(&out);
     assert_eq!(ev[0]["kind"], "truncated", "{ev:?}");
@@ -273,7 +305,7 @@ fn a_mistyped_log_target_keeps_the_audit_events() {
         ("picklewarden::audit=off", false),
     ] {
         let mut child = Command::new(env!("CARGO_BIN_EXE_picklewarden"))
-            .args(["filter", "--mitogen"])
+            .args(["filter", "--mitogen", "--framed"])
             .env("PICKLEWARDEN_LOG", value)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

@@ -1,17 +1,19 @@
 //! `picklewarden filter --mitogen`: a validating filter on a Mitogen stream. Reads frames from
 //! stdin and writes every accepted frame unchanged to stdout; a refused frame produces an
 //! audit event (JSON on stderr) and ends the stream (exit 1), or with `--on-reject drop` is
-//! dropped. A stream that starts with a child's bootstrap handshake (`MITO000\n`) has it
-//! passed on unchanged first, up to and including `MITO002\n`, as `guard` does.
+//! dropped. The stream is a child's stdout, read as Mitogen's parent reads it: its bootstrap
+//! handshake first, passed on unchanged up to the first line Mitogen takes for its end (see
+//! `picklewarden::mitogen::bootstrap`), then frames, as `guard` does. With `--framed` the
+//! stream is frames from its first byte (a stream whose handshake was passed elsewhere).
 
-use std::io::{self, Read};
+use std::io;
 
 use clap::Args;
 use picklewarden::mitogen::bootstrap::DEFAULT_MAX_BOOTSTRAP_BYTES;
 use picklewarden::mitogen::FrameReader;
 
 use super::mitogen::{
-    init_audit_log, pass_handshake, relay_frames, Checker, FrameOpts, HandshakeEnd, HANDSHAKE_START,
+    init_audit_log, pass_handshake, relay_frames, Checker, FrameOpts, HandshakeEnd,
 };
 use super::Fatal;
 
@@ -27,6 +29,11 @@ pub(crate) struct Opts {
     /// `MITO002\n`; past it the stream is cut off (exit 1).
     #[arg(long, default_value_t = DEFAULT_MAX_BOOTSTRAP_BYTES, value_name = "BYTES", value_parser = super::parse_size_usize)]
     max_bootstrap_bytes: usize,
+    /// The stream is frames from its first byte, its handshake passed elsewhere. Without it
+    /// the stream is a child's stdout, handshake first, as Mitogen's parent reads it (which
+    /// needs no MITO000: the first line holding MITO002 starts the frames).
+    #[arg(long)]
+    framed: bool,
 }
 
 /// Returns whether the stream ended cleanly with no refusal that cut it off.
@@ -37,20 +44,9 @@ pub(crate) fn run(opts: &Opts) -> Result<bool, Fatal> {
     let mut input = io::stdin().lock();
     let mut output = io::stdout().lock();
     let io_error = |e: io::Error| Fatal(format!("I/O error: {e}"));
-    // The first bytes, until they tell a handshake from a frame header.
-    let mut head = Vec::new();
-    let mut buf = vec![0u8; 1 << 16];
-    while head.len() < HANDSHAKE_START.len() && HANDSHAKE_START.starts_with(&head) {
-        match input.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => head.extend_from_slice(buf.get(..n).unwrap_or_default()),
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(io_error(e)),
-        }
-    }
-    if head.starts_with(HANDSHAKE_START) {
+    if !opts.framed {
         let max = opts.max_bootstrap_bytes;
-        match pass_handshake(&mut input, &mut output, None, max, &head) {
+        match pass_handshake(&mut input, &mut output, None, max, &[]) {
             Ok(HandshakeEnd::Done(len, rest)) => {
                 // Offsets in audit events stay absolute in the stream.
                 reader = FrameReader::with_max_message_bytes(opts.frames.max_message_bytes)
@@ -69,8 +65,6 @@ pub(crate) fn run(opts: &Opts) -> Result<bool, Fatal> {
             Err(e) if e.kind() == io::ErrorKind::BrokenPipe => return Ok(true),
             Err(e) => return Err(io_error(e)),
         }
-    } else {
-        reader.push(&head);
     }
     match relay_frames(
         &checker,

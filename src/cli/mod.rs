@@ -349,22 +349,26 @@ fn parse_log_filter(value: &str, default: &str) -> Result<tracing_subscriber::En
             LOG_LEVELS.join(", ")
         ))
     };
-    // Spaces around a directive would make `EnvFilter` read a level as a target name.
-    let mut directives: Vec<&str> = value.split(',').map(str::trim).collect();
+    // Rebuilt without spaces around a directive, its target or its level: `EnvFilter` would
+    // read ` warn` as a target name, and `picklewarden::audit =warn` as a target nobody logs to.
+    let mut directives: Vec<String> = Vec::new();
     let mut sets_audit = false;
-    for directive in &directives {
+    for directive in value.split(',').map(str::trim) {
         match directive.split_once('=') {
-            None if is_level(directive) => sets_audit = true,
+            None if is_level(directive) => {
+                sets_audit = true;
+                directives.push(directive.to_string());
+            }
             Some((target, level)) if is_target(target.trim()) && is_level(level) => {
                 let t = target.trim();
                 sets_audit |= t == AUDIT_TARGET || AUDIT_TARGET.starts_with(&format!("{t}::"));
+                directives.push(format!("{t}={}", level.trim()));
             }
             _ => return Err(bad()),
         }
     }
-    let keep_audit = format!("{AUDIT_TARGET}={default}");
     if !sets_audit {
-        directives.push(&keep_audit);
+        directives.push(format!("{AUDIT_TARGET}={default}"));
     }
     tracing_subscriber::EnvFilter::builder()
         .parse(directives.join(","))
@@ -409,6 +413,15 @@ mod tests {
         assert!(f.contains("picklewarden::audit=warn"), "{f}");
         let f = parse("hyper=debug").unwrap_or_default();
         assert!(f.contains("picklewarden::audit=warn"), "{f}");
+        // Spaces or tabs around `=` are not part of the target.
+        for v in ["picklewarden::audit =info", "picklewarden\t= info"] {
+            let f = parse(v).unwrap_or_default();
+            assert!(
+                f.contains("picklewarden::audit=info") || f.contains("picklewarden=info"),
+                "{v}: {f}"
+            );
+            assert!(!f.contains(' ') && !f.contains('\t'), "{v}: {f}");
+        }
         // Naming the audit target, or a prefix of it, is taken as meant.
         for v in ["picklewarden::audit=off", "picklewarden=error"] {
             let f = parse(v).unwrap_or_default();
