@@ -352,6 +352,20 @@ fn bytes_repr(out: &mut String, b: &[u8], bytearray: bool) {
 mod tests {
     use super::*;
 
+    /// The standard output of `python3 -c code` (the tests need python3; CI has it).
+    fn python(code: &str) -> String {
+        let out = std::process::Command::new("python3")
+            .args(["-c", code])
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run python3 (CI has it, the tests need it): {e}"));
+        assert!(
+            out.status.success(),
+            "python3 failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    }
+
     fn repr_of(pickle: &[u8]) -> String {
         let policy = crate::Policy::data();
         let doc = crate::decode(pickle, &policy).unwrap();
@@ -407,16 +421,7 @@ for b in [b"'", b'"', b"'\"", b"a'b", b'\\', b'\x00\x7f\x80\xff', b'\t\n\r', b''
     for v in (b, bytearray(b)):
         print(pickle.dumps(v, 5).hex(), repr(v))
 "#;
-        let out = std::process::Command::new("python3")
-            .args(["-c", CODE])
-            .output()
-            .unwrap_or_else(|e| panic!("cannot run python3 (CI has it, the tests need it): {e}"));
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let text = String::from_utf8(out.stdout).unwrap();
+        let text = python(CODE);
         let mut n = 0;
         for line in text.lines() {
             let (hex, want) = line.split_once(' ').unwrap();
@@ -470,16 +475,7 @@ for tag, test in (("p", lambda c: not chr(c).isprintable()),
             start = None
 sys.stdout.write("\n".join(out) + "\n")
 "#;
-        let out = std::process::Command::new("python3")
-            .args(["-c", CODE])
-            .output()
-            .unwrap_or_else(|e| panic!("cannot run python3 (CI has it, the tests need it): {e}"));
-        assert!(
-            out.status.success(),
-            "python3 failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let text = String::from_utf8(out.stdout).unwrap();
+        let text = python(CODE);
         let mut lines = text.lines();
         let py_version: Vec<u64> = lines
             .next()

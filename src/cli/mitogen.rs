@@ -244,7 +244,7 @@ fn frame_line(frame: &Frame, policy: &Policy, limits: Limits) -> (String, bool) 
 }
 
 /// The first line a Mitogen child writes on its stdout (`mitogen/parent.py`'s first stage).
-pub(crate) const HANDSHAKE_START: &[u8] = b"MITO000\n";
+const HANDSHAKE_START: &[u8] = b"MITO000\n";
 
 /// How passing a child's bootstrap handshake ended ([`pass_handshake`]).
 pub(crate) enum HandshakeEnd {
