@@ -34,7 +34,7 @@ use crate::scan::{ScanReport, Scanner, HANDED_TEXT_BYTES};
 use crate::text::{self, NumberError, ParsedInt};
 use crate::value::{
     lookup, CallKind, DictItems, Document, Global, NodeId, Object, PyStr, Scratch, SetItems, Value,
-    SHARED_BASE,
+    SHARED_BASE, SHARED_INT_BASE,
 };
 
 /// What stands in the arena slot of a dict or set while items are inserted into it: an
@@ -362,18 +362,62 @@ struct IntRun {
 #[inline]
 fn int_run<'a>(
     input: &'a [u8],
-    mut pos: usize,
+    pos: usize,
     end: usize,
     room: IntRoom,
     nodes: &mut Vec<Value<'a>>,
     stack: &mut Vec<NodeId>,
 ) -> IntRun {
     let end = end.min(input.len());
-    let mut run = IntRun {
+    let run = IntRun {
         pos,
         count: 0,
         charged: 0,
     };
+    // Most runs in mixed data are a few ints long: those never pay for a block's setup.
+    let head = IntRoom {
+        ops: room.ops.min(INT_BLOCK_AFTER),
+        ..room
+    };
+    let run = int_steps(input, end, &head, nodes, stack, run);
+    if run.count < head.ops || head.ops == room.ops {
+        return run;
+    }
+    int_long_run(input, end, &room, nodes, stack, run)
+}
+
+/// The rest of a run longer than [`INT_BLOCK_AFTER`]: blocks, then the careful loop for what
+/// they leave. Out of line, so that the short runs' loop inlined in the build stays small.
+#[inline(never)]
+fn int_long_run<'a>(
+    input: &'a [u8],
+    end: usize,
+    room: &IntRoom,
+    nodes: &mut Vec<Value<'a>>,
+    stack: &mut Vec<NodeId>,
+    run: IntRun,
+) -> IntRun {
+    let run = int_blocks(input, end, room, nodes, stack, run);
+    int_steps(input, end, room, nodes, stack, run)
+}
+
+/// How many opcodes of a run of ints [`int_steps`] reads before [`int_blocks`] takes over.
+const INT_BLOCK_AFTER: u64 = 16;
+
+/// The careful part of [`int_run`]: one opcode at a time, from where `run` stopped, for a
+/// run's first [`INT_BLOCK_AFTER`] opcodes and for what [`int_blocks`] does not read (the
+/// input's last bytes, an arena with no room, and the opcode that stopped it, which this loop
+/// then stops before as well).
+#[inline(always)]
+fn int_steps<'a>(
+    input: &'a [u8],
+    end: usize,
+    room: &IntRoom,
+    nodes: &mut Vec<Value<'a>>,
+    stack: &mut Vec<NodeId>,
+    mut run: IntRun,
+) -> IntRun {
+    let mut pos = run.pos;
     while run.count < room.ops {
         let Some(&b) = input.get(pos) else { break };
         let arg = BININT_ARG.get(usize::from(b)).copied().unwrap_or(0);
@@ -423,6 +467,123 @@ fn int_run<'a>(
         run.pos = pos;
     }
     run
+}
+
+/// How many opcodes [`int_blocks`] reads before it writes their nodes and ids out.
+const INT_BLOCK: usize = 64;
+
+/// The bytes from an opcode's first that [`int_blocks`] reads at once: the opcode, LONG1's
+/// length byte and 8 payload bytes (for BININT1/2/BININT the payload starts a byte earlier).
+const INT_WINDOW: usize = 10;
+
+/// The fast part of [`int_run`], for a run longer than [`INT_BLOCK_AFTER`]: the same opcodes, the same stopping rules and the same
+/// nodes, ids and charges, but each opcode read without a branch that depends on which int
+/// opcode it is or on whether its value is shared. On a list of mixed ints those branches
+/// mispredict on a third or more of the opcodes (which opcode comes next, and whether the
+/// value is in -5..=256, is as random as the data).
+///
+/// Each opcode is read from a window of [`INT_WINDOW`] bytes that ends at or before `end`, so
+/// the run stops short of the last bytes before `end` (the caller's loop reads those). Values
+/// and ids are gathered in blocks of [`INT_BLOCK`]: every value is written to the block's next
+/// free slot, which only a value outside the shared range keeps, and the block's nodes are
+/// appended to the arena, and its ids pushed on the stack, at the block's end. A block never
+/// holds more new nodes than the arena has room for or than arena ids remain, so the arena
+/// does not grow; and a block starts only when the allocation budget covers its most costly
+/// case (every opcode a LONG1 of 8 bytes), so it checks no charge of its own.
+fn int_blocks<'a>(
+    input: &'a [u8],
+    end: usize,
+    room: &IntRoom,
+    nodes: &mut Vec<Value<'a>>,
+    stack: &mut Vec<NodeId>,
+    mut run: IntRun,
+) -> IntRun {
+    let mut pos = run.pos;
+    let mut vals = [0i64; INT_BLOCK];
+    let mut ids = [NodeId(0); INT_BLOCK];
+    loop {
+        let base = nodes.len();
+        let ops_left = usize::try_from(room.ops.saturating_sub(run.count)).unwrap_or(usize::MAX);
+        let block = INT_BLOCK
+            .min(nodes.capacity().saturating_sub(base))
+            .min((SHARED_BASE as usize).saturating_sub(base))
+            .min(ops_left);
+        // A block charges at most this much, so its opcodes need no check of their own.
+        if room.bytes - run.charged < block as u64 * (NODE_BYTES + 8) {
+            return run;
+        }
+        let (mut n, mut fresh) = (0usize, 0usize);
+        let mut stopped = false;
+        while n < block {
+            // No int opcode is longer than the window, so one that starts a window before
+            // `end` also ends before it.
+            let window = input
+                .get(pos..pos.saturating_add(INT_WINDOW))
+                .filter(|_| pos + INT_WINDOW <= end)
+                .and_then(|w| <&[u8; INT_WINDOW]>::try_from(w).ok());
+            let Some(&[b, len, p0, p1, p2, p3, p4, p5, p6, p7]) = window else {
+                stopped = true;
+                break;
+            };
+            let arg = BININT_ARG.get(usize::from(b)).copied().unwrap_or(0);
+            let long = b == Opcode::Long1.byte() && room.long1;
+            // Payload size in bytes and where it starts: BININT1/2/BININT after the opcode,
+            // LONG1 after its length byte.
+            let size = if long {
+                usize::from(len)
+            } else {
+                usize::from(arg.saturating_sub(1))
+            };
+            let next = pos + 1 + usize::from(long) + size;
+            let extra = if long { u64::from(len) } else { 0 };
+            let cost = NODE_BYTES + extra;
+            if (arg == 0 && !long) || size > 8 {
+                stopped = true;
+                break;
+            }
+            let word = u64::from_le_bytes([p0, p1, p2, p3, p4, p5, p6, p7]);
+            let raw = if long {
+                word
+            } else {
+                (word << 8) | u64::from(len)
+            };
+            // The low `size` bytes, sign-extended for BININT and LONG1 (two's complement, as
+            // `load_binint` and `_PyLong_FromByteArray` read them), zero-extended for
+            // BININT1 and BININT2. `size` is 0 only for LONG1's empty payload, which is 0.
+            let shift = (64 - 8 * size as u32) & 63;
+            let up = raw << shift;
+            let signed = long || b == Opcode::Binint.byte();
+            let x = if signed {
+                (up as i64) >> shift
+            } else {
+                (up >> shift) as i64
+            };
+            let x = if size == 0 { 0 } else { x };
+            // The id without a branch: the shared id or the next arena index, by mask.
+            let small = NodeId::shared_int_offset(x);
+            let keep = u32::from(small.is_none());
+            let mask = keep.wrapping_sub(1);
+            let shared_id = SHARED_INT_BASE.wrapping_add(small.unwrap_or(0));
+            let id = (shared_id & mask) | ((base + fresh) as u32 & !mask);
+            if let Some(slot) = vals.get_mut(fresh % INT_BLOCK) {
+                *slot = x;
+            }
+            fresh += keep as usize;
+            if let Some(slot) = ids.get_mut(n % INT_BLOCK) {
+                *slot = NodeId(id);
+            }
+            n += 1;
+            run.charged += cost;
+            pos = next;
+        }
+        nodes.extend(vals.iter().take(fresh).map(|&x| Value::Int(x)));
+        stack.extend_from_slice(ids.get(..n).unwrap_or_default());
+        run.count += n as u64;
+        run.pos = pos;
+        if stopped || n == 0 {
+            return run;
+        }
+    }
 }
 
 /// A LONG1/LONG4 payload of at most 8 bytes as an i64: two's complement, little-endian,
@@ -2360,6 +2521,114 @@ mod tests {
             })
             .collect();
         assert_eq!(got, (1000..1100).collect::<Vec<i64>>());
+    }
+
+    /// The block loop of a run of ints (`int_blocks`, then `int_steps` for the rest) against
+    /// the one-opcode-at-a-time loop alone, on random runs: BININT1/2/BININT and LONG1 of 0 to
+    /// 9 bytes (values near the shared range's ends and far from it), broken by other bytes,
+    /// cut by the end of a frame or of the input, with random room (opcodes, bytes, LONG1
+    /// allowed) and arenas of random spare capacity. Both must stop at the same opcode with
+    /// the same count and charge, and push the same ids and nodes.
+    #[test]
+    fn int_blocks_read_what_the_careful_loop_reads() {
+        let mut state = 0x9E37_79B9_7F4A_7C15u64;
+        let mut rnd = move |n: u64| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state % n.max(1)
+        };
+        let mut blocked = 0;
+        for _ in 0..4000 {
+            let mut input = vec![0x80, 0x04];
+            let ops = rnd(300);
+            for _ in 0..ops {
+                let near: i64 = match rnd(4) {
+                    0 => -6 + rnd(4) as i64,
+                    1 => 254 + rnd(5) as i64,
+                    2 => rnd(300) as i64,
+                    _ => (rnd(u64::MAX) as i64) >> rnd(64),
+                };
+                match rnd(12) {
+                    0 => input.extend_from_slice(&[b'K', near as u8]),
+                    1 => {
+                        input.push(b'M');
+                        input.extend_from_slice(&(near as u16).to_le_bytes());
+                    }
+                    2..=4 => {
+                        input.push(b'J');
+                        input.extend_from_slice(&(near as i32).to_le_bytes());
+                    }
+                    5..=7 => {
+                        let len = if rnd(40) == 0 { 9 } else { rnd(9) as usize };
+                        input.extend_from_slice(&[0x8a, len as u8]);
+                        let bytes = near.to_le_bytes();
+                        let fill = if near < 0 { 0xff } else { 0 };
+                        input.extend((0..len).map(|i| bytes.get(i).copied().unwrap_or(fill)));
+                    }
+                    8 if rnd(40) == 0 => input.push(b'N'),
+                    _ => input.extend_from_slice(&[b'K', rnd(256) as u8]),
+                }
+            }
+            let start = 2;
+            let end = if rnd(3) == 0 {
+                start + rnd(input.len() as u64) as usize
+            } else {
+                input.len()
+            };
+            let room = IntRoom {
+                ops: if rnd(3) == 0 { rnd(400) } else { u64::MAX },
+                bytes: if rnd(3) == 0 {
+                    rnd(300 * (NODE_BYTES + 9))
+                } else {
+                    u64::MAX
+                },
+                long1: rnd(4) != 0,
+            };
+            let capacity = rnd(320) as usize;
+            let before = rnd(capacity as u64 + 1) as usize;
+            let arena = || {
+                let mut nodes: Vec<Value<'_>> = Vec::with_capacity(capacity);
+                nodes.extend((0..before).map(|i| Value::Int(i as i64)));
+                nodes
+            };
+            let ints = |nodes: &[Value<'_>]| -> Vec<i64> {
+                nodes
+                    .iter()
+                    .map(|v| match v {
+                        Value::Int(x) => *x,
+                        other => panic!("{other:?}"),
+                    })
+                    .collect()
+            };
+            let (mut fast_nodes, mut fast_stack) = (arena(), vec![NodeId(7)]);
+            let fast = int_run(
+                &input,
+                start,
+                end,
+                IntRoom { ..room },
+                &mut fast_nodes,
+                &mut fast_stack,
+            );
+            let (mut slow_nodes, mut slow_stack) = (arena(), vec![NodeId(7)]);
+            let empty = IntRun {
+                pos: start,
+                count: 0,
+                charged: 0,
+            };
+            let slow = int_steps(&input, end, &room, &mut slow_nodes, &mut slow_stack, empty);
+            assert_eq!(
+                (fast.pos, fast.count, fast.charged),
+                (slow.pos, slow.count, slow.charged),
+                "{input:02x?} end {end}"
+            );
+            assert_eq!(fast_stack, slow_stack);
+            assert_eq!(ints(&fast_nodes), ints(&slow_nodes));
+            assert_eq!(fast_nodes.capacity(), slow_nodes.capacity());
+            blocked += usize::from(fast.count >= INT_BLOCK as u64);
+        }
+        // Enough of the cases ran a whole block (the rest stopped early on purpose).
+        assert!(blocked > 500, "{blocked}");
     }
 
     /// LONG1 inside a run of ints: read by the run when `max_long_bytes` admits 8 bytes, else

@@ -25,6 +25,8 @@ const SMALL_INT_MAX: i64 = 256;
 const SHARED_LEN: usize = 3 + (SMALL_INT_MAX - SMALL_INT_MIN + 1) as usize;
 /// The first shared id; arena indices stay below it.
 pub(crate) const SHARED_BASE: u32 = u32::MAX - (SHARED_LEN as u32 - 1);
+/// The shared id of the int -5 (the others follow in order).
+pub(crate) const SHARED_INT_BASE: u32 = SHARED_BASE + 3;
 
 /// The shared values, built at compile time (indexing in const evaluation is checked by the
 /// compiler; the `forget` only discards the `None` each slot held before).
@@ -68,6 +70,14 @@ impl NodeId {
         } else {
             None
         }
+    }
+
+    /// `i`'s place among the shared ints (0 for -5), when it is one of them: its shared id is
+    /// [`SHARED_INT_BASE`] plus that.
+    #[inline]
+    pub(crate) fn shared_int_offset(i: i64) -> Option<u32> {
+        let off = i.wrapping_sub(SMALL_INT_MIN) as u64;
+        (off <= (SMALL_INT_MAX - SMALL_INT_MIN) as u64).then_some(off as u32)
     }
 
     /// The shared id of `v`, when `v` is one of the shared values.
