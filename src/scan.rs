@@ -110,19 +110,25 @@ fn scalar_run(
     let end = end.min(input.len());
     let mut n = 0u64;
     while n < limit {
-        let Some(&b) = input.get(pos) else { break };
-        let arg = SCALAR_ARG.get(usize::from(b)).copied().unwrap_or(0);
-        let next = if arg != 0 {
-            pos + usize::from(arg)
-        } else if b == Opcode::Long1.byte() && long1 {
-            match input.get(pos + 1) {
-                Some(&len) => pos + 2 + usize::from(len),
-                None => break,
-            }
-        } else {
+        // The opcode and the byte after it (LONG1's length), read together so that the step
+        // is chosen without a branch on the opcode: on a list of mixed ints, which opcode
+        // comes next is as random as the data. (A run never reads the input's last byte;
+        // the general path does.)
+        let Some(&[b, len]) = input
+            .get(pos..pos.saturating_add(2))
+            .and_then(|w| <&[u8; 2]>::try_from(w).ok())
+        else {
             break;
         };
-        if next > end {
+        let arg = SCALAR_ARG.get(usize::from(b)).copied().unwrap_or(0);
+        let long = b == Opcode::Long1.byte() && long1;
+        let step = if long {
+            2 + usize::from(len)
+        } else {
+            usize::from(arg)
+        };
+        let next = pos + step;
+        if step == 0 || next > end {
             break;
         }
         if let Some(c) = counts.get_mut(usize::from(b)) {
