@@ -117,6 +117,10 @@ const SMALL_TUPLE: usize = 16;
 /// ([`KeyCache`]); a shorter one is cheaper to repeat than to remember.
 const REMEMBER_AFTER_PAIRS: usize = 32;
 
+/// An equality walk checks its pairs against the insertion's room once per this many
+/// ([`KeyCache`]).
+const WALK_CHECK: usize = 256;
+
 /// Texts and bytes at least this long have their hash kept in the [`HashCache`] (shorter ones
 /// hash faster than the lookup).
 const CACHED_TEXT_BYTES: usize = 64;
@@ -134,10 +138,67 @@ const CACHED_TEXT_BYTES: usize = 64;
 pub(crate) type HashCache = RefCell<KeyCache>;
 
 /// What a [`HashCache`] holds.
-#[derive(Debug, Default)]
+///
+/// It is also where one insertion's memory is metered: what the cache keeps, and the pairs an
+/// equality walk holds while it runs, cost [`PAIR_BYTES`] each, and together may not pass the
+/// `room` the build gives it (the allocation budget left, [`KeyCache::open`]). A walk over two
+/// tuple DAGs that unfold alike but share differently meets up to one pair per two nodes of
+/// each (W**2 pairs a level from 2W nodes): 1.77 GB for 2 MB of pickle when they were not
+/// metered (A46). Past the room the walk stops and the build refuses the insertion as
+/// `max_alloc_bytes` ([`KeyCache::close`]).
+#[derive(Debug)]
 pub(crate) struct KeyCache {
     hashes: HashMap<NodeId, u64>,
     equal: HashSet<(NodeId, NodeId)>,
+    /// Bytes this insertion may use.
+    room: u64,
+    /// Bytes kept (hashes and equal pairs) during this insertion.
+    kept: u64,
+    /// The bytes an entry or a walk would have reached past `room`, if any.
+    over: Option<u64>,
+}
+
+/// What a kept hash, a kept equal pair and a pair held by an equality walk are charged (a
+/// hash-table entry of 12 to 16 bytes at a load of 1/2 or more, the walk's work-list entry).
+pub(crate) const PAIR_BYTES: u64 = 32;
+
+impl Default for KeyCache {
+    /// An empty cache with unlimited room (until [`KeyCache::open`] gives it some).
+    fn default() -> KeyCache {
+        KeyCache {
+            hashes: HashMap::new(),
+            equal: HashSet::new(),
+            room: u64::MAX,
+            kept: 0,
+            over: None,
+        }
+    }
+}
+
+impl KeyCache {
+    /// Starts an insertion that may use `room` bytes.
+    pub(crate) fn open(&mut self, room: u64) {
+        self.room = room;
+        self.kept = 0;
+        self.over = None;
+    }
+
+    /// Ends an insertion: the bytes it kept, and the bytes it would have reached past its
+    /// room (then nothing it decided stands).
+    pub(crate) fn close(&mut self) -> (u64, Option<u64>) {
+        (std::mem::take(&mut self.kept), self.over.take())
+    }
+
+    /// Keeps `PAIR_BYTES` more if the room allows, else marks the insertion as over.
+    fn keep(&mut self) -> bool {
+        let wanted = self.kept.saturating_add(PAIR_BYTES);
+        if wanted > self.room {
+            self.over.get_or_insert(wanted);
+            return false;
+        }
+        self.kept = wanted;
+        true
+    }
 }
 
 /// Hashing and equality over one arena with one key.
@@ -161,10 +222,26 @@ impl<S: BuildHasher> KeyOps<'_, '_, S> {
         // Not reentrant, so the borrow cannot fail; if it did, the hash is only not kept.
         if let Some(Ok(mut c)) = self.cache.map(RefCell::try_borrow_mut) {
             // Grown fallibly: short of memory, the hash is only not kept.
-            if c.hashes.try_reserve(1).is_ok() {
+            if c.hashes.try_reserve(1).is_ok() && c.keep() {
                 c.hashes.insert(id, h);
             }
         }
+    }
+
+    /// Whether a walk holding `pairs` pairs still fits the insertion's room; marks the
+    /// insertion as over when it does not. Without a cache, any walk fits.
+    fn walk_fits(&self, pairs: usize) -> bool {
+        let Some(Ok(mut c)) = self.cache.map(RefCell::try_borrow_mut) else {
+            return true;
+        };
+        let wanted = c
+            .kept
+            .saturating_add((pairs as u64).saturating_mul(PAIR_BYTES));
+        if wanted > c.room {
+            c.over.get_or_insert(wanted);
+            return false;
+        }
+        true
     }
 
     /// Whether the tuples or frozensets `a` and `b` were found equal before.
@@ -177,8 +254,9 @@ impl<S: BuildHasher> KeyOps<'_, '_, S> {
 
     fn remember_equal(&self, a: NodeId, b: NodeId) {
         if let Some(Ok(mut c)) = self.cache.map(RefCell::try_borrow_mut) {
-            if c.equal.try_reserve(1).is_ok() {
-                c.equal.insert((a.min(b), a.max(b)));
+            let pair = (a.min(b), a.max(b));
+            if !c.equal.contains(&pair) && c.equal.try_reserve(1).is_ok() && c.keep() {
+                c.equal.insert(pair);
             }
         }
     }
@@ -352,6 +430,38 @@ impl<S: BuildHasher> KeyOps<'_, '_, S> {
         }
     }
 
+    /// The hash of `id` when comparing by hash first pays for itself: a tuple, a frozenset,
+    /// or a text or bytes of at least [`CACHED_TEXT_BYTES`]. It is computed once and kept (so
+    /// [`KeyOps::eq_hashed`] finds it for a key inserted before). `None` for other values,
+    /// which compare as fast as their hash looks up.
+    pub(crate) fn costly_hash(&self, id: NodeId) -> Result<Option<u64>, Unhashable> {
+        match self.node(id) {
+            Some(Value::Tuple(_) | Value::FrozenSet(_)) => self.hash(id).map(Some),
+            Some(Value::Str(s)) if s.as_bytes().len() >= CACHED_TEXT_BYTES => {
+                Ok(Some(self.hash_bytes(id, 5, s.as_bytes())))
+            }
+            Some(Value::Bytes(b)) if b.len() >= CACHED_TEXT_BYTES => {
+                Ok(Some(self.hash_bytes(id, 6, b)))
+            }
+            _ => Ok(None),
+        }
+    }
+
+    /// [`KeyOps::eq`], where `ha` is `a`'s [`KeyOps::costly_hash`]: when `b` has a kept hash
+    /// too and the two differ, they are unequal without a comparison (equal values hash
+    /// alike), as CPython's dict and set lookups compare hashes before `==`.
+    pub(crate) fn eq_hashed(&self, a: NodeId, ha: Option<u64>, b: NodeId) -> bool {
+        if a == b {
+            return true;
+        }
+        if let Some(ha) = ha {
+            if self.cached(b).is_some_and(|hb| hb != ha) {
+                return false;
+            }
+        }
+        self.eq(a, b)
+    }
+
     /// Python `a == b` for two hashable values (both already hashed successfully).
     #[inline]
     pub(crate) fn eq(&self, a: NodeId, b: NodeId) -> bool {
@@ -428,6 +538,12 @@ impl<S: BuildHasher> KeyOps<'_, '_, S> {
         while let Some((x, y)) = work.pop() {
             if x == y || !compared.insert((x, y)) {
                 continue;
+            }
+            // Metered every WALK_CHECK pairs (the room is overshot by at most that many).
+            if compared.len().is_multiple_of(WALK_CHECK)
+                && !self.walk_fits(compared.len() + work.len())
+            {
+                return false;
             }
             let (Some(vx), Some(vy)) = (self.node(x), self.node(y)) else {
                 return false;

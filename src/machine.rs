@@ -16,7 +16,7 @@
 //! - Anything after STOP is refused unless the input is decoded as a stream.
 
 use std::borrow::Cow;
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::hash::RandomState;
 use std::mem;
 
@@ -28,7 +28,7 @@ use crate::keys::{bigint_to_f64, index_insert, HashCache, KeyIndex, KeyOps};
 use crate::limits::{LimitName, Limits};
 use crate::memo::Memo;
 use crate::opcode::{Opcode, BININT_ARG};
-use crate::policy::{Constructor, Policy, Python2Str, TextEncoding};
+use crate::policy::{ArgType, Constructor, Policy, Python2Str, TextEncoding};
 use crate::reader::{binint_at, Reader};
 use crate::scan::{ScanReport, Scanner, HANDED_TEXT_BYTES};
 use crate::text::{self, NumberError, ParsedInt};
@@ -329,6 +329,13 @@ struct Machine<'a, 'p> {
     /// the first not yet used.
     texts: Vec<&'a str>,
     next_text: usize,
+    /// The lists and dicts an argument schema checked (a `record` call's arguments, and its
+    /// empty NEWOBJ_EX keyword arguments), with the global called: they may not change after
+    /// the call, or what the schema checked would no longer be what the record holds (A46).
+    sealed: HashMap<NodeId, NodeId>,
+    /// The (dict, key type) pairs whose keys a schema found all of that type: a sealed dict
+    /// is not checked again when it is passed again.
+    keys_checked: HashSet<(NodeId, ArgType)>,
     /// Stands in for a shared value that `get_mut` is asked for: shared values are scalars,
     /// which no opcode modifies, so the caller only looks at it and refuses the opcode.
     scratch: Value<'a>,
@@ -637,6 +644,8 @@ impl<'a, 'p> Machine<'a, 'p> {
             next_text: 0,
             indexes: HashMap::new(),
             hash_cache: HashCache::default(),
+            sealed: HashMap::new(),
+            keys_checked: HashSet::new(),
             scratch: Value::None,
             stack: Vec::new(),
             marks: Vec::new(),
@@ -887,6 +896,41 @@ impl<'a, 'p> Machine<'a, 'p> {
         index: &mut KeyIndex,
         flat: &[NodeId],
     ) -> Result<()> {
+        self.open_keys();
+        let r = self.dict_insert_keys(d, index, flat);
+        self.close_keys(r)
+    }
+
+    /// Gives the key cache the allocation budget left, for what one insertion's hashing and
+    /// equality walks keep and hold (src/keys.rs `KeyCache::room`).
+    fn open_keys(&mut self) {
+        let room = self.limits.max_alloc_bytes.saturating_sub(self.alloc);
+        if let Ok(mut c) = self.hash_cache.try_borrow_mut() {
+            c.open(room);
+        }
+    }
+
+    /// Charges what the key cache kept during an insertion, and refuses the insertion (as
+    /// `max_alloc_bytes`, whatever `r` says) when its walks needed more than the budget left:
+    /// a walk that ran out answered "unequal" without finishing, so nothing it decided stands.
+    fn close_keys(&mut self, r: Result<()>) -> Result<()> {
+        let (kept, over) = match self.hash_cache.try_borrow_mut() {
+            Ok(mut c) => c.close(),
+            Err(_) => (0, None),
+        };
+        if let Some(wanted) = over {
+            return Err(self.limit(LimitName::MaxAllocBytes, self.alloc.saturating_add(wanted)));
+        }
+        r?;
+        self.charge(kept)
+    }
+
+    fn dict_insert_keys(
+        &mut self,
+        d: &mut DictItems,
+        index: &mut KeyIndex,
+        flat: &[NodeId],
+    ) -> Result<()> {
         let pairs = flat.len() / 2;
         self.check_items(d.items.len() + pairs)?;
         self.charge(pairs as u64 * KEYED_BYTES)?;
@@ -898,11 +942,15 @@ impl<'a, 'p> Machine<'a, 'p> {
         let ops = self.keys();
         let unhashable = |_| self.err(ErrorKind::UnhashableKey);
         if index.is_empty() && d.items.len() + pairs <= SMALL_KEYED {
-            // Small: linear search with Python equality, no index.
+            // Small: linear search with Python equality, no index; a tuple, frozenset or
+            // long text is first compared by its kept hash, as CPython compares hashes
+            // before `==` (else 15 keys that are 1 MiB texts differing in their last byte,
+            // or unequal frozensets of 3,000 items, cost that much per insertion: A46).
             for pair in flat.chunks_exact(2) {
                 let &[k, v] = pair else { continue };
                 ops.check_hashable(k).map_err(unhashable)?;
-                match d.items.iter_mut().find(|e| ops.eq(k, e.0)) {
+                let hk = ops.costly_hash(k).map_err(unhashable)?;
+                match d.items.iter_mut().find(|e| ops.eq_hashed(k, hk, e.0)) {
                     Some(slot) => slot.1 = v,
                     None => d.items.push((k, v)),
                 }
@@ -945,6 +993,17 @@ impl<'a, 'p> Machine<'a, 'p> {
         index: &mut KeyIndex,
         items: &[NodeId],
     ) -> Result<()> {
+        self.open_keys();
+        let r = self.set_insert_keys(s, index, items);
+        self.close_keys(r)
+    }
+
+    fn set_insert_keys(
+        &mut self,
+        s: &mut SetItems,
+        index: &mut KeyIndex,
+        items: &[NodeId],
+    ) -> Result<()> {
         self.check_items(s.items.len() + items.len())?;
         self.charge(items.len() as u64 * KEYED_BYTES)?;
         s.items.try_reserve(items.len()).map_err(|_| {
@@ -957,7 +1016,8 @@ impl<'a, 'p> Machine<'a, 'p> {
         if index.is_empty() && s.items.len() + items.len() <= SMALL_KEYED {
             for &k in items {
                 ops.check_hashable(k).map_err(unhashable)?;
-                if !s.items.iter().any(|&e| ops.eq(k, e)) {
+                let hk = ops.costly_hash(k).map_err(unhashable)?;
+                if !s.items.iter().any(|&e| ops.eq_hashed(k, hk, e)) {
                     s.items.push(k);
                 }
             }
@@ -1252,11 +1312,16 @@ impl<'a, 'p> Machine<'a, 'p> {
             Constructor::Record => {
                 if let Some(schema) = &rule.args {
                     schema
-                        .check(&self.nodes, &argv)
+                        .check(&self.nodes, &argv, &mut self.keys_checked)
                         .map_err(|why| self.rejected(&why))?;
                     if let Some(k) = kwargs {
                         if matches!(self.get(k)?, Value::Dict(d) if !d.items.is_empty()) {
                             return Err(self.rejected("keyword arguments are not in the schema"));
+                        }
+                    }
+                    for &id in argv.iter().chain(&kwargs) {
+                        if matches!(self.get(id)?, Value::List(_) | Value::Dict(_)) {
+                            self.sealed.entry(id).or_insert(callable);
                         }
                     }
                 }
@@ -1407,6 +1472,15 @@ impl<'a, 'p> Machine<'a, 'p> {
     /// Whether APPEND/SETITEM may add to `target`: always for lists and dicts, for a record
     /// only when its rule allows the `items` form.
     fn items_allowed(&self, target: NodeId) -> Result<bool> {
+        if let Some(&callable) = self.sealed.get(&target) {
+            let name = match self.get(callable)? {
+                Value::Global(g) => format!("{}.{}", g.module, g.name),
+                _ => "a record".to_owned(),
+            };
+            return Err(self.rejected(&format!(
+                "{name}: a list or dict its argument schema checked changed after the call"
+            )));
+        }
         match self.get(target)? {
             Value::Object(o) => {
                 let rule = self.rule_of(o.callable)?;
@@ -2521,6 +2595,41 @@ mod tests {
             })
             .collect();
         assert_eq!(got, (1000..1100).collect::<Vec<i64>>());
+    }
+
+    /// A list or dict that a record's argument schema checked cannot change after the call
+    /// (else `Kwargs(d)` checked `d`'s keys and a later SETITEM through the memo gave it an
+    /// int key; A46): APPEND, APPENDS, SETITEM and SETITEMS on it are refused at their
+    /// opcode. The same values built before the call are accepted, and a dict passed again
+    /// is accepted without its keys being walked again.
+    #[test]
+    fn what_an_argument_schema_checked_cannot_change_after_the_call() {
+        let policy = Policy::from_toml_str(
+            "name = \"t\"\n[[global]]\nmodule = \"m\"\nname = \"K\"\nconstructor = \"record\"\n\
+             forms = [\"reduce\"]\nargs = [{ type = \"dict\", keys = \"str\" }]\n\
+             [[global]]\nmodule = \"m\"\nname = \"L\"\nconstructor = \"record\"\n\
+             forms = [\"reduce\"]\nargs = [{ type = \"list\", max_len = 1 }]\n",
+        )
+        .unwrap();
+        let run = |p: &[u8]| Decoder::new(p, &policy).decode().map(|_| ());
+        // [K(d), K(d)] with d = {'a': 1} (memo 1, K in memo 0), built before the calls.
+        let ok = b"\x80\x02cm\nK\nq\x000}q\x01X\x01\x00\x00\x00aK\x01s0]q\x02(h\x00h\x01\x85Rh\x00h\x01\x85Re.";
+        run(ok).unwrap();
+        // K(d), then d[5] = 6 through the memo: refused at the SETITEM (offset 40).
+        let setitem = b"\x80\x02cm\nK\nq\x000}q\x01X\x01\x00\x00\x00aK\x01s0]q\x02(h\x00h\x01\x85Reh\x01K\x05K\x06s0.";
+        let e = run(setitem).unwrap_err();
+        assert_eq!(e.kind().name(), "constructor_rejected", "{e}");
+        assert!(e.to_string().contains("m.K: a list or dict"), "{e}");
+        assert_eq!((e.offset(), e.opcode()), (40, Some(b's')), "{e}");
+        // L(l) with l = [1], then l.append(2) through the memo (which would pass max_len 1).
+        let append = b"\x80\x02cm\nL\nq\x000]q\x01K\x01a0]q\x02(h\x00h\x01\x85Reh\x01K\x02a0.";
+        let e = run(append).unwrap_err();
+        assert_eq!(e.kind().name(), "constructor_rejected", "{e}");
+        assert_eq!((e.offset(), e.opcode()), (32, Some(b'a')), "{e}");
+        // The same append before the call is over max_len at the call.
+        let before = b"\x80\x02cm\nL\nq\x000]q\x01(K\x01K\x02e0]q\x02(h\x00h\x01\x85Re.";
+        let e = run(before).unwrap_err();
+        assert!(e.to_string().contains("length 2 over 1"), "{e}");
     }
 
     /// The block loop of a run of ints (`int_blocks`, then `int_steps` for the rest) against

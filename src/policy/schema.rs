@@ -1,9 +1,11 @@
 //! Argument schemas for `record` globals: the types, ranges and lengths a call may carry.
 
+use std::collections::HashSet;
+
 use crate::value::{NodeId, Value};
 
 /// The type an argument must have.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ArgType {
     /// Anything.
     Any,
@@ -74,8 +76,15 @@ pub struct ArgsSchema {
 }
 
 impl ArgsSchema {
-    /// Checks the items of an args tuple. Returns a reason on mismatch.
-    pub(crate) fn check(&self, nodes: &[Value<'_>], args: &[NodeId]) -> Result<(), String> {
+    /// Checks the items of an args tuple. Returns a reason on mismatch. `keys_checked` holds
+    /// the (dict, key type) pairs found to match before, which are not walked again (the
+    /// build seals a checked dict, so it cannot have changed), and gains the new ones.
+    pub(crate) fn check(
+        &self,
+        nodes: &[Value<'_>],
+        args: &[NodeId],
+        keys_checked: &mut HashSet<(NodeId, ArgType)>,
+    ) -> Result<(), String> {
         if args.len() < self.min_args || args.len() > self.args.len() {
             return Err(format!(
                 "expected {} to {} arguments, got {}",
@@ -86,7 +95,7 @@ impl ArgsSchema {
         }
         for (i, (spec, &id)) in self.args.iter().zip(args).enumerate() {
             let v = crate::value::lookup(nodes, id).ok_or("dangling argument")?;
-            spec.check(nodes, v)
+            spec.check(nodes, id, v, keys_checked)
                 .map_err(|why| format!("argument {} of {}: {why}", i + 1, args.len()))?;
         }
         Ok(())
@@ -121,7 +130,13 @@ impl ArgSpec {
         }
     }
 
-    fn check(&self, nodes: &[Value<'_>], v: &Value<'_>) -> Result<(), String> {
+    fn check(
+        &self,
+        nodes: &[Value<'_>],
+        id: NodeId,
+        v: &Value<'_>,
+        keys_checked: &mut HashSet<(NodeId, ArgType)>,
+    ) -> Result<(), String> {
         if self.nullable && matches!(v, Value::None) {
             return Ok(());
         }
@@ -139,28 +154,40 @@ impl ArgSpec {
             }
             _ => {}
         }
-        let len = match v {
-            Value::Str(s) => Some(match s.as_str() {
-                Some(t) => t.chars().count() as u64,
-                None => s.as_bytes().len() as u64,
-            }),
-            Value::Bytes(b) => Some(b.len() as u64),
-            Value::Tuple(t) | Value::List(t) => Some(t.len() as u64),
-            Value::Dict(d) => Some(d.items.len() as u64),
-            _ => None,
-        };
-        if let (Some(len), Some(max)) = (len, self.max_len) {
-            if len > max {
-                return Err(format!("length {len} over {max}"));
+        if let Some(max) = self.max_len {
+            // Code points counted only up to one past the maximum: a long text passed to many
+            // calls through the memo costs the maximum per call, not its length (A46).
+            let cap = usize::try_from(max).unwrap_or(usize::MAX).saturating_add(1);
+            let len = match v {
+                Value::Str(s) => Some(match s.as_str() {
+                    Some(t) => t.chars().take(cap).count() as u64,
+                    None => s.as_bytes().len() as u64,
+                }),
+                Value::Bytes(b) => Some(b.len() as u64),
+                Value::Tuple(t) | Value::List(t) => Some(t.len() as u64),
+                Value::Dict(d) => Some(d.items.len() as u64),
+                _ => None,
+            };
+            if let Some(len) = len.filter(|&len| len > max) {
+                let more = if matches!(v, Value::Str(_)) {
+                    "at least "
+                } else {
+                    ""
+                };
+                return Err(format!("length {more}{len} over {max}"));
             }
         }
         if let (Value::Dict(d), Some(kt)) = (v, self.keys) {
+            if keys_checked.contains(&(id, kt)) {
+                return Ok(());
+            }
             for &(k, _) in &d.items {
                 let kv = crate::value::lookup(nodes, k).ok_or("dangling key")?;
                 if !type_matches(kt, kv) {
                     return Err(format!("dict key of type {}", kv.type_name()));
                 }
             }
+            keys_checked.insert((id, kt));
         }
         Ok(())
     }
