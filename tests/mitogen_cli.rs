@@ -324,6 +324,20 @@ fn a_mistyped_log_target_keeps_the_audit_events() {
     }
 }
 
+/// A child whose stdout ends inside the bootstrap handshake failed, whatever its exit status:
+/// `guard` exits 1 for a child that exited 0 (as `filter` does on the same bytes), passes on
+/// any other status (ssh's 255 tells the parent why), and logs the truncation.
+#[test]
+fn guard_fails_a_child_that_ends_inside_the_handshake() {
+    for (code, want) in [(0, 1), (3, 3)] {
+        let script = format!("import sys; sys.stdout.write('MITO000\\nEC0\\n'); sys.exit({code})");
+        let out = run(&["guard", "--", "python3", "-c", &script], b"");
+        assert_eq!(out.status.code(), Some(want), "{out:?}");
+        assert_eq!(out.stdout, b"MITO000\nEC0\n");
+        assert_eq!(events(&out)[0]["event"], "mitogen_bootstrap_truncated");
+    }
+}
+
 /// `guard` kills a child that overruns `--max-bootstrap-bytes` and exits 1, instead of
 /// waiting for it and passing on its status.
 #[test]

@@ -119,9 +119,19 @@ pub(crate) fn run(opts: &Opts) -> Result<ExitCode, Fatal> {
     let (handshake_len, rest) = match passed {
         Ok(HandshakeEnd::Done(len, rest)) => (len, rest),
         Ok(HandshakeEnd::Ended) | Err(_) => {
-            // The child ended or failed during bootstrap: pass on its exit status.
+            if matches!(passed, Ok(HandshakeEnd::Ended)) {
+                tracing::warn!(
+                    target: "picklewarden::audit",
+                    event = "mitogen_bootstrap_truncated",
+                    "the child's stdout ended inside the bootstrap handshake (no MITO002 line)"
+                );
+            }
+            // The child ended or failed during bootstrap: pass on its exit status (ssh's 255,
+            // Python's 1 tell the parent why), but never a success, as `filter` exits 1 on
+            // the same bytes.
             let status = child.wait().ok().and_then(|s| s.code()).unwrap_or(1);
-            return Ok(ExitCode::from(u8::try_from(status).unwrap_or(1)));
+            let status = u8::try_from(status).ok().filter(|&s| s != 0).unwrap_or(1);
+            return Ok(ExitCode::from(status));
         }
         Ok(HandshakeEnd::TooLong) => {
             // Cut off (the audit event is written): the child goes, as on a refused frame.

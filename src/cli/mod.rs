@@ -87,8 +87,9 @@ enum Command {
         "  #   router.local(python_path=[\"picklewarden\", \"guard\", \"--\", \"python3\"])\n",
         "  picklewarden guard --capture /tmp/cap --policy mitogen-plus -- python3\n\n",
         "Exit status:\n",
-        "  the child's exit status when its stdout ends cleanly\n",
-        "  1  a frame was refused: the child was killed and the stream cut off\n",
+        "  the child's exit status when its stdout ends cleanly after the handshake\n",
+        "  the child's status when it ends inside the handshake (1 if that was 0)\n",
+        "  1  a frame was refused, or the handshake overran: the child was killed\n",
         "  2  usage error, or the command could not be started"))]
     Guard(guard::Opts),
     /// Run the sidecar validation service: HTTP on a Unix socket (POST /v1/check, /v1/decode;
