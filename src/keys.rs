@@ -409,10 +409,22 @@ impl<S: BuildHasher> KeyOps<'_, '_, S> {
         Ok(Some(h.finish()))
     }
 
-    /// `Ok` when the value is hashable: a type test for scalars, the full walk (a hash) only
-    /// for tuples and frozensets.
-    pub(crate) fn check_hashable(&self, id: NodeId) -> Result<(), Unhashable> {
+    /// `Ok` when the value is hashable (a type test for scalars, the full walk, a hash, only
+    /// for tuples and frozensets), with the hash of `id` when comparing by hash first pays for
+    /// itself: a tuple, a frozenset, or a text or bytes of at least
+    /// [`CACHED_TEXT_BYTES`]. That hash is computed once and kept (so [`KeyOps::eq_hashed`]
+    /// finds it for a key inserted before). `None` for other hashable values, which compare
+    /// as fast as their hash looks up.
+    #[inline]
+    pub(crate) fn hashable_costly(&self, id: NodeId) -> Result<Option<u64>, Unhashable> {
         match self.node(id) {
+            Some(Value::Str(s)) => {
+                let b = s.as_bytes();
+                Ok((b.len() >= CACHED_TEXT_BYTES).then(|| self.hash_bytes(id, 5, b)))
+            }
+            Some(Value::Bytes(b)) => {
+                Ok((b.len() >= CACHED_TEXT_BYTES).then(|| self.hash_bytes(id, 6, b)))
+            }
             Some(
                 Value::None
                 | Value::Bool(_)
@@ -420,46 +432,23 @@ impl<S: BuildHasher> KeyOps<'_, '_, S> {
                 | Value::BigInt(_)
                 | Value::Float(_)
                 | Value::Complex(..)
-                | Value::Str(_)
-                | Value::Bytes(_)
                 | Value::Global(_)
                 | Value::Object(_),
-            ) => Ok(()),
-            Some(Value::Tuple(_) | Value::FrozenSet(_)) => self.hash(id).map(|_| ()),
+            ) => Ok(None),
+            Some(Value::Tuple(_) | Value::FrozenSet(_)) => self.hash(id).map(Some),
             _ => Err(Unhashable),
         }
     }
 
-    /// The hash of `id` when comparing by hash first pays for itself: a tuple, a frozenset,
-    /// or a text or bytes of at least [`CACHED_TEXT_BYTES`]. It is computed once and kept (so
-    /// [`KeyOps::eq_hashed`] finds it for a key inserted before). `None` for other values,
-    /// which compare as fast as their hash looks up.
-    pub(crate) fn costly_hash(&self, id: NodeId) -> Result<Option<u64>, Unhashable> {
-        match self.node(id) {
-            Some(Value::Tuple(_) | Value::FrozenSet(_)) => self.hash(id).map(Some),
-            Some(Value::Str(s)) if s.as_bytes().len() >= CACHED_TEXT_BYTES => {
-                Ok(Some(self.hash_bytes(id, 5, s.as_bytes())))
-            }
-            Some(Value::Bytes(b)) if b.len() >= CACHED_TEXT_BYTES => {
-                Ok(Some(self.hash_bytes(id, 6, b)))
-            }
-            _ => Ok(None),
-        }
-    }
-
-    /// [`KeyOps::eq`], where `ha` is `a`'s [`KeyOps::costly_hash`]: when `b` has a kept hash
+    /// [`KeyOps::eq`], where `ha` is `a`'s [`KeyOps::hashable_costly`]: when `b` has a kept hash
     /// too and the two differ, they are unequal without a comparison (equal values hash
     /// alike), as CPython's dict and set lookups compare hashes before `==`.
+    #[inline(always)]
     pub(crate) fn eq_hashed(&self, a: NodeId, ha: Option<u64>, b: NodeId) -> bool {
-        if a == b {
-            return true;
+        match ha {
+            None => self.eq(a, b),
+            Some(ha) => a == b || (self.cached(b).is_none_or(|hb| hb == ha) && self.eq(a, b)),
         }
-        if let Some(ha) = ha {
-            if self.cached(b).is_some_and(|hb| hb != ha) {
-                return false;
-            }
-        }
-        self.eq(a, b)
     }
 
     /// Python `a == b` for two hashable values (both already hashed successfully).

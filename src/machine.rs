@@ -948,8 +948,7 @@ impl<'a, 'p> Machine<'a, 'p> {
             // or unequal frozensets of 3,000 items, cost that much per insertion: A46).
             for pair in flat.chunks_exact(2) {
                 let &[k, v] = pair else { continue };
-                ops.check_hashable(k).map_err(unhashable)?;
-                let hk = ops.costly_hash(k).map_err(unhashable)?;
+                let hk = ops.hashable_costly(k).map_err(unhashable)?;
                 match d.items.iter_mut().find(|e| ops.eq_hashed(k, hk, e.0)) {
                     Some(slot) => slot.1 = v,
                     None => d.items.push((k, v)),
@@ -1015,8 +1014,7 @@ impl<'a, 'p> Machine<'a, 'p> {
         let unhashable = |_| self.err(ErrorKind::UnhashableKey);
         if index.is_empty() && s.items.len() + items.len() <= SMALL_KEYED {
             for &k in items {
-                ops.check_hashable(k).map_err(unhashable)?;
-                let hk = ops.costly_hash(k).map_err(unhashable)?;
+                let hk = ops.hashable_costly(k).map_err(unhashable)?;
                 if !s.items.iter().any(|&e| ops.eq_hashed(k, hk, e)) {
                     s.items.push(k);
                 }
@@ -1186,7 +1184,17 @@ impl<'a, 'p> Machine<'a, 'p> {
         if self.memo.count >= self.limits.max_memo_entries && self.memo.is_new(index) {
             return Err(self.limit(LimitName::MaxMemoEntries, self.memo.count + 1));
         }
-        self.memo.put(index, top);
+        // The memo is charged like the document: its tables hold up to 80 bytes a sparse
+        // entry, which `max_alloc_bytes` (and the service's address-space limit made from
+        // it) must account for.
+        let grown = self.memo.put(index, top).map_err(|_| {
+            self.err(ErrorKind::AllocationFailed {
+                bytes: self.memo.count.saturating_mul(32),
+            })
+        })?;
+        if grown > 0 {
+            self.charge(grown)?;
+        }
         Ok(())
     }
 

@@ -2,7 +2,7 @@
 //! that one huge index costs one entry (CPython 3.11 allocates an array as large as the largest
 //! index: 9 bytes of LONG_BINPUT could cost gigabytes).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, TryReserveError};
 
 /// Memo entries of type `T` (node ids in the build pass, symbols in the scan pass).
 pub(crate) struct Memo<T> {
@@ -30,15 +30,21 @@ impl<T: Copy> Memo<T> {
         }
     }
 
-    /// Sets an entry. The dense part grows only to cover indices below twice the number of
-    /// entries (plus 256), so its size stays linear in the entries actually set.
+    /// Sets an entry; returns the bytes the memo's tables grew by (by capacity: what they
+    /// took from the allocator, a dense slot per index and a hash-table entry of index, value
+    /// and control byte per sparse slot), which the callers charge. The dense part grows only
+    /// to cover indices below twice the number of entries (plus 256), so its size stays linear
+    /// in the entries actually set. Every growth is fallible: when memory runs out the memo is
+    /// unchanged and the error is returned (an infallible one aborted the process: two
+    /// requests of 16 M sparse entries each took the service down; A47).
     #[inline]
-    pub(crate) fn put(&mut self, index: u64, value: T) {
+    pub(crate) fn put(&mut self, index: u64, value: T) -> Result<u64, TryReserveError> {
         // The next index (MEMOIZE's, and every PUT of CPython's pickler): one push.
         if index == self.dense.len() as u64 && self.sparse.is_empty() {
+            let grown = self.reserve_dense(1)?;
             self.dense.push(Some(value));
             self.count += 1;
-            return;
+            return Ok(grown);
         }
         if let Some(slot) = usize::try_from(index)
             .ok()
@@ -46,20 +52,36 @@ impl<T: Copy> Memo<T> {
         {
             self.count += u64::from(slot.is_none());
             *slot = Some(value);
-            return;
+            return Ok(0);
         }
         if index < self.count.saturating_mul(2).saturating_add(256) && self.sparse.is_empty() {
             if let Ok(i) = usize::try_from(index) {
+                let grown = self.reserve_dense((i + 1).saturating_sub(self.dense.len()))?;
                 if i > self.dense.len() {
                     self.dense.resize(i, None);
                 }
                 self.dense.push(Some(value));
                 self.count += 1;
-                return;
+                return Ok(grown);
             }
         }
+        let before = self.sparse.capacity();
+        self.sparse.try_reserve(1)?;
+        let grown = (self.sparse.capacity() - before) * (std::mem::size_of::<(u64, T)>() + 1);
         let new = self.sparse.insert(index, value).is_none();
         self.count += u64::from(new);
+        Ok(grown as u64)
+    }
+
+    /// Makes room for `more` dense slots; returns the bytes that took.
+    #[inline]
+    fn reserve_dense(&mut self, more: usize) -> Result<u64, TryReserveError> {
+        let before = self.dense.capacity();
+        if self.dense.len() + more <= before {
+            return Ok(0);
+        }
+        self.dense.try_reserve(more)?;
+        Ok(((self.dense.capacity() - before) * std::mem::size_of::<Option<T>>()) as u64)
     }
 
     /// Whether setting `index` would add an entry.
@@ -75,16 +97,20 @@ mod tests {
     #[test]
     fn sparse_indices_stay_small() {
         let mut m = Memo::default();
-        m.put(0, 1u32);
-        m.put(0xFFFF_FFFF, 2);
-        m.put(1, 3);
+        let mut grown = m.put(0, 1u32).unwrap();
+        grown += m.put(0xFFFF_FFFF, 2).unwrap();
+        grown += m.put(1, 3).unwrap();
         assert_eq!(m.get(0), Some(1));
         assert_eq!(m.get(0xFFFF_FFFF), Some(2));
         assert_eq!(m.get(1), Some(3));
         assert_eq!(m.get(2), None);
         assert_eq!(m.count, 3);
         assert!(m.dense.len() < 300);
-        m.put(1, 4);
+        assert_eq!(m.put(1, 4).unwrap(), 0);
         assert_eq!(m.count, 3);
+        // 4-byte values: dense slots of 8 bytes, sparse entries of 16 (8 + 4, padded) + 1
+        // bytes, counted by capacity.
+        let want = m.dense.capacity() * 8 + m.sparse.capacity() * 17;
+        assert_eq!(grown, want as u64);
     }
 }

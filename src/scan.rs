@@ -260,6 +260,7 @@ impl<'a, 'p> Scanner<'a, 'p> {
             buffers: self.buffers,
             keep_texts,
             texts: Vec::new(),
+            memo_bytes: 0,
             report: ScanReport {
                 result: Ok(()),
                 globals: Vec::new(),
@@ -296,6 +297,8 @@ struct Scan<'a, 'p> {
     /// Whether to keep validated texts for the build ([`Scanner::run_for_build`]).
     keep_texts: bool,
     texts: Vec<&'a str>,
+    /// The bytes the memo's tables took ([`Memo::put`]).
+    memo_bytes: u64,
     report: ScanReport,
 }
 
@@ -410,7 +413,19 @@ impl<'a> Scan<'a, '_> {
         if self.memo.count >= self.limits.max_memo_entries && self.memo.is_new(index) {
             return Err(self.limit(LimitName::MaxMemoEntries, self.memo.count + 1));
         }
-        self.memo.put(index, top);
+        let grown = self.memo.put(index, top).map_err(|_| {
+            self.err(ErrorKind::AllocationFailed {
+                bytes: self.memo_bytes.saturating_mul(2),
+            })
+        })?;
+        // The scan builds nothing else of that size: its memo alone is held to the
+        // allocation budget (the build charges its own memo with the document).
+        if grown > 0 {
+            self.memo_bytes += grown;
+            if self.memo_bytes > self.limits.max_alloc_bytes {
+                return Err(self.limit(LimitName::MaxAllocBytes, self.memo_bytes));
+            }
+        }
         Ok(())
     }
 
