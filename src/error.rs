@@ -120,6 +120,11 @@ pub enum ErrorKind {
         /// Size of the failed request.
         bytes: u64,
     },
+    /// The decode passed the deadline its caller gave it ([`crate::Decoder::deadline`]):
+    /// checked every 65,536 opcodes and every 256 pairs an equality walk compares, so a
+    /// refusal comes within a few milliseconds of the deadline.
+    #[error("the decode passed its deadline")]
+    DeadlineExceeded,
     /// A limit of [`crate::Limits`] would be passed.
     #[error("limit {} exceeded: {seen} > {max} {}", limit.name(), limit.unit())]
     LimitExceeded {
@@ -153,9 +158,11 @@ pub enum ErrorKind {
     /// PERSID or BINPERSID while the policy rejects persistent ids.
     #[error("persistent ids are rejected by policy")]
     PersistentIdRejected,
-    /// EXT1, EXT2 or EXT4 with a code the policy does not map.
+    /// EXT1, EXT2 or EXT4 with a code the policy does not map, as written (EXT4's is signed;
+    /// 0 and negative codes are never mapped: `Lib/pickle.py` refuses them, "EXT specifies
+    /// code <= 0").
     #[error("extension code {0} is not mapped by policy")]
-    ExtensionCodeRejected(u32),
+    ExtensionCodeRejected(i64),
     /// NEXT_BUFFER when every out-of-band buffer the caller supplied is used (or none was
     /// supplied), or READONLY_BUFFER when none was supplied. CPython raises
     /// `UnpicklingError("not enough out-of-band buffers")` for the first and "pickle stream
@@ -192,7 +199,9 @@ impl ErrorKind {
             | TrailingData
             | StackNotEmpty => Category::Malformed,
             Truncated => Category::Truncated,
-            LimitExceeded { .. } | AllocationFailed { .. } => Category::LimitExceeded,
+            LimitExceeded { .. } | AllocationFailed { .. } | DeadlineExceeded => {
+                Category::LimitExceeded
+            }
             GlobalNotAllowed { .. }
             | FormNotAllowed(_)
             | BuildNotAllowed
@@ -229,6 +238,7 @@ impl ErrorKind {
             Truncated => "truncated",
             LimitExceeded { .. } => "limit_exceeded",
             AllocationFailed { .. } => "allocation_failed",
+            DeadlineExceeded => "deadline_exceeded",
             GlobalNotAllowed { .. } => "global_not_allowed",
             FormNotAllowed(_) => "form_not_allowed",
             BuildNotAllowed => "build_not_allowed",

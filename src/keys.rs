@@ -154,8 +154,19 @@ pub(crate) struct KeyCache {
     room: u64,
     /// Bytes kept (hashes and equal pairs) during this insertion.
     kept: u64,
-    /// The bytes an entry or a walk would have reached past `room`, if any.
-    over: Option<u64>,
+    /// Why the insertion stopped, if it did.
+    over: Option<Over>,
+    /// When walks stop ([`crate::Decoder::deadline`]).
+    pub(crate) deadline: Option<std::time::Instant>,
+}
+
+/// Why an insertion's hashing or equality walks stopped ([`KeyCache::close`]).
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Over {
+    /// They would have reached this many bytes, past the room.
+    Bytes(u64),
+    /// The decode's deadline passed.
+    Deadline,
 }
 
 /// What a kept hash, a kept equal pair and a pair held by an equality walk are charged (a
@@ -171,6 +182,7 @@ impl Default for KeyCache {
             room: u64::MAX,
             kept: 0,
             over: None,
+            deadline: None,
         }
     }
 }
@@ -185,7 +197,7 @@ impl KeyCache {
 
     /// Ends an insertion: the bytes it kept, and the bytes it would have reached past its
     /// room (then nothing it decided stands).
-    pub(crate) fn close(&mut self) -> (u64, Option<u64>) {
+    pub(crate) fn close(&mut self) -> (u64, Option<Over>) {
         (std::mem::take(&mut self.kept), self.over.take())
     }
 
@@ -193,7 +205,7 @@ impl KeyCache {
     fn keep(&mut self) -> bool {
         let wanted = self.kept.saturating_add(PAIR_BYTES);
         if wanted > self.room {
-            self.over.get_or_insert(wanted);
+            self.over.get_or_insert(Over::Bytes(wanted));
             return false;
         }
         self.kept = wanted;
@@ -228,8 +240,8 @@ impl<S: BuildHasher> KeyOps<'_, '_, S> {
         }
     }
 
-    /// Whether a walk holding `pairs` pairs still fits the insertion's room; marks the
-    /// insertion as over when it does not. Without a cache, any walk fits.
+    /// Whether a walk holding `pairs` pairs still fits the insertion's room and the decode's
+    /// deadline; marks the insertion as over when it does not. Without a cache, any walk fits.
     fn walk_fits(&self, pairs: usize) -> bool {
         let Some(Ok(mut c)) = self.cache.map(RefCell::try_borrow_mut) else {
             return true;
@@ -238,7 +250,11 @@ impl<S: BuildHasher> KeyOps<'_, '_, S> {
             .kept
             .saturating_add((pairs as u64).saturating_mul(PAIR_BYTES));
         if wanted > c.room {
-            c.over.get_or_insert(wanted);
+            c.over.get_or_insert(Over::Bytes(wanted));
+            return false;
+        }
+        if c.deadline.is_some_and(|d| std::time::Instant::now() >= d) {
+            c.over.get_or_insert(Over::Deadline);
             return false;
         }
         true

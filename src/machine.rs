@@ -19,12 +19,13 @@ use std::borrow::Cow;
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::hash::RandomState;
 use std::mem;
+use std::time::Instant;
 
 use num_bigint::BigInt;
 
 use crate::depth::{walk_depth, Heights};
 use crate::error::{escape_bytes_for_display, Error, ErrorKind, Result};
-use crate::keys::{bigint_to_f64, index_insert, HashCache, KeyIndex, KeyOps};
+use crate::keys::{bigint_to_f64, index_insert, HashCache, KeyIndex, KeyOps, Over};
 use crate::limits::{LimitName, Limits};
 use crate::memo::Memo;
 use crate::opcode::{Opcode, BININT_ARG};
@@ -73,6 +74,7 @@ pub struct Decoder<'a, 'p> {
     limits: Limits,
     buffers: Option<Vec<&'a [u8]>>,
     arena: Vec<Value<'a>>,
+    deadline: Option<Instant>,
 }
 
 impl<'a, 'p> Decoder<'a, 'p> {
@@ -84,7 +86,19 @@ impl<'a, 'p> Decoder<'a, 'p> {
             limits: policy.limits,
             buffers: None,
             arena: Vec::new(),
+            deadline: None,
         }
+    }
+
+    /// Refuses the decode ([`ErrorKind::DeadlineExceeded`]) once `at` has passed, in either
+    /// pass: for a caller that answers by a deadline (the service's `--deadline`) and must not
+    /// leave the decode running after it, holding its thread and memory. Checked every
+    /// 65,536 opcodes and every 256 pairs of an equality walk, so never more than a few
+    /// milliseconds late on these machines. Without it a decode is bounded by the limits
+    /// alone.
+    pub fn deadline(mut self, at: Instant) -> Decoder<'a, 'p> {
+        self.deadline = Some(at);
+        self
     }
 
     /// Builds into the arena `scratch` holds (from [`Document::recycle`]) instead of a fresh
@@ -125,6 +139,7 @@ impl<'a, 'p> Decoder<'a, 'p> {
             .limits(self.limits)
             .stream(stream)
             .buffers(self.buffers.as_ref().map(Vec::len))
+            .deadline(self.deadline)
             .run_for_build()
     }
 
@@ -147,6 +162,10 @@ impl<'a, 'p> Decoder<'a, 'p> {
 
     fn build(self, bound: Bound, texts: Vec<&'a str>, stream: bool) -> Result<Document<'a>> {
         let mut m = Machine::new(self.input, self.policy, self.limits, self.buffers)?;
+        m.deadline = self.deadline;
+        if let Ok(mut c) = m.hash_cache.try_borrow_mut() {
+            c.deadline = self.deadline;
+        }
         m.texts = texts;
         m.nodes = self.arena;
         m.nodes.clear();
@@ -336,6 +355,9 @@ struct Machine<'a, 'p> {
     /// The (dict, key type) pairs whose keys a schema found all of that type: a sealed dict
     /// is not checked again when it is passed again.
     keys_checked: HashSet<(NodeId, ArgType)>,
+    /// When to stop ([`Decoder::deadline`]), and the opcode count at which to look next.
+    deadline: Option<Instant>,
+    next_deadline_check: u64,
     /// Stands in for a shared value that `get_mut` is asked for: shared values are scalars,
     /// which no opcode modifies, so the caller only looks at it and refuses the opcode.
     scratch: Value<'a>,
@@ -475,6 +497,9 @@ fn int_steps<'a>(
     }
     run
 }
+
+/// How many opcodes each pass reads between two looks at the clock ([`Decoder::deadline`]).
+pub(crate) const DEADLINE_EVERY: u64 = 1 << 16;
 
 /// How many opcodes [`int_blocks`] reads before it writes their nodes and ids out.
 const INT_BLOCK: usize = 64;
@@ -646,6 +671,8 @@ impl<'a, 'p> Machine<'a, 'p> {
             hash_cache: HashCache::default(),
             sealed: HashMap::new(),
             keys_checked: HashSet::new(),
+            deadline: None,
+            next_deadline_check: DEADLINE_EVERY,
             scratch: Value::None,
             stack: Vec::new(),
             marks: Vec::new(),
@@ -918,8 +945,13 @@ impl<'a, 'p> Machine<'a, 'p> {
             Ok(mut c) => c.close(),
             Err(_) => (0, None),
         };
-        if let Some(wanted) = over {
-            return Err(self.limit(LimitName::MaxAllocBytes, self.alloc.saturating_add(wanted)));
+        match over {
+            Some(Over::Bytes(wanted)) => {
+                let seen = self.alloc.saturating_add(wanted);
+                return Err(self.limit(LimitName::MaxAllocBytes, seen));
+            }
+            Some(Over::Deadline) => return Err(self.err(ErrorKind::DeadlineExceeded)),
+            None => {}
         }
         r?;
         self.charge(kept)
@@ -1246,9 +1278,7 @@ impl<'a, 'p> Machine<'a, 'p> {
             .filter(|&c| c > 0)
             .and_then(|c| self.policy.extensions.get(&c));
         let Some((module, name)) = target else {
-            return Err(self.err(ErrorKind::ExtensionCodeRejected(
-                code.clamp(0, i64::from(u32::MAX)) as u32,
-            )));
+            return Err(self.err(ErrorKind::ExtensionCodeRejected(code)));
         };
         let (module, name) = (Cow::Owned(module.clone()), Cow::Owned(name.clone()));
         let id = self.global(module, name)?;
@@ -1578,6 +1608,9 @@ impl<'a, 'p> Machine<'a, 'p> {
             if self.opcodes > self.limits.max_opcodes {
                 return Err(self.limit(LimitName::MaxOpcodes, self.opcodes));
             }
+            if self.opcodes >= self.next_deadline_check {
+                self.check_deadline()?;
+            }
             let arg = BININT_ARG.get(usize::from(byte)).copied().unwrap_or(0);
             if arg != 0 {
                 let v = self.r.take_binint(arg - 1)?;
@@ -1643,6 +1676,17 @@ impl<'a, 'p> Machine<'a, 'p> {
         self.opcodes += run.count;
         self.created += run.count;
         self.alloc += run.charged;
+    }
+
+    /// Refuses once the deadline has passed; otherwise looks again [`DEADLINE_EVERY`]
+    /// opcodes later (runs of ints may pass the mark by a run's length).
+    #[cold]
+    fn check_deadline(&mut self) -> Result<()> {
+        self.next_deadline_check = self.opcodes.saturating_add(DEADLINE_EVERY);
+        if self.deadline.is_some_and(|d| Instant::now() >= d) {
+            return Err(self.err(ErrorKind::DeadlineExceeded));
+        }
+        Ok(())
     }
 
     fn stop(&mut self) -> Result<NodeId> {
@@ -2603,6 +2647,37 @@ mod tests {
             })
             .collect();
         assert_eq!(got, (1000..1100).collect::<Vec<i64>>());
+    }
+
+    /// A deadline stops the scan and the build within `DEADLINE_EVERY` opcodes, and an
+    /// equality walk within 256 pairs (A48: the service answered 503 at its deadline while the
+    /// decode ran on, holding its slot).
+    #[test]
+    fn a_deadline_stops_either_pass_and_a_long_walk() {
+        // NONE POP 100,000 times, then NONE STOP: opcode k (from 1) is at offset k.
+        let mut p = b"\x80\x04".to_vec();
+        for _ in 0..100_000 {
+            p.extend_from_slice(b"N0");
+        }
+        p.extend_from_slice(b"N.");
+        let policy = Policy::data();
+        let e = Decoder::new(&p, &policy)
+            .deadline(Instant::now())
+            .decode()
+            .unwrap_err();
+        assert_eq!(e.kind().name(), "deadline_exceeded", "{e}");
+        assert_eq!(e.offset(), DEADLINE_EVERY, "{e}");
+        let later = Instant::now() + std::time::Duration::from_secs(600);
+        Decoder::new(&p, &policy).deadline(later).decode().unwrap();
+        // Under 65,536 opcodes, but its last ADDITEMS compares two tuple DAGs pair by pair.
+        let dag = include_bytes!("../audit/vectors/a46-two-tuple-dags-that-share-differently.pkl");
+        let e = Decoder::new(dag, &policy)
+            .deadline(Instant::now())
+            .decode()
+            .unwrap_err();
+        assert_eq!(e.kind().name(), "deadline_exceeded", "{e}");
+        assert_eq!(e.opcode(), Some(0x90), "{e}");
+        Decoder::new(dag, &policy).deadline(later).decode().unwrap();
     }
 
     /// A list or dict that a record's argument schema checked cannot change after the call

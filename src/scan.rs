@@ -19,9 +19,11 @@
 //! referenced and the opcode counts, in one pass and without allocating values.
 
 use std::borrow::Cow;
+use std::time::Instant;
 
 use crate::error::{escape_bytes_for_display, Error, ErrorKind, Result};
 use crate::limits::{LimitName, Limits};
+use crate::machine::DEADLINE_EVERY;
 use crate::memo::Memo;
 use crate::opcode::{Opcode, SCALAR_ARG};
 use crate::policy::{Constructor, Policy, Python2Str, TextEncoding};
@@ -204,6 +206,7 @@ pub struct Scanner<'a, 'p> {
     limits: Limits,
     stream: bool,
     buffers: Option<usize>,
+    deadline: Option<Instant>,
 }
 
 impl<'a, 'p> Scanner<'a, 'p> {
@@ -215,6 +218,7 @@ impl<'a, 'p> Scanner<'a, 'p> {
             limits: policy.limits,
             stream: false,
             buffers: None,
+            deadline: None,
         }
     }
 
@@ -227,6 +231,13 @@ impl<'a, 'p> Scanner<'a, 'p> {
     /// Scans several pickles one after another sharing one memo.
     pub fn stream(mut self, stream: bool) -> Scanner<'a, 'p> {
         self.stream = stream;
+        self
+    }
+
+    /// Refuses the scan ([`ErrorKind::DeadlineExceeded`]) once `at` has passed, as
+    /// [`crate::Decoder::deadline`] does; `None` for no deadline.
+    pub fn deadline(mut self, at: Option<Instant>) -> Scanner<'a, 'p> {
+        self.deadline = at;
         self
     }
 
@@ -261,6 +272,8 @@ impl<'a, 'p> Scanner<'a, 'p> {
             keep_texts,
             texts: Vec::new(),
             memo_bytes: 0,
+            deadline: self.deadline,
+            next_deadline_check: DEADLINE_EVERY,
             report: ScanReport {
                 result: Ok(()),
                 globals: Vec::new(),
@@ -299,6 +312,9 @@ struct Scan<'a, 'p> {
     texts: Vec<&'a str>,
     /// The bytes the memo's tables took ([`Memo::put`]).
     memo_bytes: u64,
+    /// When to stop ([`Scanner::deadline`]), and the opcode count at which to look next.
+    deadline: Option<Instant>,
+    next_deadline_check: u64,
     report: ScanReport,
 }
 
@@ -425,6 +441,17 @@ impl<'a> Scan<'a, '_> {
             if self.memo_bytes > self.limits.max_alloc_bytes {
                 return Err(self.limit(LimitName::MaxAllocBytes, self.memo_bytes));
             }
+        }
+        Ok(())
+    }
+
+    /// Refuses once the deadline has passed; otherwise looks again `DEADLINE_EVERY` opcodes
+    /// later (runs of scalars may pass the mark by a run's length).
+    #[cold]
+    fn check_deadline(&mut self) -> Result<()> {
+        self.next_deadline_check = self.opcodes.saturating_add(DEADLINE_EVERY);
+        if self.deadline.is_some_and(|d| Instant::now() >= d) {
+            return Err(self.err(ErrorKind::DeadlineExceeded));
         }
         Ok(())
     }
@@ -663,6 +690,9 @@ impl<'a> Scan<'a, '_> {
             self.opcodes += 1;
             if self.opcodes > self.limits.max_opcodes {
                 return Err(self.limit(LimitName::MaxOpcodes, self.opcodes));
+            }
+            if self.opcodes >= self.next_deadline_check {
+                self.check_deadline()?;
             }
             if let Some(c) = self.report.opcode_counts.get_mut(usize::from(byte)) {
                 *c += 1;
@@ -1031,9 +1061,7 @@ impl<'a> Scan<'a, '_> {
             .and_then(|c| self.policy.extensions.get(&c))
             .cloned();
         let Some((module, name)) = target else {
-            return Err(self.err(ErrorKind::ExtensionCodeRejected(
-                code.clamp(0, i64::from(u32::MAX)) as u32,
-            )));
+            return Err(self.err(ErrorKind::ExtensionCodeRejected(code)));
         };
         let g = self.global(&module, &name)?;
         self.push(g)

@@ -266,7 +266,15 @@ async fn handle(
             let deadline = st.cfg.deadline;
             let outcome = match tokio::time::timeout(
                 deadline,
-                run(Arc::clone(&st), policy, p.stream, endpoint, headers, body),
+                run(
+                    Arc::clone(&st),
+                    policy,
+                    p.stream,
+                    endpoint,
+                    headers,
+                    body,
+                    start + deadline,
+                ),
             )
             .await
             {
@@ -293,7 +301,8 @@ async fn handle(
 ///    decode slot.
 /// 3. A decode slot (waiting for one counts as queued).
 /// 4. The decode on a blocking thread, which keeps the admission and the buffer budget until
-///    it ends, even when the deadline has answered the client already.
+///    it ends, even when the deadline has answered the client already; the decode itself
+///    stops within milliseconds of the deadline ([`picklewarden::Decoder::deadline`]).
 /// 5. Output budget for the response text, taken while still holding the slot, and handed to
 ///    the response body.
 async fn run(
@@ -303,6 +312,7 @@ async fn run(
     endpoint: Endpoint,
     headers: HeaderMap,
     body: Body,
+    deadline: Instant,
 ) -> Outcome {
     let name = policy.name.clone();
     let (bound, limit) = if st.cfg.max_body < policy.limits.max_input_bytes {
@@ -368,7 +378,7 @@ async fn run(
     let in_flight = st.metrics.in_flight.clone();
     let job = tokio::task::spawn_blocking(move || {
         in_flight.inc();
-        let out = evaluate(&bytes, &policy, stream, endpoint, max_output);
+        let out = evaluate(&bytes, &policy, stream, endpoint, max_output, deadline);
         in_flight.dec();
         drop((budget, admitted));
         (out, slot)
@@ -528,10 +538,15 @@ fn evaluate(
     stream: bool,
     endpoint: Endpoint,
     max_output: usize,
+    deadline: Instant,
 ) -> Outcome {
     let t = Instant::now();
     let sha = hex_sha256(input);
-    let (result, report) = picklewarden::Decoder::new(input, policy).decode_with_report(stream);
+    // The request's deadline stops the decode too: answered 503 by then, it must not keep its
+    // thread, its slot and its memory for as long as the limits allow (A48).
+    let (result, report) = picklewarden::Decoder::new(input, policy)
+        .deadline(deadline)
+        .decode_with_report(stream);
     let globals: Vec<Json> = report
         .globals
         .iter()
