@@ -1,5 +1,6 @@
 //! Every attack vector of `audit/ATTACKS.md` gets the outcome its manifest line names
-//! (`audit/vectors/MANIFEST.tsv`: file, expected kind or `ok`, limit, policy, limit overrides,
+//! (`audit/vectors/MANIFEST.tsv`: file, expected kind or `ok`, limit, policy, limit overrides
+//! (and `deadline_ms=N`, a deadline N ms after the decode starts),
 //! mode (`single`, `stream`, or `mitogen` for a child's stdout), attack id), and the
 //! hash-flooding checks: dicts and sets whose keys all collide under CPython's hash decode
 //! correctly (timings are printed, never asserted; see audit/FUZZING.md).
@@ -65,11 +66,23 @@ fn manifest() -> Vec<Row> {
 fn limits_for(policy: &Policy, overrides: &str) -> Limits {
     let mut limits = policy.limits;
     if overrides != "-" {
-        for o in overrides.split(',') {
+        for o in overrides
+            .split(',')
+            .filter(|o| !o.starts_with("deadline_ms="))
+        {
             limits.set_from_str(o.trim()).unwrap();
         }
     }
     limits
+}
+
+/// The `deadline_ms=N` override (not a limit): the decode is given a deadline N ms after it
+/// starts ([`Decoder::deadline`]), as the service gives one.
+fn deadline_for(overrides: &str) -> Option<std::time::Duration> {
+    overrides
+        .split(',')
+        .find_map(|o| o.trim().strip_prefix("deadline_ms="))
+        .map(|ms| std::time::Duration::from_millis(ms.parse().unwrap()))
 }
 
 /// A Mitogen child's stdout, as `filter --mitogen` and `guard` check it: the bootstrap handshake
@@ -128,7 +141,10 @@ fn every_vector_has_its_expected_outcome() {
             }
             continue;
         }
-        let d = Decoder::new(&data, &policy).limits(limits);
+        let mut d = Decoder::new(&data, &policy).limits(limits);
+        if let Some(after) = deadline_for(&row.limits) {
+            d = d.deadline(Instant::now() + after);
+        }
         let result = if row.stream {
             d.decode_stream()
         } else {
