@@ -2649,6 +2649,31 @@ mod tests {
         assert_eq!(got, (1000..1100).collect::<Vec<i64>>());
     }
 
+    /// A schema's `max_len` counts code points in a text with lone surrogates too (it counted
+    /// its `surrogatepass` UTF-8 bytes: a review helper's real Mitogen CallError naming a
+    /// `surrogateescape` file, 4,024 code points, was refused as 12,024 over 9,999).
+    #[test]
+    fn max_len_counts_code_points_of_text_with_surrogates() {
+        let policy = Policy::from_toml_str(
+            "name = \"t\"\n[[global]]\nmodule = \"m\"\nname = \"E\"\nconstructor = \"record\"\n\
+             forms = [\"reduce\"]\nargs = [{ type = \"str\", max_len = 5 }]\n",
+        )
+        .unwrap();
+        // m.E('\udcff' * n) at protocol 2: BINUNICODE of n times ED B3 BF.
+        let call = |n: usize| {
+            let mut p = b"\x80\x02cm\nE\nX".to_vec();
+            p.extend_from_slice(&(3 * n as u32).to_le_bytes());
+            for _ in 0..n {
+                p.extend_from_slice(b"\xed\xb3\xbf");
+            }
+            p.extend_from_slice(b"\x85R.");
+            Decoder::new(&p, &policy).decode().map(|_| ())
+        };
+        call(5).unwrap();
+        let e = call(6).unwrap_err();
+        assert!(e.to_string().contains("length at least 6 over 5"), "{e}");
+    }
+
     /// A deadline stops the scan and the build within `DEADLINE_EVERY` opcodes, and an
     /// equality walk within 256 pairs (A48: the service answered 503 at its deadline while the
     /// decode ran on, holding its slot).

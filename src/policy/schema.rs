@@ -159,9 +159,18 @@ impl ArgSpec {
             // calls through the memo costs the maximum per call, not its length (A46).
             let cap = usize::try_from(max).unwrap_or(usize::MAX).saturating_add(1);
             let len = match v {
+                // A text with lone surrogates is their `surrogatepass` UTF-8, each code point
+                // encoded on its own: one code point per byte that is not a continuation
+                // byte (it was counted in bytes, which refused real Mitogen CallErrors
+                // holding `surrogateescape` file names as 3x their length).
                 Value::Str(s) => Some(match s.as_str() {
                     Some(t) => t.chars().take(cap).count() as u64,
-                    None => s.as_bytes().len() as u64,
+                    None => s
+                        .as_bytes()
+                        .iter()
+                        .filter(|&&b| b & 0xC0 != 0x80)
+                        .take(cap)
+                        .count() as u64,
                 }),
                 Value::Bytes(b) => Some(b.len() as u64),
                 Value::Tuple(t) | Value::List(t) => Some(t.len() as u64),
