@@ -9,6 +9,7 @@
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::fmt::Write as _;
+use std::time::Instant;
 
 use crate::text::float_repr;
 use crate::value::{lookup, Document, NodeId, PyStr, Value};
@@ -19,7 +20,7 @@ pub const FORMAT: &str = "picklewarden-typed-json/1";
 /// The typed JSON text of a document: `{"format": ..., "value": node}` for one pickle, or
 /// `{"format": ..., "values": [...]}` for a document decoded as a stream.
 pub fn to_typed_json(doc: &Document<'_>) -> String {
-    write_document(doc, usize::MAX).unwrap_or_default()
+    write_document(doc, usize::MAX, None).unwrap_or_default()
 }
 
 /// As [`to_typed_json`], but gives up (`None`) once the text passes `max_bytes`, so a caller
@@ -27,11 +28,37 @@ pub fn to_typed_json(doc: &Document<'_>) -> String {
 /// Typed JSON can be many times the size of the pickle (a 1-byte NONE is 15 bytes of JSON);
 /// the text may pass `max_bytes` by at most one scalar node before the writer stops.
 pub fn to_typed_json_limited(doc: &Document<'_>, max_bytes: usize) -> Option<String> {
-    write_document(doc, max_bytes)
+    write_document(doc, max_bytes, None)
 }
 
-fn write_document(doc: &Document<'_>, max_bytes: usize) -> Option<String> {
-    let mut w = Writer::new(&doc.nodes, &doc.roots);
+/// How many writing tasks run between two looks at the clock ([`to_typed_json_until`]).
+const CHECK_EVERY: u32 = 65_536;
+/// What one big int counts for, of those tasks (a 4096-byte one takes about 0.2 ms to write).
+const BIG_INT_TASKS: u32 = 1024;
+
+/// As [`to_typed_json_limited`], and also gives up (`None`) once `deadline` has passed (looked
+/// at every 256 set items while ordering sets, every 65,536 values, or 64 big ints, while
+/// writing): for a
+/// caller that answers by a deadline, as [`crate::Decoder::deadline`] is for the decode.
+/// Ordering the sets can cost up to a sort key (1 KiB) per set item before anything is
+/// written, which `max_bytes` does not bound.
+pub fn to_typed_json_until(
+    doc: &Document<'_>,
+    max_bytes: usize,
+    deadline: Instant,
+) -> Option<String> {
+    write_document(doc, max_bytes, Some(deadline))
+}
+
+fn write_document(
+    doc: &Document<'_>,
+    max_bytes: usize,
+    deadline: Option<Instant>,
+) -> Option<String> {
+    let mut w = Writer::new(&doc.nodes, &doc.roots, deadline);
+    if w.timed_out {
+        return None;
+    }
     w.max_bytes = max_bytes;
     // Room for ~24 bytes a value up front (a small int is 31): fewer regrowth copies while the
     // text is small enough to be copied when it grows. At most 64 MiB (past that glibc grows
@@ -74,7 +101,7 @@ fn write_document(doc: &Document<'_>, max_bytes: usize) -> Option<String> {
 /// The typed JSON node of one value of a document (no `format` wrapper), with ids numbered
 /// from 0 within this text.
 pub fn node_to_typed_json(doc: &Document<'_>, id: NodeId) -> String {
-    let mut w = Writer::new(&doc.nodes, &[id]);
+    let mut w = Writer::new(&doc.nodes, &[id], None);
     w.write(id);
     w.out
 }
@@ -169,12 +196,25 @@ pub(crate) struct SetOrders {
 
 impl SetOrders {
     /// The orders of the sets that `roots` reach among `nodes` (an arena).
+    #[cfg(test)]
     pub(crate) fn of(nodes: &[Value<'_>], roots: &[NodeId]) -> SetOrders {
-        let w = Writer::new(nodes, roots);
-        SetOrders {
+        SetOrders::until(nodes, roots, None).unwrap_or(SetOrders {
+            by_set: HashMap::new(),
+            orders: Vec::new(),
+        })
+    }
+
+    /// As [`SetOrders::of`], or `None` once `deadline` has passed.
+    pub(crate) fn until(
+        nodes: &[Value<'_>],
+        roots: &[NodeId],
+        deadline: Option<Instant>,
+    ) -> Option<SetOrders> {
+        let w = Writer::new(nodes, roots, deadline);
+        (!w.timed_out).then_some(SetOrders {
             by_set: w.set_orders,
             orders: w.orders,
-        }
+        })
     }
 
     /// The items of set `id` in the order typed JSON writes them, if `id` is a reachable set.
@@ -259,12 +299,17 @@ struct Writer<'d, 'a> {
     decimals: HashMap<NodeId, String>,
     /// Output length after which writing stops (`overflowed` is then set).
     max_bytes: usize,
-    /// Writing stopped at `max_bytes`.
+    /// Writing stopped at `max_bytes` (or at the deadline).
     overflowed: bool,
+    /// When to give up, and whether it has (ordering sets or writing).
+    deadline: Option<Instant>,
+    timed_out: bool,
+    /// Tasks (a big int counts as 1,024) before the deadline is looked at again.
+    until_check: u32,
 }
 
 impl<'d, 'a> Writer<'d, 'a> {
-    fn new(nodes: &'d [Value<'a>], roots: &[NodeId]) -> Writer<'d, 'a> {
+    fn new(nodes: &'d [Value<'a>], roots: &[NodeId], deadline: Option<Instant>) -> Writer<'d, 'a> {
         // In-degrees over what the roots reach only: an unreachable cycle (values popped from
         // the stack) must not be mistaken for a shared value, nor written.
         let mut refs = vec![0u8; nodes.len()];
@@ -308,6 +353,9 @@ impl<'d, 'a> Writer<'d, 'a> {
             decimals: HashMap::new(),
             max_bytes: usize::MAX,
             overflowed: false,
+            deadline,
+            timed_out: false,
+            until_check: CHECK_EVERY,
         };
         if any_set {
             // A set's sort keys hold the orders of the sets inside its items, so those are
@@ -335,7 +383,11 @@ impl<'d, 'a> Writer<'d, 'a> {
             if keyed.try_reserve_exact(s.items.len()).is_err() {
                 continue;
             }
-            for &item in &s.items {
+            for (n, &item) in s.items.iter().enumerate() {
+                if n % 256 == 0 && self.past_deadline() {
+                    self.timed_out = true;
+                    return;
+                }
                 let start = keys.len();
                 let mut sub = Writer {
                     nodes: self.nodes,
@@ -352,6 +404,9 @@ impl<'d, 'a> Writer<'d, 'a> {
                     decimals: std::mem::take(&mut self.decimals),
                     max_bytes: usize::MAX,
                     overflowed: false,
+                    deadline: None,
+                    timed_out: false,
+                    until_check: CHECK_EVERY,
                 };
                 sub.write(item);
                 self.set_orders = sub.set_orders;
@@ -403,6 +458,11 @@ impl<'d, 'a> Writer<'d, 'a> {
         }
     }
 
+    /// Whether the deadline has passed.
+    fn past_deadline(&self) -> bool {
+        self.deadline.is_some_and(|d| Instant::now() >= d)
+    }
+
     /// The bytes of a sort key still to write, or `usize::MAX` outside a sort key.
     fn key_room(&self) -> usize {
         if self.sort_key {
@@ -419,6 +479,15 @@ impl<'d, 'a> Writer<'d, 'a> {
                 self.overflowed = true;
                 return;
             }
+            if self.until_check == 0 {
+                self.until_check = CHECK_EVERY;
+                if self.past_deadline() {
+                    self.timed_out = true;
+                    self.overflowed = true;
+                    return;
+                }
+            }
+            self.until_check -= 1;
             if self.sort_key && self.out.len() >= self.key_start + self.key_bytes {
                 // Cut at a char boundary at or below the limit (text is UTF-8).
                 let end = self.key_start + self.key_bytes;
@@ -563,6 +632,8 @@ impl<'d, 'a> Writer<'d, 'a> {
                 out.push_str("\"}");
             }
             Value::BigInt(b) => {
+                // Quadratic in its size to convert: counted as many tasks.
+                self.until_check = self.until_check.saturating_sub(BIG_INT_TASKS);
                 let _ = write!(out, ",\"value\":\"{b}\"}}");
             }
             Value::Float(x) => {
@@ -756,6 +827,36 @@ mod tests {
             "{\"format\":\"picklewarden-typed-json/1\",\"value\":{\"type\":\"none\"}}"
         );
         assert!(text.capacity() < 8192, "capacity {}", text.capacity());
+    }
+
+    /// The writers give up once their deadline has passed: typed JSON while ordering sets and
+    /// while writing, repr while printing (A48: the service held a decode slot for 9 s of set
+    /// ordering after answering 503 at its 1 s deadline).
+    #[test]
+    fn the_writers_stop_at_their_deadline() {
+        // [{0}, {1}, ..., {99999}] at protocol 4.
+        let mut p = b"\x80\x04](".to_vec();
+        for i in 0..100_000u32 {
+            p.extend_from_slice(b"\x8f(J");
+            p.extend_from_slice(&i.to_le_bytes());
+            p.push(0x90);
+        }
+        p.extend_from_slice(b"e.");
+        let sets = crate::decode(&p, &crate::Policy::data()).unwrap();
+        let past = Instant::now();
+        let later = past + std::time::Duration::from_secs(600);
+        assert_eq!(to_typed_json_until(&sets, usize::MAX, past), None);
+        assert!(SetOrders::until(&sets.nodes, &sets.roots, Some(past)).is_none());
+        assert_eq!(
+            to_typed_json_until(&sets, usize::MAX, later).as_deref(),
+            Some(to_typed_json(&sets).as_str())
+        );
+        let r = crate::repr::to_repr(&sets);
+        assert_eq!(crate::repr::to_repr_until(&sets, usize::MAX, past), None);
+        assert_eq!(
+            crate::repr::to_repr_until(&sets, usize::MAX, later).as_deref(),
+            Some(r.as_str())
+        );
     }
 
     /// Every byte value, across the 4 KiB blocks of the writer, against `format!("{:02x}")`.

@@ -1726,9 +1726,14 @@ impl<'a, 'p> Machine<'a, 'p> {
         }
         // Set items are walked in the order typed JSON writes them (sorted), when there are
         // sets at all.
-        let sets = self
-            .has_sets
-            .then(|| crate::json::SetOrders::of(&self.nodes, roots));
+        let sets = match self.has_sets {
+            // Ordering sets can cost a sort key per item: it stops at the deadline too.
+            true => Some(
+                crate::json::SetOrders::until(&self.nodes, roots, self.deadline)
+                    .ok_or_else(|| self.err(ErrorKind::DeadlineExceeded))?,
+            ),
+            false => None,
+        };
         walk_depth(&self.nodes, roots, max, sets.as_ref())
             .map_err(|depth| self.limit(LimitName::MaxNestingDepth, depth))
     }

@@ -567,13 +567,15 @@ fn evaluate(
             // The value's text, unless it would pass `max_output`.
             let text = match endpoint {
                 Endpoint::Check => None,
+                // Rendering stops at the deadline too (the client has had its 503 by then;
+                // ordering sets can cost a sort key per item before `max_output` applies).
                 Endpoint::Decode(Format::Json) => Some((
                     "document",
-                    picklewarden::json::to_typed_json_limited(&doc, max_output),
+                    picklewarden::json::to_typed_json_until(&doc, max_output, deadline),
                 )),
                 Endpoint::Decode(Format::Repr) => Some((
                     "repr",
-                    picklewarden::repr::to_repr_limited(&doc, max_output),
+                    picklewarden::repr::to_repr_until(&doc, max_output, deadline),
                 )),
             };
             match text {
