@@ -11,6 +11,7 @@ use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::time::Instant;
 
+use crate::clock::Clock;
 use crate::text::float_repr;
 use crate::value::{lookup, Document, NodeId, PyStr, Value};
 
@@ -31,10 +32,9 @@ pub fn to_typed_json_limited(doc: &Document<'_>, max_bytes: usize) -> Option<Str
     write_document(doc, max_bytes, None)
 }
 
-/// How many writing tasks run between two looks at the clock ([`to_typed_json_until`]).
-const CHECK_EVERY: u32 = 65_536;
-/// What one big int counts for, of those tasks (a 4096-byte one takes about 0.2 ms to write).
-const BIG_INT_TASKS: u32 = 1024;
+/// What one big int counts for, in the writers' work between two looks at the clock
+/// ([`crate::clock::CHECK_EVERY`] values): a 4096-byte one takes about 0.2 ms to write.
+pub(crate) const BIG_INT_WORK: u64 = 1024;
 
 /// As [`to_typed_json_limited`], and also gives up (`None`) once `deadline` has passed (looked
 /// at every 256 set items while ordering sets, every 65,536 values, or 64 big ints, while
@@ -301,11 +301,11 @@ struct Writer<'d, 'a> {
     max_bytes: usize,
     /// Writing stopped at `max_bytes` (or at the deadline).
     overflowed: bool,
-    /// When to give up, and whether it has (ordering sets or writing).
-    deadline: Option<Instant>,
+    /// When to give up, and whether it has (ordering sets or writing); the tasks run so far
+    /// (a big int counts as [`BIG_INT_WORK`]), by which the clock is looked at.
+    clock: Clock,
     timed_out: bool,
-    /// Tasks (a big int counts as 1,024) before the deadline is looked at again.
-    until_check: u32,
+    work: u64,
 }
 
 impl<'d, 'a> Writer<'d, 'a> {
@@ -353,9 +353,9 @@ impl<'d, 'a> Writer<'d, 'a> {
             decimals: HashMap::new(),
             max_bytes: usize::MAX,
             overflowed: false,
-            deadline,
+            clock: Clock::new(deadline),
             timed_out: false,
-            until_check: CHECK_EVERY,
+            work: 0,
         };
         if any_set {
             // A set's sort keys hold the orders of the sets inside its items, so those are
@@ -384,7 +384,7 @@ impl<'d, 'a> Writer<'d, 'a> {
                 continue;
             }
             for (n, &item) in s.items.iter().enumerate() {
-                if n % 256 == 0 && self.past_deadline() {
+                if n % 256 == 0 && self.clock.passed() {
                     self.timed_out = true;
                     return;
                 }
@@ -404,9 +404,9 @@ impl<'d, 'a> Writer<'d, 'a> {
                     decimals: std::mem::take(&mut self.decimals),
                     max_bytes: usize::MAX,
                     overflowed: false,
-                    deadline: None,
+                    clock: Clock::default(),
                     timed_out: false,
-                    until_check: CHECK_EVERY,
+                    work: 0,
                 };
                 sub.write(item);
                 self.set_orders = sub.set_orders;
@@ -458,11 +458,6 @@ impl<'d, 'a> Writer<'d, 'a> {
         }
     }
 
-    /// Whether the deadline has passed.
-    fn past_deadline(&self) -> bool {
-        self.deadline.is_some_and(|d| Instant::now() >= d)
-    }
-
     /// The bytes of a sort key still to write, or `usize::MAX` outside a sort key.
     fn key_room(&self) -> usize {
         if self.sort_key {
@@ -479,15 +474,12 @@ impl<'d, 'a> Writer<'d, 'a> {
                 self.overflowed = true;
                 return;
             }
-            if self.until_check == 0 {
-                self.until_check = CHECK_EVERY;
-                if self.past_deadline() {
-                    self.timed_out = true;
-                    self.overflowed = true;
-                    return;
-                }
+            self.work += 1;
+            if self.clock.passed_after(self.work) {
+                self.timed_out = true;
+                self.overflowed = true;
+                return;
             }
-            self.until_check -= 1;
             if self.sort_key && self.out.len() >= self.key_start + self.key_bytes {
                 // Cut at a char boundary at or below the limit (text is UTF-8).
                 let end = self.key_start + self.key_bytes;
@@ -633,7 +625,7 @@ impl<'d, 'a> Writer<'d, 'a> {
             }
             Value::BigInt(b) => {
                 // Quadratic in its size to convert: counted as many tasks.
-                self.until_check = self.until_check.saturating_sub(BIG_INT_TASKS);
+                self.work += BIG_INT_WORK;
                 let _ = write!(out, ",\"value\":\"{b}\"}}");
             }
             Value::Float(x) => {

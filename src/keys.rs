@@ -18,6 +18,7 @@ use hashbrown::HashTable;
 use num_bigint::BigInt;
 use num_traits::{FromPrimitive, ToPrimitive};
 
+use crate::clock::Clock;
 use crate::value::{NodeId, Value};
 
 /// The index of a dict or set: `(hash, position in items)` pairs.
@@ -157,7 +158,7 @@ pub(crate) struct KeyCache {
     /// Why the insertion stopped, if it did.
     over: Option<Over>,
     /// When walks stop ([`crate::Decoder::deadline`]).
-    pub(crate) deadline: Option<std::time::Instant>,
+    pub(crate) clock: Clock,
 }
 
 /// Why an insertion's hashing or equality walks stopped ([`KeyCache::close`]).
@@ -182,7 +183,7 @@ impl Default for KeyCache {
             room: u64::MAX,
             kept: 0,
             over: None,
-            deadline: None,
+            clock: Clock::default(),
         }
     }
 }
@@ -253,7 +254,7 @@ impl<S: BuildHasher> KeyOps<'_, '_, S> {
             c.over.get_or_insert(Over::Bytes(wanted));
             return false;
         }
-        if c.deadline.is_some_and(|d| std::time::Instant::now() >= d) {
+        if c.clock.passed() {
             c.over.get_or_insert(Over::Deadline);
             return false;
         }

@@ -19,6 +19,7 @@
 //! ```
 #![forbid(unsafe_code)]
 
+mod clock;
 mod depth;
 pub mod error;
 pub mod json;

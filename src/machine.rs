@@ -23,6 +23,7 @@ use std::time::Instant;
 
 use num_bigint::BigInt;
 
+use crate::clock::Clock;
 use crate::depth::{walk_depth, Heights};
 use crate::error::{escape_bytes_for_display, Error, ErrorKind, Result};
 use crate::keys::{bigint_to_f64, index_insert, HashCache, KeyIndex, KeyOps, Over};
@@ -162,9 +163,9 @@ impl<'a, 'p> Decoder<'a, 'p> {
 
     fn build(self, bound: Bound, texts: Vec<&'a str>, stream: bool) -> Result<Document<'a>> {
         let mut m = Machine::new(self.input, self.policy, self.limits, self.buffers)?;
-        m.deadline = self.deadline;
+        m.clock = Clock::new(self.deadline);
         if let Ok(mut c) = m.hash_cache.try_borrow_mut() {
-            c.deadline = self.deadline;
+            c.clock = m.clock;
         }
         m.texts = texts;
         m.nodes = self.arena;
@@ -355,9 +356,8 @@ struct Machine<'a, 'p> {
     /// The (dict, key type) pairs whose keys a schema found all of that type: a sealed dict
     /// is not checked again when it is passed again.
     keys_checked: HashSet<(NodeId, ArgType)>,
-    /// When to stop ([`Decoder::deadline`]), and the opcode count at which to look next.
-    deadline: Option<Instant>,
-    next_deadline_check: u64,
+    /// When to stop ([`Decoder::deadline`]), looked at by opcode count.
+    clock: Clock,
     /// Stands in for a shared value that `get_mut` is asked for: shared values are scalars,
     /// which no opcode modifies, so the caller only looks at it and refuses the opcode.
     scratch: Value<'a>,
@@ -497,9 +497,6 @@ fn int_steps<'a>(
     }
     run
 }
-
-/// How many opcodes each pass reads between two looks at the clock ([`Decoder::deadline`]).
-pub(crate) const DEADLINE_EVERY: u64 = 1 << 16;
 
 /// How many opcodes [`int_blocks`] reads before it writes their nodes and ids out.
 const INT_BLOCK: usize = 64;
@@ -671,8 +668,7 @@ impl<'a, 'p> Machine<'a, 'p> {
             hash_cache: HashCache::default(),
             sealed: HashMap::new(),
             keys_checked: HashSet::new(),
-            deadline: None,
-            next_deadline_check: DEADLINE_EVERY,
+            clock: Clock::default(),
             scratch: Value::None,
             stack: Vec::new(),
             marks: Vec::new(),
@@ -1608,8 +1604,8 @@ impl<'a, 'p> Machine<'a, 'p> {
             if self.opcodes > self.limits.max_opcodes {
                 return Err(self.limit(LimitName::MaxOpcodes, self.opcodes));
             }
-            if self.opcodes >= self.next_deadline_check {
-                self.check_deadline()?;
+            if self.clock.passed_after(self.opcodes) {
+                return Err(self.err(ErrorKind::DeadlineExceeded));
             }
             let arg = BININT_ARG.get(usize::from(byte)).copied().unwrap_or(0);
             if arg != 0 {
@@ -1678,17 +1674,6 @@ impl<'a, 'p> Machine<'a, 'p> {
         self.alloc += run.charged;
     }
 
-    /// Refuses once the deadline has passed; otherwise looks again [`DEADLINE_EVERY`]
-    /// opcodes later (runs of ints may pass the mark by a run's length).
-    #[cold]
-    fn check_deadline(&mut self) -> Result<()> {
-        self.next_deadline_check = self.opcodes.saturating_add(DEADLINE_EVERY);
-        if self.deadline.is_some_and(|d| Instant::now() >= d) {
-            return Err(self.err(ErrorKind::DeadlineExceeded));
-        }
-        Ok(())
-    }
-
     fn stop(&mut self) -> Result<NodeId> {
         if !self.marks.is_empty() {
             return Err(self.err(ErrorKind::StackNotEmpty));
@@ -1729,7 +1714,7 @@ impl<'a, 'p> Machine<'a, 'p> {
         let sets = match self.has_sets {
             // Ordering sets can cost a sort key per item: it stops at the deadline too.
             true => Some(
-                crate::json::SetOrders::until(&self.nodes, roots, self.deadline)
+                crate::json::SetOrders::until(&self.nodes, roots, self.clock.at())
                     .ok_or_else(|| self.err(ErrorKind::DeadlineExceeded))?,
             ),
             false => None,
@@ -2696,7 +2681,7 @@ mod tests {
             .decode()
             .unwrap_err();
         assert_eq!(e.kind().name(), "deadline_exceeded", "{e}");
-        assert_eq!(e.offset(), DEADLINE_EVERY, "{e}");
+        assert_eq!(e.offset(), crate::clock::CHECK_EVERY, "{e}");
         let later = Instant::now() + std::time::Duration::from_secs(600);
         Decoder::new(&p, &policy).deadline(later).decode().unwrap();
         // Under 65,536 opcodes, but its last ADDITEMS compares two tuple DAGs pair by pair.

@@ -15,6 +15,7 @@ use std::collections::HashSet;
 use std::fmt::Write as _;
 use std::time::Instant;
 
+use crate::clock::Clock;
 use crate::text::float_repr;
 use crate::value::{CallKind, Document, NodeId, PyStr, Value};
 
@@ -42,9 +43,6 @@ pub fn to_repr_limited(doc: &Document<'_>, max_bytes: usize) -> Option<String> {
     print(doc, max_bytes, None)
 }
 
-/// How many printing tasks run between two looks at the clock ([`to_repr_until`]).
-const CHECK_EVERY: u32 = 65_536;
-
 /// As [`to_repr_limited`], and also gives up (`None`) once `deadline` has passed (looked at
 /// every 65,536 values, or 64 big ints), for a caller that answers by a deadline.
 pub fn to_repr_until(doc: &Document<'_>, max_bytes: usize, deadline: Instant) -> Option<String> {
@@ -54,8 +52,8 @@ pub fn to_repr_until(doc: &Document<'_>, max_bytes: usize, deadline: Instant) ->
 fn print(doc: &Document<'_>, max_bytes: usize, deadline: Option<Instant>) -> Option<String> {
     let mut out = String::new();
     let mut printer = Printer {
-        deadline,
-        until_check: CHECK_EVERY,
+        clock: Clock::new(deadline),
+        work: 0,
         printed: HashSet::new(),
         on_path: HashSet::new(),
         limit: usize::try_from(doc.value_count())
@@ -82,10 +80,10 @@ struct Printer {
     limit: usize,
     /// Output length after which printing stops.
     max_bytes: usize,
-    /// When to give up, and the tasks (a big int counts as 1,024) before the clock is looked
-    /// at again.
-    deadline: Option<Instant>,
-    until_check: u32,
+    /// When to give up, and the tasks run so far (a big int counts as
+    /// [`crate::json::BIG_INT_WORK`]), by which the clock is looked at.
+    clock: Clock,
+    work: u64,
 }
 
 impl Printer {
@@ -96,13 +94,10 @@ impl Printer {
             if out.len() > self.max_bytes {
                 return false;
             }
-            if self.until_check == 0 {
-                self.until_check = CHECK_EVERY;
-                if self.deadline.is_some_and(|d| Instant::now() >= d) {
-                    return false;
-                }
+            self.work += 1;
+            if self.clock.passed_after(self.work) {
+                return false;
             }
-            self.until_check -= 1;
             let id = match t {
                 Task::Raw(s) => {
                     out.push_str(s);
@@ -161,7 +156,7 @@ impl Printer {
                     let _ = write!(out, "{i}");
                 }
                 Value::BigInt(b) => {
-                    self.until_check = self.until_check.saturating_sub(1024);
+                    self.work += crate::json::BIG_INT_WORK;
                     let _ = write!(out, "{b}");
                 }
                 Value::Float(x) => out.push_str(&float_repr(*x)),

@@ -21,9 +21,9 @@
 use std::borrow::Cow;
 use std::time::Instant;
 
+use crate::clock::Clock;
 use crate::error::{escape_bytes_for_display, Error, ErrorKind, Result};
 use crate::limits::{LimitName, Limits};
-use crate::machine::DEADLINE_EVERY;
 use crate::memo::Memo;
 use crate::opcode::{Opcode, SCALAR_ARG};
 use crate::policy::{Constructor, Policy, Python2Str, TextEncoding};
@@ -272,8 +272,7 @@ impl<'a, 'p> Scanner<'a, 'p> {
             keep_texts,
             texts: Vec::new(),
             memo_bytes: 0,
-            deadline: self.deadline,
-            next_deadline_check: DEADLINE_EVERY,
+            clock: Clock::new(self.deadline),
             report: ScanReport {
                 result: Ok(()),
                 globals: Vec::new(),
@@ -312,9 +311,8 @@ struct Scan<'a, 'p> {
     texts: Vec<&'a str>,
     /// The bytes the memo's tables took ([`Memo::put`]).
     memo_bytes: u64,
-    /// When to stop ([`Scanner::deadline`]), and the opcode count at which to look next.
-    deadline: Option<Instant>,
-    next_deadline_check: u64,
+    /// When to stop ([`Scanner::deadline`]), looked at by opcode count.
+    clock: Clock,
     report: ScanReport,
 }
 
@@ -441,17 +439,6 @@ impl<'a> Scan<'a, '_> {
             if self.memo_bytes > self.limits.max_alloc_bytes {
                 return Err(self.limit(LimitName::MaxAllocBytes, self.memo_bytes));
             }
-        }
-        Ok(())
-    }
-
-    /// Refuses once the deadline has passed; otherwise looks again `DEADLINE_EVERY` opcodes
-    /// later (runs of scalars may pass the mark by a run's length).
-    #[cold]
-    fn check_deadline(&mut self) -> Result<()> {
-        self.next_deadline_check = self.opcodes.saturating_add(DEADLINE_EVERY);
-        if self.deadline.is_some_and(|d| Instant::now() >= d) {
-            return Err(self.err(ErrorKind::DeadlineExceeded));
         }
         Ok(())
     }
@@ -691,8 +678,8 @@ impl<'a> Scan<'a, '_> {
             if self.opcodes > self.limits.max_opcodes {
                 return Err(self.limit(LimitName::MaxOpcodes, self.opcodes));
             }
-            if self.opcodes >= self.next_deadline_check {
-                self.check_deadline()?;
+            if self.clock.passed_after(self.opcodes) {
+                return Err(self.err(ErrorKind::DeadlineExceeded));
             }
             if let Some(c) = self.report.opcode_counts.get_mut(usize::from(byte)) {
                 *c += 1;
