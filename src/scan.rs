@@ -100,8 +100,154 @@ enum Sym {
 ///
 /// A function of its own, on plain arguments, so that the cursor and the count stay in
 /// registers (as fields behind `&mut self` they went through memory on every opcode).
+/// The first [`STEPS_AFTER`] opcodes are read one at a time ([`scalar_steps`]); a run that
+/// goes on past them continues in [`scalar_long_run`].
 #[inline]
 fn scalar_run(
+    input: &[u8],
+    pos: usize,
+    end: usize,
+    limit: u64,
+    long1: bool,
+    counts: &mut [u64; 256],
+) -> (usize, u64) {
+    let first = limit.min(STEPS_AFTER);
+    let (pos, n) = scalar_steps(input, pos, end, first, long1, counts);
+    if n < first || n == limit {
+        return (pos, n);
+    }
+    let (pos, more) = scalar_long_run(input, pos, end, limit - n, long1, counts);
+    (pos, n + more)
+}
+
+/// How many opcodes of a scalar run [`scalar_steps`] reads before the run goes on in
+/// [`scalar_long_run`]: the runs of small objects are mostly shorter (a tuple's few items),
+/// and a list of ints is thousands long.
+const STEPS_AFTER: u64 = 16;
+
+/// The input bytes whose steps [`scalar_long_run`] works out at a time.
+const STEP_CHUNK: usize = 256;
+
+/// [`scalar_run`] for a long run, a chunk of [`STEP_CHUNK`] input bytes at a time. The step
+/// from each byte to the opcode after it, as if an opcode started there (0 where none of the
+/// run's would), is worked out for every byte of the chunk at once ([`chunk_steps`]), and
+/// the run then walks the chunk by one table read and one add per opcode. Reading one
+/// opcode after another (the step found from the opcode byte through [`SCALAR_ARG`], two
+/// loads in a row) is bounded by the latency of that chain, about 11 cycles an opcode on
+/// a list of ints; the chunk's steps cost no more than its walk saves. The tail of the
+/// input, shorter than a chunk and its one byte of lookahead, is read by [`scalar_steps`].
+#[inline(never)]
+fn scalar_long_run(
+    input: &[u8],
+    mut pos: usize,
+    end: usize,
+    limit: u64,
+    long1: bool,
+    counts: &mut [u64; 256],
+) -> (usize, u64) {
+    let end = end.min(input.len());
+    let mut n = 0u64;
+    let mut steps = [0u8; STEP_CHUNK];
+    while let Some(window) = input
+        .get(pos..pos.saturating_add(STEP_CHUNK + 1))
+        .and_then(|w| <&[u8; STEP_CHUNK + 1]>::try_from(w).ok())
+    {
+        chunk_steps(window, &mut steps, long1);
+        let mut p = 0usize;
+        while let (Some(&step), Some(&b)) = (steps.get(p), window.get(p)) {
+            let next = pos + p + usize::from(step);
+            if step == 0 || next > end || n == limit {
+                return (pos + p, n);
+            }
+            if let Some(c) = counts.get_mut(usize::from(b)) {
+                *c += 1;
+            }
+            n += 1;
+            p += usize::from(step);
+        }
+        pos += p;
+    }
+    let (pos, more) = scalar_steps(input, pos, end, limit - n, long1, counts);
+    (pos, n + more)
+}
+
+/// The step of a scalar run's opcode at each byte of `window` but its last (the byte after
+/// the chunk, which only LONG1's length may need), into `steps`: [`SCALAR_ARG`]'s entry, or
+/// for LONG1 when `long1` 2 + its length byte when that is at most 253 (a step fits a byte;
+/// a longer LONG1 ends the run and is read by the general path). 16 bytes at a time with
+/// SSE2 (every x86-64 CPU), through safe_arch.
+#[cfg(target_arch = "x86_64")]
+#[inline]
+fn chunk_steps(window: &[u8; STEP_CHUNK + 1], steps: &mut [u8; STEP_CHUNK], long1: bool) {
+    use safe_arch::{
+        add_i8_m128i, bitand_m128i, bitor_m128i, cmp_eq_mask_i8_m128i, load_unaligned_m128i, m128i,
+        min_u8_m128i, set_splat_i8_m128i, store_unaligned_m128i,
+    };
+    let splat = |b: u8| set_splat_i8_m128i(i8::from_ne_bytes([b]));
+    let ones = if long1 { splat(0xff) } else { m128i::default() };
+    for (k, out) in steps.chunks_exact_mut(16).enumerate() {
+        let at = k * 16;
+        let (Some(v), Some(after)) = (
+            window
+                .get(at..at + 16)
+                .and_then(|w| <&[u8; 16]>::try_from(w).ok()),
+            window
+                .get(at + 1..at + 17)
+                .and_then(|w| <&[u8; 16]>::try_from(w).ok()),
+        ) else {
+            return;
+        };
+        let (v, after) = (load_unaligned_m128i(v), load_unaligned_m128i(after));
+        let is = |op: Opcode| cmp_eq_mask_i8_m128i(v, splat(op.byte()));
+        let with = |op: Opcode, step: u8| bitand_m128i(is(op), splat(step));
+        let mut s = bitor_m128i(
+            bitor_m128i(with(Opcode::Binint1, 2), with(Opcode::Binint2, 3)),
+            bitor_m128i(with(Opcode::Binint, 5), with(Opcode::Binfloat, 9)),
+        );
+        let one = bitor_m128i(
+            bitor_m128i(is(Opcode::None), is(Opcode::Newtrue)),
+            is(Opcode::Newfalse),
+        );
+        s = bitor_m128i(s, bitand_m128i(one, splat(1)));
+        // LONG1 whose length byte is at most 253: min(len, 253) == len.
+        let short = cmp_eq_mask_i8_m128i(min_u8_m128i(after, splat(253)), after);
+        let long = bitand_m128i(bitand_m128i(is(Opcode::Long1), short), ones);
+        s = bitor_m128i(s, bitand_m128i(long, add_i8_m128i(after, splat(2))));
+        if let Ok(out) = <&mut [u8; 16]>::try_from(out) {
+            store_unaligned_m128i(out, s);
+        }
+    }
+}
+
+/// [`chunk_steps`] a byte at a time, on other architectures (and as the SSE2 version's
+/// oracle in the tests).
+#[cfg_attr(target_arch = "x86_64", cfg(test))]
+fn chunk_steps_bytes(window: &[u8; STEP_CHUNK + 1], steps: &mut [u8; STEP_CHUNK], long1: bool) {
+    for (i, out) in steps.iter_mut().enumerate() {
+        let (Some(&b), Some(&len)) = (window.get(i), window.get(i + 1)) else {
+            return;
+        };
+        *out = if b == Opcode::Long1.byte() {
+            if long1 && len <= 253 {
+                2 + len
+            } else {
+                0
+            }
+        } else {
+            SCALAR_ARG.get(usize::from(b)).copied().unwrap_or(0)
+        };
+    }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn chunk_steps(window: &[u8; STEP_CHUNK + 1], steps: &mut [u8; STEP_CHUNK], long1: bool) {
+    chunk_steps_bytes(window, steps, long1)
+}
+
+/// [`scalar_run`] one opcode at a time: the opcode and the byte after it are read, and the
+/// step chosen from them.
+#[inline]
+fn scalar_steps(
     input: &[u8],
     mut pos: usize,
     end: usize,
@@ -1052,5 +1198,108 @@ impl<'a> Scan<'a, '_> {
         };
         let g = self.global(&module, &name)?;
         self.push(g)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The SSE2 steps equal the byte loop's for every opcode byte, every length byte after
+    /// it and both settings of `long1`, at every lane.
+    #[test]
+    fn chunk_steps_match_the_byte_loop() {
+        for long1 in [false, true] {
+            for b in 0..=255u8 {
+                let mut window = [0u8; STEP_CHUNK + 1];
+                // Opcode b at every even offset, a length byte counting up after it.
+                for (i, w) in window.iter_mut().enumerate() {
+                    *w = if i % 2 == 0 { b } else { (i / 2) as u8 };
+                }
+                let (mut simd, mut bytes) = ([0u8; STEP_CHUNK], [0u8; STEP_CHUNK]);
+                chunk_steps(&window, &mut simd, long1);
+                chunk_steps_bytes(&window, &mut bytes, long1);
+                assert_eq!(simd, bytes, "opcode {b:#04x}, long1 {long1}");
+                for len in 0..=255u8 {
+                    window.fill(len);
+                    window[0] = b;
+                    window[STEP_CHUNK - 1] = b;
+                    chunk_steps(&window, &mut simd, long1);
+                    chunk_steps_bytes(&window, &mut bytes, long1);
+                    assert_eq!(simd, bytes, "opcode {b:#04x}, length {len}, long1 {long1}");
+                }
+            }
+        }
+        // What the steps are, independently of both: BININT2 3, LONG1 2 + its length.
+        let mut window = [0u8; STEP_CHUNK + 1];
+        window[..6].copy_from_slice(&[b'M', 1, 2, 0x8a, 1, 7]);
+        let mut steps = [0u8; STEP_CHUNK];
+        chunk_steps(&window, &mut steps, true);
+        assert_eq!(steps[..6], [3, 0, 0, 3, 0, 0]);
+        chunk_steps(&window, &mut steps, false);
+        assert_eq!(steps[..6], [3, 0, 0, 0, 0, 0]);
+    }
+
+    /// A long run read a chunk at a time stops where, and counts what, the one-opcode loop
+    /// does: random runs of the scalar opcodes with LONG1 of every length (254 and 255
+    /// included), a foreign opcode at a random place, frame ends cut anywhere and limits.
+    #[test]
+    fn long_runs_read_what_the_one_opcode_loop_reads() {
+        let mut state = 0x2545_F491_4F6C_DD1Du64;
+        let mut rnd = move |n: u64| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state % n.max(1)
+        };
+        let mut long = 0;
+        for _ in 0..3000 {
+            let mut input = vec![0x80, 0x04];
+            for _ in 0..rnd(1500) {
+                match rnd(14) {
+                    0 => input.extend_from_slice(&[b'K', rnd(256) as u8]),
+                    1 => input.extend_from_slice(&[b'M', 1, 2]),
+                    2 => input.extend_from_slice(&[b'J', 1, 2, 3, 4]),
+                    3 => input.extend_from_slice(&[b'G', 0, 0, 0, 0, 0, 0, 0xf0, 0x3f]),
+                    4 => input.push(*[b'N', 0x88, 0x89].get(rnd(3) as usize).unwrap_or(&b'N')),
+                    5 => {
+                        let len = if rnd(30) == 0 { 250 + rnd(6) } else { rnd(9) };
+                        input.extend_from_slice(&[0x8a, len as u8]);
+                        input.extend((0..len).map(|_| rnd(256) as u8));
+                    }
+                    6 if rnd(60) == 0 => input.push(b'e'),
+                    _ => input.extend_from_slice(&[b'K', 7]),
+                }
+            }
+            let start = 2;
+            let end = if rnd(3) == 0 {
+                start + rnd(input.len() as u64) as usize
+            } else {
+                input.len()
+            };
+            let limit = if rnd(3) == 0 { rnd(2000) } else { u64::MAX };
+            let long1 = rnd(4) != 0;
+            let (mut fast, mut slow) = ([0u64; 256], [0u64; 256]);
+            let got = scalar_run(&input, start, end, limit, long1, &mut fast);
+            let want = scalar_steps(&input, start, end, limit, long1, &mut slow);
+            if got.1 > STEPS_AFTER + (STEP_CHUNK as u64) {
+                long += 1;
+            }
+            // The chunked walk leaves LONG1 of 254 and 255 bytes to the general path, which
+            // reads it and starts a new run after it: go on from there as the scan does.
+            let (mut pos, mut n) = got;
+            while (pos, n) != want && n < want.1 && input.get(pos) == Some(&0x8a) {
+                let len = usize::from(*input.get(pos + 1).unwrap_or(&0));
+                assert!(len >= 254, "stopped at a LONG1 of {len} bytes");
+                fast[0x8a] += 1;
+                pos += 2 + len;
+                n += 1;
+                let (p, m) = scalar_run(&input, pos, end, limit - n, long1, &mut fast);
+                (pos, n) = (p, n + m);
+            }
+            assert_eq!((pos, n), want);
+            assert_eq!(fast, slow);
+        }
+        assert!(long > 300, "only {long} runs went past a chunk");
     }
 }
