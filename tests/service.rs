@@ -672,9 +672,8 @@ async fn wait_metric(sock: &Path, name: &str, pred: impl Fn(f64) -> bool) {
 
 /// With one decode slot and a queue of one, requests beyond them get 503 with Retry-After,
 /// and the others are answered. The two big requests take the slot and the queue first; the
-/// six beyond them have small bodies: the server answers 503 without reading a body, and a
-/// client still writing a big one then fails to write instead of reading the answer (the
-/// server's socket is closed with data unread: a reset; hyperium/hyper#3078).
+/// six beyond them have small bodies, which the server reads before it answers 503 (the
+/// admission place is taken once the body is in).
 #[test]
 fn full_queue_answers_503() {
     let dir = scratch("service-busy");
@@ -758,6 +757,51 @@ fn slow_body_does_not_hold_a_decode_slot() {
     assert!(text.starts_with("HTTP/1.1 408"), "{text}");
     assert!(text.contains("body_timeout"), "{text}");
     assert!(others_done < slow_done);
+}
+
+/// Uploads that declare a body and send (almost) nothing hold no admission place: with more of
+/// them than the slots and the queue together, other requests are still answered at once,
+/// long before the body timeout that then answers the idle ones 408. (Before, the admission
+/// place was taken on arrival, and these requests were answered 503 `busy` for the body
+/// timeout.)
+#[test]
+fn idle_uploads_hold_no_admission_place() {
+    use std::io::Write as _;
+    let dir = scratch("service-idle");
+    let server = Server::start(
+        &dir,
+        &["--concurrency", "1", "--queue", "1", "--body-timeout", "6"],
+    );
+    let mut idle = Vec::new();
+    for _ in 0..4 {
+        let mut c = std::os::unix::net::UnixStream::connect(&server.sock).unwrap();
+        c.write_all(b"POST /v1/check HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n\x80")
+            .unwrap();
+        c.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        idle.push(c);
+    }
+    // Let the server take in all four before the others come.
+    std::thread::sleep(Duration::from_millis(300));
+    let t = Instant::now();
+    runtime().block_on(async {
+        let mut c = Client::new(&server.sock);
+        for _ in 0..4 {
+            let r = c.post("/v1/check", b"\x80\x04K\x07.".to_vec()).await;
+            assert_eq!(r.status, 200, "{r:?}");
+            assert_eq!(r.json()["verdict"], "accepted");
+        }
+    });
+    let answered = t.elapsed();
+    assert!(
+        answered < Duration::from_secs(4),
+        "answered after {answered:?}"
+    );
+    for mut c in idle {
+        let mut resp = Vec::new();
+        let _ = c.read_to_end(&mut resp);
+        let text = String::from_utf8_lossy(&resp);
+        assert!(text.starts_with("HTTP/1.1 408"), "{text}");
+    }
 }
 
 /// Inside the serving process's sandbox, opening a file, spawning a process and opening a
@@ -1103,6 +1147,68 @@ fn decode_output_is_bounded() {
             .json();
         assert_eq!(small["document"]["value"]["value"], "7");
         assert!(small.get("output_error").is_none());
+    });
+}
+
+/// A client that reads its response slowly but steadily cannot hold it for as long as its
+/// reading takes: 40 KB/s against the default --min-send-rate of 256 KiB/s gets the
+/// connection closed about 7 s in (5 s of --send-timeout, plus what its bytes earned), and
+/// only what the socket had buffered by then arrives. (Before, any progress restarted
+/// --send-timeout: this client frees room in the socket every 4 s, and would have read its
+/// whole 900 KB response over 22 s.) A client that keeps up gets all of it.
+#[test]
+fn slow_steady_reader_is_cut() {
+    use std::io::Write as _;
+    let dir = scratch("service-slow-reader");
+    let server = Server::start(&dir, &["--send-timeout", "5"]);
+    // [None] * 60000: about 900 KB of typed JSON, more than a Unix socket buffers.
+    let nones = python_file(
+        &dir,
+        "nones.pkl",
+        "import pickle,sys; open(sys.argv[1],'wb').write(pickle.dumps([None]*60000, protocol=2))",
+    );
+    let mut s = std::os::unix::net::UnixStream::connect(&server.sock).unwrap();
+    let head = format!(
+        "POST /v1/decode HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\n\r\n",
+        nones.len()
+    );
+    s.write_all(head.as_bytes()).unwrap();
+    s.write_all(&nones).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let t = Instant::now();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4000];
+    while t.elapsed() < Duration::from_secs(40) {
+        match s.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let took = t.elapsed();
+    assert!(
+        got.starts_with(b"HTTP/1.1 200"),
+        "{:?}",
+        &got[..got.len().min(40)]
+    );
+    assert!(
+        got.len() < 700_000,
+        "{} bytes arrived in {took:?}",
+        got.len()
+    );
+    // The same response read at full speed arrives whole.
+    runtime().block_on(async {
+        let r = Client::new(&server.sock)
+            .post("/v1/decode", nones.clone())
+            .await;
+        assert_eq!(r.json()["verdict"], "accepted");
+        assert_eq!(
+            r.json()["document"]["value"]["items"]
+                .as_array()
+                .unwrap()
+                .len(),
+            60000
+        );
     });
 }
 

@@ -8,9 +8,10 @@
 //!   Python-like repr.
 //! - `GET /v1/policies`, `GET /healthz`, `GET /metrics`.
 //!
-//! Memory and time of a request (see `run`): admission (at most `concurrency + queue` requests
-//! in progress, 503 beyond), buffer budget for its whole body (`max_buffered` bytes across
-//! requests), the body within `body_timeout`, a decode slot (`concurrency`), the decode, then
+//! Memory and time of a request (see `run`): buffer budget for its whole body (`max_buffered`
+//! bytes across requests), the body within `body_timeout`, admission (at most `concurrency +
+//! queue` requests with their body waiting for or holding a decode slot, 503 beyond), a decode
+//! slot (`concurrency`), the decode, then
 //! output budget for its response text (`max_pending_output` bytes across responses), held
 //! until hyper has taken the last frame of the response. The deadline covers everything up to
 //! the response; the connection's `send_timeout` covers writing it.
@@ -292,13 +293,15 @@ async fn handle(
     finish(&st, peer, endpoint, outcome, start)
 }
 
-/// Admission, body, decode slot, decode.
+/// Body, admission, decode slot, decode.
 ///
-/// 1. Admission: at most `concurrency + queue` requests between here and the end of their
-///    decode; beyond them, 503 at once.
-/// 2. Buffer budget for the whole body (declared length, or the bound when chunked), then the
-///    body within `body_timeout`: a slow upload holds budget until that timeout, never a
-///    decode slot.
+/// 1. Buffer budget for the whole body (declared length, or the bound when chunked), then the
+///    body within `body_timeout`: a slow upload holds budget until that timeout, never an
+///    admission place or a decode slot. (The budget is taken for the whole body before it is
+///    read, so that a body never waits for budget half-read: bodies holding part of the
+///    budget and each waiting for more would all wait until their body timeout.)
+/// 2. Admission, once the body is in: at most `concurrency + queue` requests between here and
+///    the end of their decode; beyond them, 503 at once.
 /// 3. A decode slot (waiting for one counts as queued).
 /// 4. The decode on a blocking thread, which keeps the admission and the buffer budget until
 ///    it ends, even when the deadline has answered the client already; the decode itself
@@ -327,20 +330,6 @@ async fn run(
     if declared.is_some_and(|n| n > bound) {
         return too_large(&name, bound, limit);
     }
-    let Ok(admitted) = Arc::clone(&st.admission).try_acquire_owned() else {
-        return Outcome::http_error(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "busy",
-            &name,
-            format!(
-                "all {} places are taken by requests being decoded or waiting ({} slots, queue \
-                 of {}); try again later",
-                st.cfg.concurrency + st.cfg.queue,
-                st.cfg.concurrency,
-                st.cfg.queue
-            ),
-        );
-    };
     // Buffer budget for the whole body (waiting for it is bounded by the deadline, not by the
     // body timeout: a wait caused by other requests is not the client's delay).
     let want = declared.unwrap_or(bound).min(bound);
@@ -367,6 +356,20 @@ async fn run(
                 )
             }
         };
+    let Ok(admitted) = Arc::clone(&st.admission).try_acquire_owned() else {
+        return Outcome::http_error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "busy",
+            &name,
+            format!(
+                "all {} places are taken by requests being decoded or waiting ({} slots, queue \
+                 of {}); try again later",
+                st.cfg.concurrency + st.cfg.queue,
+                st.cfg.concurrency,
+                st.cfg.queue
+            ),
+        );
+    };
     let slot = {
         let _queued = Queued::new(&st);
         match Arc::clone(&st.slots).acquire_owned().await {
