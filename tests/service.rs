@@ -649,6 +649,17 @@ fn big_list(dir: &Path, n: u32) -> Vec<u8> {
     )
 }
 
+/// `[None] * n` as CPython pickles it (protocol 2): its typed JSON is about 15 bytes an item.
+fn none_list(dir: &Path, n: u32) -> Vec<u8> {
+    python_file(
+        dir,
+        &format!("nones_{n}.pkl"),
+        &format!(
+            "import pickle,sys; open(sys.argv[1],'wb').write(pickle.dumps([None]*{n}, protocol=2))"
+        ),
+    )
+}
+
 /// Polls /metrics until `pred` holds for the sample named `name` (at most 20 s).
 async fn wait_metric(sock: &Path, name: &str, pred: impl Fn(f64) -> bool) {
     let mut c = Client::new(sock);
@@ -1123,11 +1134,7 @@ fn load_test_answers_everything_within_memory_bound() {
 fn decode_output_is_bounded() {
     let dir = scratch("service-output");
     let server = Server::start(&dir, &["--max-output", "4K"]);
-    let nones = python_file(
-        &dir,
-        "nones.pkl",
-        "import pickle,sys; open(sys.argv[1],'wb').write(pickle.dumps([None]*1000, protocol=2))",
-    );
+    let nones = none_list(&dir, 1000);
     assert!(nones.len() < 1100);
     runtime().block_on(async {
         let mut c = Client::new(&server.sock);
@@ -1154,19 +1161,15 @@ fn decode_output_is_bounded() {
 /// reading takes: 40 KB/s against the default --min-send-rate of 256 KiB/s gets the
 /// connection closed about 7 s in (5 s of --send-timeout, plus what its bytes earned), and
 /// only what the socket had buffered by then arrives. (Before, any progress restarted
-/// --send-timeout: this client frees room in the socket every 4 s, and would have read its
-/// whole 900 KB response over 22 s.) A client that keeps up gets all of it.
+/// --send-timeout: this client frees room in the socket every 4 s, and read its whole 960 KB
+/// response over 28 s.) A client that keeps up gets all of it.
 #[test]
 fn slow_steady_reader_is_cut() {
     use std::io::Write as _;
     let dir = scratch("service-slow-reader");
     let server = Server::start(&dir, &["--send-timeout", "5"]);
     // [None] * 60000: about 900 KB of typed JSON, more than a Unix socket buffers.
-    let nones = python_file(
-        &dir,
-        "nones.pkl",
-        "import pickle,sys; open(sys.argv[1],'wb').write(pickle.dumps([None]*60000, protocol=2))",
-    );
+    let nones = none_list(&dir, 60000);
     let mut s = std::os::unix::net::UnixStream::connect(&server.sock).unwrap();
     let head = format!(
         "POST /v1/decode HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\n\r\n",
@@ -1233,11 +1236,7 @@ fn unread_responses_are_bounded_and_timed_out() {
         ],
     );
     // [None] * 60000: about 900 KB of typed JSON, more than a Unix socket buffers.
-    let nones = python_file(
-        &dir,
-        "nones.pkl",
-        "import pickle,sys; open(sys.argv[1],'wb').write(pickle.dumps([None]*60000, protocol=2))",
-    );
+    let nones = none_list(&dir, 60000);
     let mut stalled = Vec::new();
     for _ in 0..8 {
         let mut s = std::os::unix::net::UnixStream::connect(&server.sock).unwrap();
