@@ -1157,31 +1157,68 @@ fn decode_output_is_bounded() {
     });
 }
 
-/// A client that reads its response slowly but steadily cannot hold it for as long as its
-/// reading takes: 40 KB/s against the default --min-send-rate of 256 KiB/s gets the
-/// connection closed about 7 s in (5 s of --send-timeout, plus what its bytes earned), and
-/// only what the socket had buffered by then arrives. (Before, any progress restarted
-/// --send-timeout: this client frees room in the socket every 4 s, and read its whole 960 KB
-/// response over 28 s.) A client that keeps up gets all of it.
-#[test]
-fn slow_steady_reader_is_cut() {
+/// Sends `body` to /v1/decode on `s` as one HTTP/1.1 request (keep-alive).
+fn send_decode(s: &mut std::os::unix::net::UnixStream, body: &[u8]) {
     use std::io::Write as _;
-    let dir = scratch("service-slow-reader");
-    let server = Server::start(&dir, &["--send-timeout", "5"]);
-    // [None] * 60000: about 900 KB of typed JSON, more than a Unix socket buffers.
-    let nones = none_list(&dir, 60000);
-    let mut s = std::os::unix::net::UnixStream::connect(&server.sock).unwrap();
     let head = format!(
         "POST /v1/decode HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\n\r\n",
-        nones.len()
+        body.len()
     );
     s.write_all(head.as_bytes()).unwrap();
-    s.write_all(&nones).unwrap();
+    s.write_all(body).unwrap();
+}
+
+/// Reads one HTTP/1.1 response with a Content-Length from `s`, at full speed: its body, or
+/// `None` if the connection ends first.
+fn read_response(s: &mut std::os::unix::net::UnixStream) -> Option<Vec<u8>> {
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        match s.read(&mut byte) {
+            Ok(1) => head.push(byte[0]),
+            _ => return None,
+        }
+    }
+    let text = String::from_utf8_lossy(&head).to_ascii_lowercase();
+    let len: usize = text
+        .lines()
+        .find_map(|l| l.strip_prefix("content-length:"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap();
+    let mut body = vec![0u8; len];
+    s.read_exact(&mut body).ok()?;
+    Some(body)
+}
+
+/// A client that reads its response slowly but steadily cannot hold it for as long as its
+/// reading takes: a 3 MB response must be taken within --send-timeout (5 s) + 3 MB /
+/// --min-send-rate (1 MiB/s) of its first byte, so a client reading 100 KB/s is cut at about
+/// 8 s, with what the socket and hyper had buffered by then. (Before, any progress restarted
+/// --send-timeout: this client frees room in the socket every 1.5 s, and read the whole
+/// response over 30 s.) A client that keeps up gets all of it.
+#[test]
+fn slow_steady_reader_is_cut() {
+    let dir = scratch("service-slow-reader");
+    let server = Server::start(
+        &dir,
+        &[
+            "--send-timeout",
+            "5",
+            "--min-send-rate",
+            "1M",
+            "--max-output",
+            "64M",
+        ],
+    );
+    // [None] * 200000: about 3 MB of typed JSON, far more than a Unix socket buffers.
+    let nones = none_list(&dir, 200000);
+    let mut s = std::os::unix::net::UnixStream::connect(&server.sock).unwrap();
+    send_decode(&mut s, &nones);
     s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
     let t = Instant::now();
     let mut got = Vec::new();
-    let mut buf = [0u8; 4000];
-    while t.elapsed() < Duration::from_secs(40) {
+    let mut buf = [0u8; 10000];
+    while t.elapsed() < Duration::from_secs(45) {
         match s.read(&mut buf) {
             Ok(0) | Err(_) => break,
             Ok(n) => got.extend_from_slice(&buf[..n]),
@@ -1195,10 +1232,14 @@ fn slow_steady_reader_is_cut() {
         &got[..got.len().min(40)]
     );
     assert!(
-        got.len() < 700_000,
+        got.len() < 2_500_000,
         "{} bytes arrived in {took:?}",
         got.len()
     );
+    assert!(server
+        .events()
+        .iter()
+        .any(|e| e["event"] == "response_cut" && e["reason"] == "min_send_rate"));
     // The same response read at full speed arrives whole.
     runtime().block_on(async {
         let r = Client::new(&server.sock)
@@ -1210,9 +1251,52 @@ fn slow_steady_reader_is_cut() {
                 .as_array()
                 .unwrap()
                 .len(),
-            60000
+            200000
         );
     });
+}
+
+/// Send time is per response: a client that takes three large responses at full speed
+/// has saved nothing up, and when it then stops reading a fourth, the connection is closed
+/// after --send-timeout like any other. (A first version summed waiting and credit over the
+/// connection's life, which let 40 fast 16 MB responses buy 40 minutes of not reading.) And a
+/// client that waits 1.5 s before reading each of six 240 KB responses on one connection,
+/// under a --send-timeout of 2 s, gets every one whole (the summed version cut it at the
+/// fourth).
+#[test]
+fn send_time_is_per_response() {
+    let dir = scratch("service-send-per-response");
+    let server = Server::start(&dir, &["--send-timeout", "2", "--max-output", "64M"]);
+    let big = none_list(&dir, 200000);
+    let mut s = std::os::unix::net::UnixStream::connect(&server.sock).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    for _ in 0..3 {
+        send_decode(&mut s, &big);
+        assert!(read_response(&mut s).is_some_and(|b| b.len() > 2_000_000));
+    }
+    send_decode(&mut s, &big);
+    std::thread::sleep(Duration::from_secs(5));
+    let mut rest = Vec::new();
+    let _ = s.read_to_end(&mut rest);
+    assert!(
+        rest.len() < 2_500_000,
+        "{} bytes after the pause",
+        rest.len()
+    );
+    assert!(server
+        .events()
+        .iter()
+        .any(|e| e["event"] == "response_cut" && e["reason"] == "send_timeout"));
+
+    let mid = none_list(&dir, 16000);
+    let mut s = std::os::unix::net::UnixStream::connect(&server.sock).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    for i in 0..6 {
+        send_decode(&mut s, &mid);
+        std::thread::sleep(Duration::from_millis(1500));
+        let body = read_response(&mut s);
+        assert!(body.is_some_and(|b| b.len() > 200_000), "response {i} cut");
+    }
 }
 
 /// Clients that never read their responses hold output budget, not unbounded memory: with room

@@ -75,6 +75,10 @@ pub(crate) struct Config {
     pub(crate) deadline: Duration,
     /// Time allowed for a request's body to arrive.
     pub(crate) body_timeout: Duration,
+    /// Time a response write may make no progress, and the base of a response's send time.
+    pub(crate) send_timeout: Duration,
+    /// Bytes per second a response must be taken at, beyond `send_timeout` (at least 1).
+    pub(crate) min_send_rate: u64,
     /// Body bytes held in memory at once, across requests (at least the largest body bound).
     pub(crate) max_buffered: usize,
     /// Serve `GET /v1/debug/sandbox-probe` (tests only).
@@ -426,17 +430,41 @@ fn internal(policy: &str, message: &str) -> Outcome {
 /// frames, holding a permit (the output budget of its text) until hyper has taken the last
 /// frame or dropped the body. hyper takes a frame only when its write buffer has room, so
 /// the unsent text stays here, counted by the budget, until the peer reads it.
+///
+/// A response must be taken within `send_timeout` + its length / `min_send_rate` of its first
+/// frame: a frame asked for later is refused with [`TooSlow`], which makes hyper close the
+/// connection. The connection's `send_timeout` alone closes it when a write makes no progress,
+/// but any progress restarts that, so without this rule a client reading slowly but steadily
+/// held its response and its budget for as long as its reading took (audit/ATTACKS.md A48). The
+/// time is per response, from its first frame: nothing carries over from one response to the
+/// next, and a client that waits before it reads loses nothing while the response fits in
+/// the socket's and hyper's buffers.
 struct Held {
     data: Bytes,
     _hold: Option<OwnedSemaphorePermit>,
+    /// The response's length in bytes.
+    len: usize,
+    /// Its send time beyond its length's share: `send_timeout`.
+    base: Duration,
+    /// Bytes per second (at least 1).
+    rate: u64,
+    /// When the last frame must have been taken by; set at the first frame.
+    by: Option<Instant>,
+    /// Who asked, for the event of a cut.
+    peer: Option<Peer>,
 }
+
+/// The error of a [`Held`] body taken too slowly.
+#[derive(Debug, thiserror::Error)]
+#[error("the response was not taken within --send-timeout + its length / --min-send-rate")]
+struct TooSlow;
 
 /// Frame size of a [`Held`] body.
 const HELD_FRAME: usize = 64 * 1024;
 
 impl http_body::Body for Held {
     type Data = Bytes;
-    type Error = std::convert::Infallible;
+    type Error = TooSlow;
 
     fn poll_frame(
         self: std::pin::Pin<&mut Self>,
@@ -445,6 +473,26 @@ impl http_body::Body for Held {
         let this = self.get_mut();
         if this.data.is_empty() {
             return std::task::Poll::Ready(None);
+        }
+        let now = Instant::now();
+        let by = *this.by.get_or_insert_with(|| {
+            let share = Duration::from_secs_f64(this.len as f64 / this.rate.max(1) as f64);
+            now + this.base.saturating_add(share)
+        });
+        if now > by {
+            let sent = this.len - this.data.len();
+            tracing::warn!(
+                event = "response_cut",
+                reason = "min_send_rate",
+                peer = ?this.peer,
+                bytes = this.len,
+                sent,
+                "a response was not taken within --send-timeout + its length / --min-send-rate: \
+                 connection closed"
+            );
+            this.data = Bytes::new();
+            this._hold = None;
+            return std::task::Poll::Ready(Some(Err(TooSlow)));
         }
         let n = this.data.len().min(HELD_FRAME);
         std::task::Poll::Ready(Some(Ok(http_body::Frame::data(this.data.split_to(n)))))
@@ -699,8 +747,13 @@ fn finish(
     }
     // The output budget stays with the body until hyper has sent it or dropped it.
     let body = Held {
+        len: text.len(),
         data: Bytes::from(text),
         _hold: o.hold.take(),
+        base: st.cfg.send_timeout,
+        rate: st.cfg.min_send_rate,
+        by: None,
+        peer,
     };
     let mut resp = (o.status, Body::new(body)).into_response();
     resp.headers_mut().insert(

@@ -25,7 +25,7 @@ use std::pin::Pin;
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use clap::Args;
 use hyper::server::conn::http1;
@@ -83,13 +83,13 @@ pub(crate) struct ServeOpts {
     /// x max_output].
     #[arg(long, value_name = "BYTES", value_parser = parse_size)]
     max_pending_output: Option<u64>,
-    /// Seconds a connection's response writes may wait for the peer to read, beyond what
-    /// --min-send-rate earns, before the connection is closed (a client that stops reading,
-    /// or reads too slowly, frees what its response holds).
+    /// Seconds a response write may make no progress before the connection is closed (a
+    /// client that stops reading frees what its response holds).
     #[arg(long, value_name = "SECONDS", default_value_t = 30.0)]
     send_timeout: f64,
-    /// Bytes per second a peer must read at while the server waits for it: each byte it takes
-    /// earns 1/RATE seconds more of waiting beyond --send-timeout (bytes, or with K/M/G).
+    /// Bytes per second a client must take a response at: a response of N bytes must be sent
+    /// within --send-timeout + N / RATE seconds of its first byte, else the connection is
+    /// closed, the response cut (bytes, or with K/M/G; at least 1).
     #[arg(long, value_name = "BYTES", value_parser = parse_size, default_value = "256K")]
     min_send_rate: u64,
     /// Seconds a request's body may take to arrive (else 408). The body is read before the
@@ -188,10 +188,12 @@ pub(crate) fn run(opts: &ServeOpts) -> Result<(), Fatal> {
         .max(1);
     let deadline = seconds("--deadline", opts.deadline)?;
     let body_timeout = seconds("--body-timeout", opts.body_timeout)?;
-    let send = SendLimits {
-        timeout: seconds("--send-timeout", opts.send_timeout)?,
-        min_rate: opts.min_send_rate.max(1),
-    };
+    let send_timeout = seconds("--send-timeout", opts.send_timeout)?;
+    if opts.min_send_rate == 0 {
+        return Err(Fatal(
+            "--min-send-rate must be at least 1 byte per second".to_owned(),
+        ));
+    }
     let max_body = opts.max_body.unwrap_or(u64::MAX);
 
     let mut listeners = Vec::new();
@@ -290,6 +292,8 @@ pub(crate) fn run(opts: &ServeOpts) -> Result<(), Fatal> {
         queue: opts.queue,
         deadline,
         body_timeout,
+        send_timeout,
+        min_send_rate: opts.min_send_rate,
         max_buffered: usize::try_from(max_buffered).unwrap_or(usize::MAX),
         sandbox_probe: opts.enable_sandbox_probe,
         sandboxed,
@@ -307,7 +311,7 @@ pub(crate) fn run(opts: &ServeOpts) -> Result<(), Fatal> {
             state,
             opts.max_connections,
             deadline,
-            send,
+            send_timeout,
         ))
         .map_err(|e| Fatal(format!("server error: {e}")))
 }
@@ -318,7 +322,7 @@ async fn serve(
     state: Arc<AppState>,
     max_connections: usize,
     deadline: Duration,
-    send: SendLimits,
+    send_timeout: Duration,
 ) -> io::Result<()> {
     let mut term = signal(SignalKind::terminate())?;
     let mut int = signal(SignalKind::interrupt())?;
@@ -341,7 +345,7 @@ async fn serve(
             stop_rx.clone(),
             Arc::clone(&conns),
             Arc::clone(&state),
-            send,
+            send_timeout,
         )));
     }
     let sig = tokio::select! {
@@ -385,7 +389,7 @@ async fn accept_loop(
     mut stop: watch::Receiver<bool>,
     conns: Arc<Semaphore>,
     state: Arc<AppState>,
-    send: SendLimits,
+    send_timeout: Duration,
 ) {
     loop {
         let permit = tokio::select! {
@@ -393,7 +397,7 @@ async fn accept_loop(
             _ = stop.changed() => return,
         };
         let accepted = tokio::select! {
-            a = accept(&acceptor, send) => a,
+            a = accept(&acceptor, send_timeout) => a,
             _ = stop.changed() => return,
         };
         let (io, peer) = match accepted {
@@ -406,6 +410,7 @@ async fn accept_loop(
             }
         };
         state.metrics.connections.inc();
+        let peer_shown = peer.clone();
         let svc = tower::ServiceExt::map_request(
             app.clone(),
             move |mut req: axum::http::Request<hyper::body::Incoming>| {
@@ -421,41 +426,39 @@ async fn accept_loop(
             .serve_connection(io, TowerToHyperService::new(svc));
         let fut = graceful.watcher().watch(conn);
         tokio::spawn(async move {
-            let _ = fut.await;
+            if let Err(e) = fut.await {
+                // The one connection error of ours worth an event: a peer that stopped
+                // reading its response (client resets and the like are not logged).
+                let mut source: Option<&(dyn std::error::Error + 'static)> = Some(&e);
+                while let Some(err) = source {
+                    if let Some(io) = err.downcast_ref::<io::Error>() {
+                        if io.kind() == io::ErrorKind::TimedOut {
+                            tracing::warn!(
+                                event = "response_cut",
+                                reason = "send_timeout",
+                                peer = ?peer_shown,
+                                "a response write made no progress for --send-timeout: \
+                                 connection closed"
+                            );
+                        }
+                        break;
+                    }
+                    source = err.source();
+                }
+            }
             drop(permit);
         });
     }
 }
 
-/// How long a connection's writes may wait for its peer (`--send-timeout`,
-/// `--min-send-rate`).
-#[derive(Clone, Copy, Debug)]
-struct SendLimits {
-    /// Waiting allowed in all, beyond what the bytes read earn.
-    timeout: Duration,
-    /// Bytes per second: each byte the peer takes earns `1 / min_rate` s more.
-    min_rate: u64,
-}
-
-/// An accepted connection. Its writes fail with `TimedOut`, which closes the connection, once
-/// the time they have spent waiting for the peer to read (summed over the connection's life)
-/// passes `send_timeout` plus what the bytes written earn at `min_rate`: a peer that stops
-/// reading cannot keep a response (and the output budget it holds) in memory for ever, and
-/// one that reads slowly but steadily cannot either (a timeout that any progress restarted
-/// let a peer reading one byte a minute hold its response for days). The rule is a minimum
-/// rate while the peer is the bottleneck, as Apache's mod_reqtimeout `MinRate` applies to
-/// request bodies; a peer that keeps up never waits and never runs the clock.
+/// An accepted connection. Writes that make no progress for `send_timeout` fail with
+/// `TimedOut`, which closes the connection: a peer that stops reading cannot keep a response
+/// (and the output budget it holds) in memory for ever.
 struct Io {
     stream: Stream,
-    send: SendLimits,
-    /// Running while a write is pending, until the wait allowed runs out.
+    send_timeout: Duration,
+    /// Running while a write is pending.
     stall: Option<Pin<Box<tokio::time::Sleep>>>,
-    /// When the pending write began waiting.
-    stalled_since: Option<Instant>,
-    /// Time writes have waited, before the current wait.
-    waited: Duration,
-    /// Bytes written to the peer.
-    written: u64,
 }
 
 enum Stream {
@@ -464,57 +467,32 @@ enum Stream {
 }
 
 impl Io {
-    fn new(stream: Stream, send: SendLimits) -> Io {
+    fn new(stream: Stream, send_timeout: Duration) -> Io {
         Io {
             stream,
-            send,
+            send_timeout,
             stall: None,
-            stalled_since: None,
-            waited: Duration::ZERO,
-            written: 0,
         }
     }
 
-    /// The waiting allowed so far: the timeout plus what the bytes written earned.
-    fn allowed(&self) -> Duration {
-        let earned = Duration::from_secs_f64(self.written as f64 / self.send.min_rate as f64);
-        self.send.timeout.saturating_add(earned)
-    }
-
-    /// Turns a pending write into a timeout once the waiting allowed has run out.
+    /// Turns a pending write into a timeout once the stall has lasted `send_timeout`.
     fn pending_write<T>(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<T>> {
-        if self.stall.is_none() {
-            let left = self.allowed().saturating_sub(self.waited);
-            self.stalled_since = Some(Instant::now());
-            self.stall = Some(Box::pin(tokio::time::sleep(left)));
-        }
-        if let Some(stall) = self.stall.as_mut() {
-            if stall.as_mut().poll(cx).is_ready() {
-                return Poll::Ready(Err(io::Error::new(
-                    io::ErrorKind::TimedOut,
-                    "the peer has not read its response fast enough (--send-timeout, \
-                     --min-send-rate)",
-                )));
-            }
+        let timeout = self.send_timeout;
+        let stall = self
+            .stall
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep(timeout)));
+        if stall.as_mut().poll(cx).is_ready() {
+            return Poll::Ready(Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                "the peer has not read its response within --send-timeout",
+            )));
         }
         Poll::Pending
     }
 
-    /// After a write or flush: on progress, counts `n` bytes written and ends the wait.
-    fn written<T>(
-        &mut self,
-        r: Poll<io::Result<T>>,
-        n: impl FnOnce(&T) -> usize,
-        cx: &mut Context<'_>,
-    ) -> Poll<io::Result<T>> {
+    fn written<T>(&mut self, r: Poll<io::Result<T>>, cx: &mut Context<'_>) -> Poll<io::Result<T>> {
         match r {
             Poll::Ready(r) => {
-                if let Ok(v) = &r {
-                    self.written = self.written.saturating_add(n(v) as u64);
-                }
-                if let Some(t) = self.stalled_since.take() {
-                    self.waited = self.waited.saturating_add(t.elapsed());
-                }
                 self.stall = None;
                 Poll::Ready(r)
             }
@@ -523,7 +501,7 @@ impl Io {
     }
 }
 
-async fn accept(a: &Acceptor, send: SendLimits) -> io::Result<(TokioIo<Io>, Option<Peer>)> {
+async fn accept(a: &Acceptor, send_timeout: Duration) -> io::Result<(TokioIo<Io>, Option<Peer>)> {
     match a {
         Acceptor::Unix(l) => {
             let (s, _) = l.accept().await?;
@@ -532,13 +510,13 @@ async fn accept(a: &Acceptor, send: SendLimits) -> io::Result<(TokioIo<Io>, Opti
                 uid: c.uid(),
                 gid: c.gid(),
             });
-            Ok((TokioIo::new(Io::new(Stream::Unix(s), send)), peer))
+            Ok((TokioIo::new(Io::new(Stream::Unix(s), send_timeout)), peer))
         }
         Acceptor::Tcp(l) => {
             let (s, addr) = l.accept().await?;
             let _ = s.set_nodelay(true);
             Ok((
-                TokioIo::new(Io::new(Stream::Tcp(s), send)),
+                TokioIo::new(Io::new(Stream::Tcp(s), send_timeout)),
                 Some(Peer::Tcp(addr)),
             ))
         }
@@ -569,7 +547,7 @@ impl tokio::io::AsyncWrite for Io {
             Stream::Unix(s) => Pin::new(s).poll_write(cx, buf),
             Stream::Tcp(s) => Pin::new(s).poll_write(cx, buf),
         };
-        this.written(r, |&n| n, cx)
+        this.written(r, cx)
     }
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
@@ -578,7 +556,7 @@ impl tokio::io::AsyncWrite for Io {
             Stream::Unix(s) => Pin::new(s).poll_flush(cx),
             Stream::Tcp(s) => Pin::new(s).poll_flush(cx),
         };
-        this.written(r, |_| 0, cx)
+        this.written(r, cx)
     }
 
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
