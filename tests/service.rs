@@ -1299,6 +1299,48 @@ fn send_time_is_per_response() {
     }
 }
 
+/// Small answers take no output budget: with the budget held by a large response that is not
+/// read and a second one waiting for it (holding a decode slot), a /v1/check and a small
+/// /v1/decode are answered at once. (Before, their 4 KiB waited behind the large one in the
+/// budget's queue until --send-timeout cut the first reader: a review locked every check out
+/// for 17 minutes with four clients reading 256 MiB responses at the minimum rate.)
+#[test]
+fn small_answers_take_no_output_budget() {
+    let dir = scratch("service-small-answers");
+    let server = Server::start(
+        &dir,
+        &[
+            "--concurrency",
+            "2",
+            "--max-output",
+            "4M",
+            "--max-pending-output",
+            "5M",
+            "--send-timeout",
+            "20",
+        ],
+    );
+    let nones = none_list(&dir, 200000); // about 3 MB of typed JSON
+    let mut holders = Vec::new();
+    for _ in 0..2 {
+        let mut s = std::os::unix::net::UnixStream::connect(&server.sock).unwrap();
+        send_decode(&mut s, &nones);
+        holders.push(s);
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    let t = Instant::now();
+    runtime().block_on(async {
+        let mut c = Client::new(&server.sock);
+        let r = c.post("/v1/check", nones.clone()).await;
+        assert_eq!(r.json()["verdict"], "accepted", "{r:?}");
+        let r = c.post("/v1/decode", b"\x80\x04K\x07.".to_vec()).await;
+        assert_eq!(r.json()["document"]["value"]["value"], "7", "{r:?}");
+    });
+    let took = t.elapsed();
+    assert!(took < Duration::from_secs(5), "answered after {took:?}");
+    drop(holders);
+}
+
 /// Clients that never read their responses hold output budget, not unbounded memory: with room
 /// for about two pending responses, eight unread ones wait their turn, a normal request is
 /// still answered, and --send-timeout closes each stalled connection (its response cut).

@@ -398,24 +398,32 @@ async fn run(
     // Output budget for the response text, held until it has been sent: a client that does
     // not read its responses holds budget, not unbounded memory. The decode slot is kept
     // while waiting for it, so at most `concurrency` rendered outputs wait unbudgeted.
+    // Small answers (every /v1/check, and decodes of little text) take none, so that clients
+    // holding the budget with large responses they read slowly never hold up a check.
     let text_len = out.document.as_ref().map_or(0, String::len)
         + out
             .body
             .get("repr")
             .and_then(Json::as_str)
             .map_or(0, str::len);
-    let need = u32::try_from(text_len.saturating_add(OUTPUT_OVERHEAD)).unwrap_or(u32::MAX);
-    match Arc::clone(&st.output).acquire_many_owned(need).await {
-        Ok(p) => out.hold = Some(p),
-        Err(_) => return internal(&name, "output budget closed"),
+    if text_len > UNBUDGETED_TEXT {
+        let need = u32::try_from(text_len.saturating_add(OUTPUT_OVERHEAD)).unwrap_or(u32::MAX);
+        match Arc::clone(&st.output).acquire_many_owned(need).await {
+            Ok(p) => out.hold = Some(p),
+            Err(_) => return internal(&name, "output budget closed"),
+        }
     }
     drop(slot);
     out
 }
 
 /// Bytes of output budget charged for a response beyond its document or repr text (the
-/// verdict's own fields).
+/// verdict's own fields; its list of globals holds at most one more than the policy's rules).
 const OUTPUT_OVERHEAD: usize = 4096;
+
+/// Document or repr text up to this many bytes takes no output budget: such a response is at
+/// most this plus [`OUTPUT_OVERHEAD`] in memory, one per connection (`--max-connections`).
+const UNBUDGETED_TEXT: usize = 64 * 1024;
 
 fn internal(policy: &str, message: &str) -> Outcome {
     Outcome::http_error(
@@ -444,14 +452,14 @@ struct Held {
     _hold: Option<OwnedSemaphorePermit>,
     /// The response's length in bytes.
     len: usize,
-    /// Its send time beyond its length's share: `send_timeout`.
-    base: Duration,
-    /// Bytes per second (at least 1).
-    rate: u64,
+    /// The time it may take from its first frame to its last: `send_timeout` + `len` /
+    /// `min_send_rate`.
+    limit: Duration,
     /// When the last frame must have been taken by; set at the first frame.
     by: Option<Instant>,
-    /// Who asked, for the event of a cut.
+    /// Who asked, and the input's sha256 (as in its verdict event), for the event of a cut.
     peer: Option<Peer>,
+    sha256: Option<String>,
 }
 
 /// The error of a [`Held`] body taken too slowly.
@@ -475,18 +483,22 @@ impl http_body::Body for Held {
             return std::task::Poll::Ready(None);
         }
         let now = Instant::now();
-        let by = *this.by.get_or_insert_with(|| {
-            let share = Duration::from_secs_f64(this.len as f64 / this.rate.max(1) as f64);
-            now + this.base.saturating_add(share)
-        });
+        let limit = this.limit;
+        let by = *this.by.get_or_insert_with(|| now + limit);
         if now > by {
             let sent = this.len - this.data.len();
+            let (peer_pid, peer_uid, peer_gid, peer_addr) = peer_fields(&this.peer);
             tracing::warn!(
                 event = "response_cut",
                 reason = "min_send_rate",
-                peer = ?this.peer,
+                peer_pid,
+                peer_uid,
+                peer_gid,
+                peer_addr,
+                sha256 = this.sha256.as_deref(),
                 bytes = this.len,
-                sent,
+                handed_out = sent,
+                limit_s = this.limit.as_secs_f64(),
                 "a response was not taken within --send-timeout + its length / --min-send-rate: \
                  connection closed"
             );
@@ -746,14 +758,15 @@ fn finish(
         }
     }
     // The output budget stays with the body until hyper has sent it or dropped it.
+    let share = Duration::from_secs_f64(text.len() as f64 / st.cfg.min_send_rate.max(1) as f64);
     let body = Held {
         len: text.len(),
         data: Bytes::from(text),
         _hold: o.hold.take(),
-        base: st.cfg.send_timeout,
-        rate: st.cfg.min_send_rate,
+        limit: st.cfg.send_timeout.saturating_add(share),
         by: None,
         peer,
+        sha256: o.sha256.take(),
     };
     let mut resp = (o.status, Body::new(body)).into_response();
     resp.headers_mut().insert(
@@ -767,14 +780,21 @@ fn finish(
     resp
 }
 
-/// The audit event of one request (target `picklewarden::audit`): accepted at INFO, everything
-/// else at WARN.
-fn audit(peer: &Option<Peer>, endpoint: Endpoint, o: &Outcome, elapsed_us: u64) {
-    let (peer_pid, peer_uid, peer_gid, peer_addr) = match peer {
+/// A peer as the log's fields: pid, uid and gid of a Unix peer, the address of a TCP one.
+pub(crate) fn peer_fields(
+    peer: &Option<Peer>,
+) -> (Option<i32>, Option<u32>, Option<u32>, Option<String>) {
+    match peer {
         Some(Peer::Unix { pid, uid, gid }) => (*pid, Some(*uid), Some(*gid), None),
         Some(Peer::Tcp(a)) => (None, None, None, Some(a.to_string())),
         None => (None, None, None, None),
-    };
+    }
+}
+
+/// The audit event of one request (target `picklewarden::audit`): accepted at INFO, everything
+/// else at WARN.
+fn audit(peer: &Option<Peer>, endpoint: Endpoint, o: &Outcome, elapsed_us: u64) {
+    let (peer_pid, peer_uid, peer_gid, peer_addr) = peer_fields(peer);
     let e = o.error.as_ref();
     let kind = e.map(|e| e.kind().name());
     let category = e.map(|e| e.category().name());

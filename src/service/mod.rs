@@ -433,10 +433,15 @@ async fn accept_loop(
                 while let Some(err) = source {
                     if let Some(io) = err.downcast_ref::<io::Error>() {
                         if io.kind() == io::ErrorKind::TimedOut {
+                            let (peer_pid, peer_uid, peer_gid, peer_addr) =
+                                app::peer_fields(&peer_shown);
                             tracing::warn!(
                                 event = "response_cut",
                                 reason = "send_timeout",
-                                peer = ?peer_shown,
+                                peer_pid,
+                                peer_uid,
+                                peer_gid,
+                                peer_addr,
                                 "a response write made no progress for --send-timeout: \
                                  connection closed"
                             );
