@@ -13,7 +13,7 @@ use std::time::Instant;
 
 use crate::clock::Clock;
 use crate::text::float_repr;
-use crate::value::{lookup, Document, NodeId, PyStr, Value};
+use crate::value::{lookup, Document, NodeId, PyStr, SetItems, Value};
 
 /// The format tag written at the top of every document.
 pub const FORMAT: &str = "picklewarden-typed-json/1";
@@ -335,7 +335,11 @@ impl<'d, 'a> Writer<'d, 'a> {
                 if let Some(n) = refs.get_mut(c.index()) {
                     *n = n.saturating_add(1);
                 }
-                work.push(c);
+                // Only containers have children to count: a scalar (or a shared value) is
+                // not queued at all (a list of five million ints queued five million).
+                if lookup(nodes, c).is_some_and(Value::is_container) {
+                    work.push(c);
+                }
             });
         }
         let mut w = Writer {
@@ -500,10 +504,22 @@ impl<'d, 'a> Writer<'d, 'a> {
 
     /// Writes the separator before item `next` of the sequence and queues that item, then the
     /// rest of the sequence; nothing when the sequence is done.
-    fn seq_step(&mut self, id: NodeId, seq: Seq, next: usize, tasks: &mut Vec<Task>) {
+    fn seq_step(&mut self, id: NodeId, seq: Seq, mut next: usize, tasks: &mut Vec<Task>) {
         let Some(v) = lookup(self.nodes, id) else {
             return;
         };
+        if let (Seq::Items, false) = (seq, self.sort_key) {
+            if let Value::List(items)
+            | Value::Tuple(items)
+            | Value::Set(SetItems { items })
+            | Value::FrozenSet(SetItems { items }) = v
+            {
+                next = self.scalar_items(items, next);
+                if self.overflowed {
+                    return;
+                }
+            }
+        }
         let item = match (seq, v) {
             (Seq::Items, Value::List(items) | Value::Tuple(items)) => {
                 items.get(next).map(|&i| (i, None))
@@ -544,6 +560,55 @@ impl<'d, 'a> Writer<'d, 'a> {
         }
     }
 
+    /// Writes the items of a list, tuple or unordered set from `next` on for as long as they
+    /// are values that refer to no other node (not big ints) and cannot have an id (shared,
+    /// or reached once), each as [`Writer::node`] would, without a task of its own (a list of
+    /// five million ints was two tasks an item); returns the index of the first item not
+    /// written. Counts each item as a task and stops, as [`Writer::write`] does, past
+    /// `max_bytes` or the deadline (then `overflowed` is set). Not in a sort key, whose cut
+    /// [`Writer::write`] checks between tasks.
+    fn scalar_items(&mut self, items: &[NodeId], mut next: usize) -> usize {
+        while let Some(&item) = items.get(next) {
+            if self.refs.get(item.index()).is_some_and(|&r| r >= 2) {
+                break;
+            }
+            let Some(v) = lookup(self.nodes, item) else {
+                break;
+            };
+            if v.is_container() || matches!(v, Value::BigInt(_) | Value::Global(_)) {
+                break;
+            }
+            if self.out.len() > self.max_bytes {
+                self.overflowed = true;
+                break;
+            }
+            self.work += 1;
+            if self.clock.passed_after(self.work) {
+                self.timed_out = true;
+                self.overflowed = true;
+                break;
+            }
+            if next > 0 {
+                self.out.push(',');
+            }
+            match v {
+                // The commonest items in one piece each (the same text as below).
+                Value::Int(i) => {
+                    self.out.push_str("{\"type\":\"int\",\"value\":\"");
+                    self.out.push_str(itoa::Buffer::new().format(*i));
+                    self.out.push_str("\"}");
+                }
+                Value::None => self.out.push_str("{\"type\":\"none\"}"),
+                _ => {
+                    write_type(&mut self.out, v);
+                    write_scalar_fields(&mut self.out, v, usize::MAX);
+                }
+            }
+            next += 1;
+        }
+        next
+    }
+
     fn node(&mut self, id: NodeId, tasks: &mut Vec<Task>) {
         // Only a node referenced twice or more can have an id (a sort key gives one to every
         // mutable value): most nodes skip the lookup.
@@ -558,26 +623,7 @@ impl<'d, 'a> Writer<'d, 'a> {
             self.out.push_str("{\"type\":\"none\"}");
             return;
         };
-        let out = &mut self.out;
-        out.push_str("{\"type\":\"");
-        out.push_str(match v {
-            Value::None => "none",
-            Value::Bool(_) => "bool",
-            Value::Int(_) | Value::BigInt(_) => "int",
-            Value::Float(_) => "float",
-            Value::Complex(..) => "complex",
-            Value::Str(_) => "str",
-            Value::Bytes(_) => "bytes",
-            Value::ByteArray(_) => "bytearray",
-            Value::List(_) => "list",
-            Value::Tuple(_) => "tuple",
-            Value::Dict(_) => "dict",
-            Value::Set(_) => "set",
-            Value::FrozenSet(_) => "frozenset",
-            Value::Global(_) => "global",
-            Value::Object(_) => "object",
-        });
-        out.push('"');
+        write_type(&mut self.out, v);
         let shared = if self.sort_key {
             // Only a mutable value can close a cycle (a tuple or frozenset is made after its
             // items), so only those get ids in a key: a tuple met twice in an item is written
@@ -598,18 +644,11 @@ impl<'d, 'a> Writer<'d, 'a> {
         // least one byte of JSON (two of hex), and the key is cut where it ends
         // ([`Writer::sort_sets`] cuts an item that is itself a text, which has no next step).
         let room = self.key_room();
+        if write_scalar_fields(&mut self.out, v, room) {
+            return;
+        }
         let out = &mut self.out;
-        let bytes_prefix = |b: &'d [u8]| b.get(..room.saturating_add(1) / 2 + 1).unwrap_or(b);
         match v {
-            Value::None => out.push('}'),
-            Value::Bool(b) => {
-                let _ = write!(out, ",\"value\":{b}}}");
-            }
-            Value::Int(i) => {
-                out.push_str(",\"value\":\"");
-                out.push_str(itoa::Buffer::new().format(*i));
-                out.push_str("\"}");
-            }
             Value::BigInt(b) if self.sort_key => {
                 // Digits (and a sign) are one byte each: `room` and one more make the key
                 // what the whole text would, once cut (no key is longer than SORT_KEY_BYTES).
@@ -627,37 +666,6 @@ impl<'d, 'a> Writer<'d, 'a> {
                 // Quadratic in its size to convert: counted as many tasks.
                 self.work += BIG_INT_WORK;
                 let _ = write!(out, ",\"value\":\"{b}\"}}");
-            }
-            Value::Float(x) => {
-                write_float_fields(out, *x);
-                out.push('}');
-            }
-            Value::Complex(re, im) => {
-                out.push_str(",\"real\":{\"type\":\"float\"");
-                write_float_fields(out, *re);
-                out.push_str("},\"imag\":{\"type\":\"float\"");
-                write_float_fields(out, *im);
-                out.push_str("}}");
-            }
-            Value::Str(PyStr::Utf8(s)) => {
-                out.push_str(",\"value\":");
-                write_json_string(out, text_prefix(s, room));
-                out.push('}');
-            }
-            Value::Str(PyStr::Surrogates(b)) => {
-                out.push_str(",\"surrogatepass_hex\":\"");
-                write_hex(out, bytes_prefix(b));
-                out.push_str("\"}");
-            }
-            Value::Bytes(b) => {
-                out.push_str(",\"hex\":\"");
-                write_hex(out, bytes_prefix(b));
-                out.push_str("\"}");
-            }
-            Value::ByteArray(b) => {
-                out.push_str(",\"hex\":\"");
-                write_hex(out, bytes_prefix(b));
-                out.push_str("\"}");
             }
             Value::Global(g) => {
                 out.push_str(",\"module\":");
@@ -727,8 +735,95 @@ impl<'d, 'a> Writer<'d, 'a> {
                 tasks.push(Task::Raw(",\"args\":"));
                 tasks.push(Task::Node(o.callable));
             }
+            // Written by `write_scalar_fields` above.
+            Value::None
+            | Value::Bool(_)
+            | Value::Int(_)
+            | Value::Float(_)
+            | Value::Complex(..)
+            | Value::Str(_)
+            | Value::Bytes(_)
+            | Value::ByteArray(_) => {}
         }
     }
+}
+
+/// Writes `{"type":"NAME"` for `v` (the fields and the closing brace follow).
+#[inline]
+fn write_type(out: &mut String, v: &Value<'_>) {
+    out.push_str("{\"type\":\"");
+    out.push_str(match v {
+        Value::None => "none",
+        Value::Bool(_) => "bool",
+        Value::Int(_) | Value::BigInt(_) => "int",
+        Value::Float(_) => "float",
+        Value::Complex(..) => "complex",
+        Value::Str(_) => "str",
+        Value::Bytes(_) => "bytes",
+        Value::ByteArray(_) => "bytearray",
+        Value::List(_) => "list",
+        Value::Tuple(_) => "tuple",
+        Value::Dict(_) => "dict",
+        Value::Set(_) => "set",
+        Value::FrozenSet(_) => "frozenset",
+        Value::Global(_) => "global",
+        Value::Object(_) => "object",
+    });
+    out.push('"');
+}
+
+/// Writes the fields and the closing brace of a value that refers to no other node and is
+/// not a big int (None, bool, int, float, complex, str, bytes, bytearray), after its
+/// [`write_type`] (and id), and returns true; writes nothing and returns false for any other
+/// value. `room` is [`Writer::key_room`]: a text or bytes value is written only as far as a
+/// sort key needs it (each byte is at least one byte of JSON, two of hex).
+#[inline]
+fn write_scalar_fields(out: &mut String, v: &Value<'_>, room: usize) -> bool {
+    let bytes_prefix = |b: &[u8]| -> usize { b.len().min(room.saturating_add(1) / 2 + 1) };
+    match v {
+        Value::None => out.push('}'),
+        Value::Bool(b) => {
+            let _ = write!(out, ",\"value\":{b}}}");
+        }
+        Value::Int(i) => {
+            out.push_str(",\"value\":\"");
+            out.push_str(itoa::Buffer::new().format(*i));
+            out.push_str("\"}");
+        }
+        Value::Float(x) => {
+            write_float_fields(out, *x);
+            out.push('}');
+        }
+        Value::Complex(re, im) => {
+            out.push_str(",\"real\":{\"type\":\"float\"");
+            write_float_fields(out, *re);
+            out.push_str("},\"imag\":{\"type\":\"float\"");
+            write_float_fields(out, *im);
+            out.push_str("}}");
+        }
+        Value::Str(PyStr::Utf8(s)) => {
+            out.push_str(",\"value\":");
+            write_json_string(out, text_prefix(s, room));
+            out.push('}');
+        }
+        Value::Str(PyStr::Surrogates(b)) => {
+            out.push_str(",\"surrogatepass_hex\":\"");
+            write_hex(out, b.get(..bytes_prefix(b)).unwrap_or(b));
+            out.push_str("\"}");
+        }
+        Value::Bytes(b) => {
+            out.push_str(",\"hex\":\"");
+            write_hex(out, b.get(..bytes_prefix(b)).unwrap_or(b));
+            out.push_str("\"}");
+        }
+        Value::ByteArray(b) => {
+            out.push_str(",\"hex\":\"");
+            write_hex(out, b.get(..bytes_prefix(b)).unwrap_or(b));
+            out.push_str("\"}");
+        }
+        _ => return false,
+    }
+    true
 }
 
 fn write_float_fields(out: &mut String, x: f64) {
@@ -801,6 +896,54 @@ pub(crate) fn write_json_string(out: &mut String, s: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A list's runs of scalar items are written without a task each (`scalar_items`): the
+    /// text is the one the task-per-item writer gave (this string is its output, at
+    /// b6611bd), with a shared int's id and ref, a big int, a nested list and a tuple
+    /// breaking the runs; the run stops at `max_bytes` and at the deadline as the tasks do.
+    #[test]
+    fn scalar_runs_write_what_the_tasks_wrote() {
+        // [1000, x, x, None, 2**70, [1], 'a', b'b', 1.5, True, (2, 3)], x = 1001 memoized.
+        let mut p = b"\x80\x04]\x94(M\xe8\x03M\xe9\x03\x94h\x01N\x8a\x09".to_vec();
+        p.extend_from_slice(&[0, 0, 0, 0, 0, 0, 0, 0, 0x40]);
+        p.extend_from_slice(
+            b"]K\x01a\x8c\x01aC\x01bG?\xf8\x00\x00\x00\x00\x00\x00\x88K\x02K\x03\x86e.",
+        );
+        let doc = crate::decode(&p, &crate::Policy::data()).unwrap();
+        let want = concat!(
+            "{\"format\":\"picklewarden-typed-json/1\",\"value\":{\"type\":\"list\",\"items\":[",
+            "{\"type\":\"int\",\"value\":\"1000\"},{\"type\":\"int\",\"id\":0,\"value\":\"1001\"},",
+            "{\"type\":\"ref\",\"id\":0},{\"type\":\"none\"},",
+            "{\"type\":\"int\",\"value\":\"1180591620717411303424\"},",
+            "{\"type\":\"list\",\"items\":[{\"type\":\"int\",\"value\":\"1\"}]},",
+            "{\"type\":\"str\",\"value\":\"a\"},{\"type\":\"bytes\",\"hex\":\"62\"},",
+            "{\"type\":\"float\",\"bits\":\"3ff8000000000000\",\"repr\":\"1.5\"},",
+            "{\"type\":\"bool\",\"value\":true},",
+            "{\"type\":\"tuple\",\"items\":[{\"type\":\"int\",\"value\":\"2\"},{\"type\":\"int\",\"value\":\"3\"}]}]}}"
+        );
+        assert_eq!(to_typed_json(&doc), want);
+        assert_eq!(
+            to_typed_json_limited(&doc, want.len()).as_deref(),
+            Some(want)
+        );
+        // Cut inside the first run (after the 1000) and inside the last (the tuple's items).
+        assert_eq!(to_typed_json_limited(&doc, 100), None);
+        assert_eq!(to_typed_json_limited(&doc, want.len() - 40), None);
+
+        // list(range(1000, 201000)) at protocol 4: one run of 200,000 items.
+        let mut p = b"\x80\x04](".to_vec();
+        for i in 1000..201_000u32 {
+            p.push(b'J');
+            p.extend_from_slice(&i.to_le_bytes());
+        }
+        p.extend_from_slice(b"e.");
+        let ints = crate::decode(&p, &crate::Policy::data()).unwrap();
+        let text = to_typed_json(&ints);
+        assert!(text.ends_with("{\"type\":\"int\",\"value\":\"200999\"}]}}"));
+        assert_eq!(text.matches("\"type\":\"int\"").count(), 200_000);
+        let past = Instant::now();
+        assert_eq!(to_typed_json_until(&ints, usize::MAX, past), None);
+    }
 
     /// The up-front reservation counts popped values too; a short text does not keep it.
     #[test]
