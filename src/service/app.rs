@@ -14,7 +14,8 @@
 //! slot (`concurrency`), the decode, then
 //! output budget for its response text (`max_pending_output` bytes across responses), held
 //! until hyper has taken the last frame of the response. The deadline covers everything up to
-//! the response; the connection's `send_timeout` covers writing it.
+//! the response; writing it is bounded by the connection's `send_timeout` (a write without
+//! progress) and by `send_timeout` + its length / `min_send_rate` in all (see [`Held`]).
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -486,7 +487,7 @@ impl http_body::Body for Held {
         let limit = this.limit;
         let by = *this.by.get_or_insert_with(|| now + limit);
         if now > by {
-            let sent = this.len - this.data.len();
+            let sent = this.len.saturating_sub(this.data.len());
             let (peer_pid, peer_uid, peer_gid, peer_addr) = peer_fields(&this.peer);
             tracing::warn!(
                 event = "response_cut",
@@ -758,7 +759,8 @@ fn finish(
         }
     }
     // The output budget stays with the body until hyper has sent it or dropped it.
-    let share = Duration::from_secs_f64(text.len() as f64 / st.cfg.min_send_rate.max(1) as f64);
+    let share = Duration::try_from_secs_f64(text.len() as f64 / st.cfg.min_send_rate.max(1) as f64)
+        .unwrap_or(Duration::MAX);
     let body = Held {
         len: text.len(),
         data: Bytes::from(text),
