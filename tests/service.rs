@@ -1194,8 +1194,9 @@ fn read_response(s: &mut std::os::unix::net::UnixStream) -> Option<Vec<u8>> {
 /// reading takes: a 3 MB response must be taken within --send-timeout (5 s) + 3 MB /
 /// --min-send-rate (1 MiB/s) of its first byte, so a client reading 100 KB/s is cut at about
 /// 8 s, with what the socket and hyper had buffered by then. (Before, any progress restarted
-/// --send-timeout: this client frees room in the socket every 1.5 s, and read the whole
-/// response over 30 s.) A client that keeps up gets all of it.
+/// --send-timeout: this client frees room in the socket every 1.5 s, and would have read the
+/// whole response over about 30 s, as a 960 KB one at 40 KB/s was read over 28 s.) A client
+/// that keeps up gets all of it.
 #[test]
 fn slow_steady_reader_is_cut() {
     let dir = scratch("service-slow-reader");
