@@ -471,17 +471,27 @@ impl<'d, 'a> Writer<'d, 'a> {
         }
     }
 
+    /// Counts one more task (or item written without one) and tells whether writing goes on:
+    /// it stops past `max_bytes` or the deadline, and `overflowed` is then set.
+    #[inline]
+    fn go_on(&mut self) -> bool {
+        if self.out.len() > self.max_bytes {
+            self.overflowed = true;
+            return false;
+        }
+        self.work += 1;
+        if self.clock.passed_after(self.work) {
+            self.timed_out = true;
+            self.overflowed = true;
+            return false;
+        }
+        true
+    }
+
     fn write(&mut self, root: NodeId) {
         let mut tasks = vec![Task::Node(root)];
         while let Some(task) = tasks.pop() {
-            if self.overflowed || self.out.len() > self.max_bytes {
-                self.overflowed = true;
-                return;
-            }
-            self.work += 1;
-            if self.clock.passed_after(self.work) {
-                self.timed_out = true;
-                self.overflowed = true;
+            if self.overflowed || !self.go_on() {
                 return;
             }
             if self.sort_key && self.out.len() >= self.key_start + self.key_bytes {
@@ -565,7 +575,7 @@ impl<'d, 'a> Writer<'d, 'a> {
     /// or reached once), each as [`Writer::node`] would, without a task of its own (a list of
     /// five million ints was two tasks an item); returns the index of the first item not
     /// written. Counts each item as a task and stops, as [`Writer::write`] does, past
-    /// `max_bytes` or the deadline (then `overflowed` is set). Not in a sort key, whose cut
+    /// `max_bytes` or the deadline ([`Writer::go_on`]). Not in a sort key, whose cut
     /// [`Writer::write`] checks between tasks.
     fn scalar_items(&mut self, items: &[NodeId], mut next: usize) -> usize {
         while let Some(&item) = items.get(next) {
@@ -578,14 +588,7 @@ impl<'d, 'a> Writer<'d, 'a> {
             if v.is_container() || matches!(v, Value::BigInt(_) | Value::Global(_)) {
                 break;
             }
-            if self.out.len() > self.max_bytes {
-                self.overflowed = true;
-                break;
-            }
-            self.work += 1;
-            if self.clock.passed_after(self.work) {
-                self.timed_out = true;
-                self.overflowed = true;
+            if !self.go_on() {
                 break;
             }
             if next > 0 {
