@@ -1347,7 +1347,6 @@ fn small_answers_take_no_output_budget() {
 /// still answered, and --send-timeout closes each stalled connection (its response cut).
 #[test]
 fn unread_responses_are_bounded_and_timed_out() {
-    use std::io::Write as _;
     let dir = scratch("service-unread");
     let server = Server::start(
         &dir,
@@ -1367,12 +1366,7 @@ fn unread_responses_are_bounded_and_timed_out() {
     let mut stalled = Vec::new();
     for _ in 0..8 {
         let mut s = std::os::unix::net::UnixStream::connect(&server.sock).unwrap();
-        let head = format!(
-            "POST /v1/decode HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\n\r\n",
-            nones.len()
-        );
-        s.write_all(head.as_bytes()).unwrap();
-        s.write_all(&nones).unwrap();
+        send_decode(&mut s, &nones);
         stalled.push(s);
     }
     runtime().block_on(async {
