@@ -1300,6 +1300,28 @@ fn send_time_is_per_response() {
     }
 }
 
+/// `--min-send-rate` is at least 1 byte per second: 0 (which would have allowed no time at
+/// all, or, as a divisor, every byte a second) is refused at start-up, and 1 starts.
+#[test]
+fn min_send_rate_zero_is_refused() {
+    let dir = scratch("service-min-rate");
+    let out = Command::new(env!("CARGO_BIN_EXE_picklewarden"))
+        .args(["serve", "--listen"])
+        .arg(format!("unix:{}", dir.join("zero.sock").display()))
+        .args(["--min-send-rate", "0"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--min-send-rate must be at least 1"));
+    let server = Server::start(&dir, &["--min-send-rate", "1"]);
+    runtime().block_on(async {
+        let r = Client::new(&server.sock)
+            .post("/v1/check", b"\x80\x04K\x07.".to_vec())
+            .await;
+        assert_eq!(r.json()["verdict"], "accepted");
+    });
+}
+
 /// Small answers take no output budget: with the budget held by a large response that is not
 /// read and a second one waiting for it (holding a decode slot), a /v1/check and a small
 /// /v1/decode are answered at once. (Before, their 4 KiB waited behind the large one in the
