@@ -9,6 +9,7 @@
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::fmt::Write as _;
+use std::io;
 use std::time::Instant;
 
 use crate::clock::Clock;
@@ -50,6 +51,34 @@ pub fn to_typed_json_until(
     write_document(doc, max_bytes, Some(deadline))
 }
 
+/// Writes typed JSON of `doc` to `out` as the text is made, in pieces of about 1 MiB
+/// ([`SPILL_BYTES`]): the same bytes as [`to_typed_json`] (no newline after), without ever
+/// holding them all. Typed JSON is often several times the size of its pickle (the 20 MB of
+/// small objects of bench/gen_workloads.py are 141 MB of it), so a program that passes the
+/// text on (the command-line tool, to its standard output) holds the document and one piece,
+/// not the document and the whole text.
+///
+/// # Errors
+/// The first error `out` returns; nothing more is written after it (the text is then cut
+/// short). The writer calls `out.write_all` and never `flush`.
+pub fn write_typed_json(doc: &Document<'_>, out: &mut impl io::Write) -> io::Result<()> {
+    let mut w = Writer::new(&doc.nodes, &doc.roots, None);
+    w.sink = Some(out);
+    w.check_at = SPILL_BYTES;
+    let _ = w.out.try_reserve(SPILL_BYTES + SPILL_BYTES / 8);
+    write_wrapped(&mut w, doc);
+    if w.sink_error.is_none() {
+        w.spill();
+    }
+    w.sink_error.map_or(Ok(()), Err)
+}
+
+/// The text held before it is passed to the sink of [`write_typed_json`]: it is passed on at
+/// the first look past this many bytes (every value, or every item of a run of scalars), so a
+/// piece is this plus at most one scalar value (a long text, or bytes written as hex, is one
+/// piece of its own).
+pub const SPILL_BYTES: usize = 1 << 20;
+
 fn write_document(
     doc: &Document<'_>,
     max_bytes: usize,
@@ -59,7 +88,7 @@ fn write_document(
     if w.timed_out {
         return None;
     }
-    w.max_bytes = max_bytes;
+    w.check_at = max_bytes;
     // Room for ~24 bytes a value up front (a small int is 31): fewer regrowth copies while the
     // text is small enough to be copied when it grows. At most 64 MiB (past that glibc grows
     // it by remapping, without a copy), so popped values, which `values` counts but nothing
@@ -71,6 +100,16 @@ fn write_document(
         .min(HINT_MAX)
         .min(max_bytes.saturating_add(64));
     let _ = w.out.try_reserve(hint);
+    write_wrapped(&mut w, doc);
+    // A text far shorter than its reservation (values popped, or shared) gives the rest back.
+    if w.out.capacity() > w.out.len().saturating_mul(2).saturating_add(4096) {
+        w.out.shrink_to_fit();
+    }
+    (!w.overflowed).then_some(w.out)
+}
+
+/// Writes `{"format": ..., "value": node}` (or `"values": [...]` for a stream) for `doc`.
+fn write_wrapped(w: &mut Writer<'_, '_>, doc: &Document<'_>) {
     w.out.push_str("{\"format\":\"");
     w.out.push_str(FORMAT);
     if doc.stream {
@@ -91,11 +130,6 @@ fn write_document(
         }
         w.out.push('}');
     }
-    // A text far shorter than its reservation (values popped, or shared) gives the rest back.
-    if w.out.capacity() > w.out.len().saturating_mul(2).saturating_add(4096) {
-        w.out.shrink_to_fit();
-    }
-    (!w.overflowed).then_some(w.out)
 }
 
 /// The typed JSON node of one value of a document (no `format` wrapper), with ids numbered
@@ -297,8 +331,14 @@ struct Writer<'d, 'a> {
     /// conversion is quadratic in the int's size (one 4096-byte int in 200,000 set items was
     /// converted 200,000 times: 41 s; A46).
     decimals: HashMap<NodeId, String>,
-    /// Output length after which writing stops (`overflowed` is then set).
-    max_bytes: usize,
+    /// Output length (of `out`) past which [`Writer::go_on`] looks again: the caller's
+    /// `max_bytes`, after which writing stops (`overflowed` is then set), or, with a `sink`,
+    /// [`SPILL_BYTES`], after which `out` is passed to the sink and emptied.
+    check_at: usize,
+    /// Where [`write_typed_json`] passes the text on (`None`: it stays in `out`).
+    sink: Option<&'d mut dyn io::Write>,
+    /// The sink's first error; writing stopped there.
+    sink_error: Option<io::Error>,
     /// Writing stopped at `max_bytes` (or at the deadline).
     overflowed: bool,
     /// When to give up, and whether it has (ordering sets or writing); the tasks run so far
@@ -355,7 +395,9 @@ impl<'d, 'a> Writer<'d, 'a> {
             key_bytes: SORT_KEY_BYTES,
             fingerprints: RefCell::default(),
             decimals: HashMap::new(),
-            max_bytes: usize::MAX,
+            check_at: usize::MAX,
+            sink: None,
+            sink_error: None,
             overflowed: false,
             clock: Clock::new(deadline),
             timed_out: false,
@@ -406,7 +448,9 @@ impl<'d, 'a> Writer<'d, 'a> {
                     key_bytes,
                     fingerprints: RefCell::default(),
                     decimals: std::mem::take(&mut self.decimals),
-                    max_bytes: usize::MAX,
+                    check_at: usize::MAX,
+                    sink: None,
+                    sink_error: None,
                     overflowed: false,
                     clock: Clock::default(),
                     timed_out: false,
@@ -472,10 +516,11 @@ impl<'d, 'a> Writer<'d, 'a> {
     }
 
     /// Counts one more task (or item written without one) and tells whether writing goes on:
-    /// it stops past `max_bytes` or the deadline, and `overflowed` is then set.
+    /// it stops past `max_bytes` (`check_at`, without a sink), at a sink's error or past the
+    /// deadline, and `overflowed` is then set.
     #[inline]
     fn go_on(&mut self) -> bool {
-        if self.out.len() > self.max_bytes {
+        if self.out.len() > self.check_at && !self.spill() {
             self.overflowed = true;
             return false;
         }
@@ -485,6 +530,22 @@ impl<'d, 'a> Writer<'d, 'a> {
             self.overflowed = true;
             return false;
         }
+        true
+    }
+
+    /// Passes `out` to the sink and empties it; `false` when there is no sink (the text is
+    /// past `max_bytes`) or the sink failed (its error is kept).
+    #[cold]
+    fn spill(&mut self) -> bool {
+        let Some(sink) = self.sink.as_mut() else {
+            return false;
+        };
+        if let Err(e) = sink.write_all(self.out.as_bytes()) {
+            self.sink_error = Some(e);
+            self.sink = None;
+            return false;
+        }
+        self.out.clear();
         true
     }
 
@@ -946,6 +1007,109 @@ mod tests {
         assert_eq!(text.matches("\"type\":\"int\"").count(), 200_000);
         let past = Instant::now();
         assert_eq!(to_typed_json_until(&ints, usize::MAX, past), None);
+    }
+
+    /// A sink that records each piece it is given, and fails at the piece numbered `fail_at`
+    /// (counting from 0), recording any call made after that.
+    struct Pieces {
+        text: Vec<u8>,
+        sizes: Vec<usize>,
+        fail_at: usize,
+        calls_after_failing: usize,
+    }
+
+    impl io::Write for Pieces {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            if self.sizes.len() > self.fail_at {
+                self.calls_after_failing += 1;
+            }
+            if self.sizes.len() >= self.fail_at {
+                self.sizes.push(0);
+                return Err(io::Error::other("sink full"));
+            }
+            self.sizes.push(buf.len());
+            self.text.extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// `write_typed_json` passes on the bytes `to_typed_json` makes, in pieces of about
+    /// `SPILL_BYTES` (one piece longer by a 3 MiB text written whole), for one pickle and for a
+    /// stream, with runs of scalars, sorted sets and a shared value; a failing sink stops it at
+    /// its first error.
+    #[test]
+    fn written_as_it_is_made_the_text_is_the_same() {
+        // [[0, ..., 199999], [{i} for i in range(20000)], t, t, 'x' * 3 MiB], t = [1000] shared,
+        // at protocol 4.
+        let mut p = b"\x80\x04](](".to_vec();
+        for i in 0..200_000u32 {
+            p.push(b'J');
+            p.extend_from_slice(&i.to_le_bytes());
+        }
+        p.extend_from_slice(b"e](");
+        for i in 0..20_000u32 {
+            p.extend_from_slice(b"\x8f(J");
+            p.extend_from_slice(&i.to_le_bytes());
+            p.push(0x90);
+        }
+        p.extend_from_slice(b"e]M\xe8\x03a\x94h\x00\x8d");
+        let long = 3 << 20;
+        p.extend_from_slice(&(long as u64).to_le_bytes());
+        p.extend(std::iter::repeat_n(b'x', long));
+        p.extend_from_slice(b"e.");
+        let doc = crate::decode(&p, &crate::Policy::data()).unwrap();
+        let want = to_typed_json(&doc);
+        assert!(want.len() > 10 << 20, "{}", want.len());
+        let mut sink = Pieces {
+            text: Vec::new(),
+            sizes: Vec::new(),
+            fail_at: usize::MAX,
+            calls_after_failing: 0,
+        };
+        write_typed_json(&doc, &mut sink).unwrap();
+        assert!(sink.text == want.as_bytes());
+        assert!(sink.sizes.len() >= 8, "{:?}", sink.sizes);
+        let over: Vec<usize> = sink
+            .sizes
+            .iter()
+            .copied()
+            .filter(|&n| n > SPILL_BYTES + 256)
+            .collect();
+        assert_eq!(over.len(), 1, "{:?}", sink.sizes);
+        assert!(over.iter().all(|&n| n <= SPILL_BYTES + long + 256));
+
+        // The same pickle twice, as a stream: `values`.
+        let mut twice = p.clone();
+        twice.extend_from_slice(&p);
+        let stream = crate::Decoder::new(&twice, &crate::Policy::data())
+            .decode_stream()
+            .unwrap();
+        let want_stream = to_typed_json(&stream);
+        assert!(want_stream.contains("\"values\":["));
+        let mut sink = Pieces {
+            text: Vec::new(),
+            sizes: Vec::new(),
+            fail_at: usize::MAX,
+            calls_after_failing: 0,
+        };
+        write_typed_json(&stream, &mut sink).unwrap();
+        assert!(sink.text == want_stream.as_bytes());
+
+        // A sink that fails at its third piece: that error, and nothing asked of it after.
+        let mut sink = Pieces {
+            text: Vec::new(),
+            sizes: Vec::new(),
+            fail_at: 2,
+            calls_after_failing: 0,
+        };
+        let e = write_typed_json(&doc, &mut sink).unwrap_err();
+        assert_eq!(e.to_string(), "sink full");
+        assert_eq!(sink.sizes.len(), 3);
+        assert_eq!(sink.calls_after_failing, 0);
+        assert!(want.as_bytes().starts_with(&sink.text));
     }
 
     /// The up-front reservation counts popped values too; a short text does not keep it.

@@ -7,7 +7,9 @@
     clippy::indexing_slicing
 )]
 
-use std::io::Write;
+mod common;
+
+use std::io::{Read, Write};
 use std::process::{Command, Output, Stdio};
 
 const GOOD: &str = "tests/corpus/good/mixed_bag.p2.c.pkl";
@@ -130,6 +132,42 @@ fn decode_json_repr_and_stream() {
     assert_eq!(values.len(), 2);
     assert_eq!(values[0]["id"], 0);
     assert_eq!(values[1], serde_json::json!({"type": "ref", "id": 0}));
+}
+
+/// `decode` writes typed JSON as it is made (`json::write_typed_json`): a text of several
+/// MiB, from a real pickle, is the library's `to_typed_json` text and a newline; a reader that
+/// stops early ends the tool quietly, with the verdict's status.
+#[test]
+fn decode_writes_a_big_text_as_it_is_made() {
+    let pickle = common::python_hex(
+        "import pickle; print(pickle.dumps([list(range(300000)), 'é' * (1 << 20), \
+         [{i, -i} for i in range(20000)], (b'\\x00' * 100000,)], 4).hex())",
+    );
+    let doc = picklewarden::decode(&pickle, &picklewarden::Policy::data()).unwrap();
+    let want = picklewarden::json::to_typed_json(&doc) + "\n";
+    assert!(want.len() > 8 << 20, "{}", want.len());
+    let out = run(&["decode", "-"], Some(&pickle));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(out.stdout == want.as_bytes());
+
+    let mut child = Command::new(env!("CARGO_BIN_EXE_picklewarden"))
+        .args(["decode", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut input = child.stdin.take().unwrap();
+    input.write_all(&pickle).unwrap();
+    drop(input);
+    let mut stdout = child.stdout.take().unwrap();
+    let mut head = [0u8; 4096];
+    stdout.read_exact(&mut head).unwrap();
+    assert!(want.as_bytes().starts_with(&head));
+    drop(stdout);
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(text(&out.stderr), "");
 }
 
 #[test]

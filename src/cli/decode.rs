@@ -41,15 +41,21 @@ pub(crate) fn run_mitogen(opts: &Opts) -> Result<bool, Fatal> {
 
 pub(crate) fn run(opts: &Opts) -> Result<Result<(), Error>, Fatal> {
     with_document(&opts.common, |doc| {
-        let mut text = match opts.format {
-            Format::Json => picklewarden::json::to_typed_json(doc),
-            Format::Repr => picklewarden::repr::to_repr(doc),
-        };
-        if !text.ends_with('\n') {
-            text.push('\n');
-        }
         let mut out = io::stdout().lock();
-        out.write_all(text.as_bytes())?;
+        match opts.format {
+            // Written as it is made: the text is often several times the input's size.
+            Format::Json => {
+                picklewarden::json::write_typed_json(doc, &mut out)?;
+                out.write_all(b"\n")?;
+            }
+            Format::Repr => {
+                let mut text = picklewarden::repr::to_repr(doc);
+                if !text.ends_with('\n') {
+                    text.push('\n');
+                }
+                out.write_all(text.as_bytes())?;
+            }
+        }
         out.flush()
     })
 }
