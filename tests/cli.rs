@@ -134,9 +134,10 @@ fn decode_json_repr_and_stream() {
     assert_eq!(values[1], serde_json::json!({"type": "ref", "id": 0}));
 }
 
-/// `decode` writes typed JSON as it is made (`json::write_typed_json`): a text of several
-/// MiB, from a real pickle, is the library's `to_typed_json` text and a newline; a reader that
-/// stops early ends the tool quietly, with the verdict's status.
+/// `decode` writes its text as it is made (`json::write_typed_json`, `repr::write_repr`): a
+/// text of several MiB, from a real pickle, is the library's `to_typed_json` text and a
+/// newline (`to_repr`'s text for repr); a reader that stops early ends the tool quietly, with
+/// the verdict's status.
 #[test]
 fn decode_writes_a_big_text_as_it_is_made() {
     let pickle = common::python_hex(
@@ -149,6 +150,9 @@ fn decode_writes_a_big_text_as_it_is_made() {
     let out = run(&["decode", "-"], Some(&pickle));
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert!(out.stdout == want.as_bytes());
+    let repr = run(&["decode", "--format", "repr", "-"], Some(&pickle));
+    assert_eq!(repr.status.code(), Some(0), "{}", text(&repr.stderr));
+    assert!(repr.stdout == picklewarden::repr::to_repr(&doc).as_bytes());
 
     let mut child = Command::new(env!("CARGO_BIN_EXE_picklewarden"))
         .args(["decode", "-"])

@@ -42,19 +42,14 @@ pub(crate) fn run_mitogen(opts: &Opts) -> Result<bool, Fatal> {
 pub(crate) fn run(opts: &Opts) -> Result<Result<(), Error>, Fatal> {
     with_document(&opts.common, |doc| {
         let mut out = io::stdout().lock();
+        // Written as it is made: the text is often several times the input's size.
         match opts.format {
-            // Written as it is made: the text is often several times the input's size.
             Format::Json => {
                 picklewarden::json::write_typed_json(doc, &mut out)?;
                 out.write_all(b"\n")?;
             }
-            Format::Repr => {
-                let mut text = picklewarden::repr::to_repr(doc);
-                if !text.ends_with('\n') {
-                    text.push('\n');
-                }
-                out.write_all(text.as_bytes())?;
-            }
+            // One line per pickle, each ending in a newline.
+            Format::Repr => picklewarden::repr::write_repr(doc, &mut out)?,
         }
         out.flush()
     })
