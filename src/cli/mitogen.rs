@@ -200,10 +200,14 @@ fn handshake_refusal(kind: &str, category: &str, reason: &str) -> String {
     format!("{{\"offset\":0,\"refused\":{refused}}}\n")
 }
 
+/// Lowercase hex, two digits a byte (no `format!` per byte: that allocated a string for each
+/// byte of a binary payload).
 fn hex(bytes: &[u8]) -> String {
+    let digit = |d: u8| char::from_digit(u32::from(d), 16).unwrap_or('0');
     let mut s = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        s.push_str(&format!("{b:02x}"));
+    for &b in bytes {
+        s.push(digit(b >> 4));
+        s.push(digit(b & 0xf));
     }
     s
 }
