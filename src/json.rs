@@ -62,10 +62,19 @@ pub fn to_typed_json_until(
 /// The first error `out` returns; nothing more is written after it (the text is then cut
 /// short). The writer calls `out.write_all` and never `flush`.
 pub fn write_typed_json(doc: &Document<'_>, out: &mut impl io::Write) -> io::Result<()> {
+    write_in_pieces(doc, out, SPILL_BYTES)
+}
+
+/// [`write_typed_json`] with pieces of about `piece` bytes (the tests cut at every few bytes).
+pub(crate) fn write_in_pieces(
+    doc: &Document<'_>,
+    out: &mut dyn io::Write,
+    piece: usize,
+) -> io::Result<()> {
     let mut w = Writer::new(&doc.nodes, &doc.roots, None);
     w.sink = Some(out);
-    w.check_at = SPILL_BYTES;
-    let _ = w.out.try_reserve(SPILL_BYTES + SPILL_BYTES / 8);
+    w.check_at = piece;
+    let _ = w.out.try_reserve(piece.saturating_add(piece / 8));
     write_wrapped(&mut w, doc);
     if w.sink_error.is_none() {
         w.spill();
@@ -1110,6 +1119,46 @@ mod tests {
         assert_eq!(sink.sizes.len(), 3);
         assert_eq!(sink.calls_after_failing, 0);
         assert!(want.as_bytes().starts_with(&sink.text));
+    }
+
+    /// Cut at every few bytes (and at every value, `piece` 0), typed JSON and repr pass on
+    /// what `to_typed_json` and `to_repr` make, on every file of the good corpus that the
+    /// `data` policy accepts (none reaches repr's repeat cut: `written_as_it_is_made_the_repr_
+    /// is_the_same` in src/repr.rs does).
+    #[test]
+    fn pieces_of_any_size_give_the_same_text_on_the_corpus() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus/good");
+        let mut files = 0;
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_none_or(|e| e != "pkl") {
+                continue;
+            }
+            let input = std::fs::read(&path).unwrap();
+            let Ok(doc) = crate::decode(&input, &crate::Policy::data()) else {
+                continue;
+            };
+            files += 1;
+            let json = to_typed_json(&doc);
+            let repr = crate::repr::to_repr(&doc);
+            for piece in [0, 1, 5, 64] {
+                let mut out = Vec::new();
+                write_in_pieces(&doc, &mut out, piece).unwrap();
+                assert!(
+                    out == json.as_bytes(),
+                    "{} json piece {piece}",
+                    path.display()
+                );
+                let mut out = Vec::new();
+                crate::repr::write_in_pieces(&doc, &mut out, piece).unwrap();
+                assert!(
+                    out == repr.as_bytes(),
+                    "{} repr piece {piece}",
+                    path.display()
+                );
+            }
+        }
+        assert!(files > 1000, "{files} files");
     }
 
     /// The up-front reservation counts popped values too; a short text does not keep it.

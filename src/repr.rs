@@ -59,11 +59,20 @@ pub fn to_repr_until(doc: &Document<'_>, max_bytes: usize, deadline: Instant) ->
 /// The first error `out` returns; nothing more is written after it. The printer calls
 /// `out.write_all` and never `flush`.
 pub fn write_repr(doc: &Document<'_>, out: &mut impl io::Write) -> io::Result<()> {
+    write_in_pieces(doc, out, SPILL_BYTES)
+}
+
+/// [`write_repr`] with pieces of about `piece` bytes (the tests cut at every few bytes).
+pub(crate) fn write_in_pieces(
+    doc: &Document<'_>,
+    out: &mut dyn io::Write,
+    piece: usize,
+) -> io::Result<()> {
     let mut text = String::new();
-    let _ = text.try_reserve(SPILL_BYTES + SPILL_BYTES / 8);
+    let _ = text.try_reserve(piece.saturating_add(piece / 8));
     let mut printer = Printer::new(doc, usize::MAX, None);
     printer.sink = Some(out);
-    printer.check_at = SPILL_BYTES;
+    printer.check_at = piece;
     for &root in doc.roots() {
         if !printer.write_node(doc, root, &mut text) {
             break;
