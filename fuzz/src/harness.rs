@@ -404,11 +404,16 @@ fn check_document(data: &[u8], limits: &Limits, stream: bool, doc: &Document<'_>
         "document needs at least {charged} bytes, past max_alloc_bytes {}",
         limits.max_alloc_bytes
     );
-    let _ = repr::to_repr(doc);
+    // The writers that pass their text on as it is made give the same bytes.
+    let printed = repr::to_repr(doc);
+    let mut streamed = Vec::new();
+    assert!(repr::write_repr(doc, &mut streamed).is_ok() && streamed == printed.as_bytes());
     if KNOWN_OPEN_JSON_SET_CYCLE && has_set_and_record(doc) {
         return vec![format!("(typed JSON skipped: {} nodes)", nodes.len())];
     }
     let text = json::to_typed_json(doc);
+    let mut streamed = Vec::new();
+    assert!(json::write_typed_json(doc, &mut streamed).is_ok() && streamed == text.as_bytes());
     check_json(&text, limits);
     let depth = json_node_depth(&text);
     assert!(
