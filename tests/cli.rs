@@ -174,6 +174,31 @@ fn decode_writes_a_big_text_as_it_is_made() {
     assert_eq!(text(&out.stderr), "");
 }
 
+/// The example Python client reads back the typed JSON of ints longer than the 4,300 digits
+/// Python 3.11's `int()` reads by default: an int pickled in binary can have up to
+/// `max_long_bytes` (4096 bytes, about 9,860 digits), and picklewarden writes it in decimal.
+#[test]
+fn the_example_client_reads_ints_of_any_size() {
+    let values = "[2**32000, -(2**32000) + 7, 10**4000, -1, 0, 5]";
+    let pickle = common::python_hex(&format!(
+        "import pickle; print(pickle.dumps({values}, 4).hex())"
+    ));
+    let doc = picklewarden::decode(&pickle, &picklewarden::Policy::data()).unwrap();
+    let json = common::scratch("client_big_ints").join("doc.json");
+    std::fs::write(&json, picklewarden::json::to_typed_json(&doc)).unwrap();
+    let out = common::python(
+        &format!(
+            "import json, sys; sys.path.insert(0, 'examples/python')\n\
+             import picklewarden_client as c\n\
+             node = json.load(open(sys.argv[1]))['value']\n\
+             assert c.from_typed_json(node) == {values}\n\
+             print('equal')"
+        ),
+        &[json.to_str().unwrap()],
+    );
+    assert_eq!(out.trim(), "equal");
+}
+
 #[test]
 fn scan_reports_globals_and_opcodes() {
     let out = run(&["scan", HOSTILE], None);

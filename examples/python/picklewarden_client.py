@@ -59,6 +59,19 @@ def decode(sock_path, data, policy=None):
     return _post(sock_path, "decode", data, policy=policy, format="json")
 
 
+def _int(text):
+    """int(text) for decimal text of any length. Python 3.11's int() refuses more than 4,300
+    digits by default (sys.get_int_max_str_digits, CVE-2020-10735), and an int pickled in
+    binary (LONG1, LONG4) has up to max_long_bytes bytes (4096 by default, about 9,860
+    digits): the digits are read 4,000 at a time (quadratic, as int() is, in their number)."""
+    digits = text[1:] if text.startswith("-") else text
+    value = 0
+    for i in range(0, len(digits), 4000):
+        piece = digits[i:i + 4000]
+        value = value * 10 ** len(piece) + int(piece)
+    return -value if text.startswith("-") else value
+
+
 def from_typed_json(node):
     """Plain values of a typed JSON node (docs/typed-json.md) as Python values: none, bool,
     int, float, str, bytes, list, tuple, dict. Anything else (sets, records, shared or
@@ -69,7 +82,7 @@ def from_typed_json(node):
     if t == "bool":
         return node["value"]
     if t == "int":
-        return int(node["value"])
+        return _int(node["value"])
     if t == "float":
         return float(node["repr"])
     if t == "str":
