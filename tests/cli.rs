@@ -125,6 +125,7 @@ fn decode_json_repr_and_stream() {
     let single = run(&["decode", "-"], Some(stream));
     assert_eq!(single.status.code(), Some(1));
     assert!(text(&single.stderr).contains("trailing_data"));
+    assert!(text(&single.stderr).contains("--stream reads them all"));
     let both = run(&["decode", "--stream", "-"], Some(stream));
     assert_eq!(both.status.code(), Some(0), "{}", text(&both.stderr));
     let doc: serde_json::Value = serde_json::from_slice(&both.stdout).unwrap();

@@ -241,17 +241,24 @@ fn with_document(
     }
 }
 
-fn report_refusal(input: &Path, e: &Error) {
+fn report_refusal(common: &Common, e: &Error) {
     let mut stderr = io::stderr().lock();
     // For a limit, the limit's name says more than the kind (which repeats the category).
     let what = match e.kind() {
         picklewarden::ErrorKind::LimitExceeded { limit, .. } => limit.name(),
         kind => kind.name(),
     };
+    // Bytes after STOP are most often the next pickle of a Pickler that dumped several.
+    let hint = match e.kind() {
+        picklewarden::ErrorKind::TrailingData if !common.stream => {
+            " (several pickles one after another? --stream reads them all)"
+        }
+        _ => "",
+    };
     let _ = writeln!(
         stderr,
-        "picklewarden: {}: refused ({}, {what}): {e}",
-        input.display(),
+        "picklewarden: {}: refused ({}, {what}): {e}{hint}",
+        common.input.display(),
         e.category().name(),
     );
 }
@@ -285,7 +292,7 @@ pub(crate) fn run(cli: Cli) -> ExitCode {
     match result {
         Ok(Ok(())) => ExitCode::SUCCESS,
         Ok(Err(e)) => {
-            report_refusal(&common.input, &e);
+            report_refusal(common, &e);
             ExitCode::from(1)
         }
         Err(Fatal(msg)) => {
