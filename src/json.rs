@@ -61,8 +61,12 @@ pub fn to_typed_json_until(
 /// # Errors
 /// The first error `out` returns; nothing more is written after it (the text is then cut
 /// short). The writer calls `out.write_all` and never `flush`.
-pub fn write_typed_json(doc: &Document<'_>, out: &mut impl io::Write) -> io::Result<()> {
-    write_in_pieces(doc, out, SPILL_BYTES)
+pub fn write_typed_json(
+    doc: &Document<'_>,
+    mut out: &mut (impl io::Write + ?Sized),
+) -> io::Result<()> {
+    // `&mut W` is a sized writer whatever `W` is (a `dyn Write` included).
+    write_in_pieces(doc, &mut out, SPILL_BYTES)
 }
 
 /// [`write_typed_json`] with pieces of about `piece` bytes (the tests cut at every few bytes).
@@ -1081,6 +1085,12 @@ mod tests {
         write_typed_json(&doc, &mut sink).unwrap();
         assert!(sink.text == want.as_bytes());
         assert!(sink.sizes.len() >= 8, "{:?}", sink.sizes);
+        // A `dyn Write` is taken as it is.
+        let mut text = Vec::new();
+        let out: &mut dyn io::Write = &mut text;
+        write_typed_json(&doc, out).unwrap();
+        crate::repr::write_repr(&doc, out).unwrap();
+        assert!(text == [want.as_bytes(), crate::repr::to_repr(&doc).as_bytes()].concat());
         let over: Vec<usize> = sink
             .sizes
             .iter()

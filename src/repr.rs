@@ -58,8 +58,9 @@ pub fn to_repr_until(doc: &Document<'_>, max_bytes: usize, deadline: Instant) ->
 /// # Errors
 /// The first error `out` returns; nothing more is written after it. The printer calls
 /// `out.write_all` and never `flush`.
-pub fn write_repr(doc: &Document<'_>, out: &mut impl io::Write) -> io::Result<()> {
-    write_in_pieces(doc, out, SPILL_BYTES)
+pub fn write_repr(doc: &Document<'_>, mut out: &mut (impl io::Write + ?Sized)) -> io::Result<()> {
+    // `&mut W` is a sized writer whatever `W` is (a `dyn Write` included).
+    write_in_pieces(doc, &mut out, SPILL_BYTES)
 }
 
 /// [`write_repr`] with pieces of about `piece` bytes (the tests cut at every few bytes).
