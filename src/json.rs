@@ -76,14 +76,55 @@ pub(crate) fn write_in_pieces(
     piece: usize,
 ) -> io::Result<()> {
     let mut w = Writer::new(&doc.nodes, &doc.roots, None);
-    w.sink = Some(out);
+    w.sink = Sink::new(out);
     w.check_at = piece;
     let _ = w.out.try_reserve(piece.saturating_add(piece / 8));
     write_wrapped(&mut w, doc);
-    if w.sink_error.is_none() {
-        w.spill();
+    w.sink.finish(&mut w.out)
+}
+
+/// Where a writer passes its text on as it is made ([`write_typed_json`],
+/// [`crate::repr::write_repr`]): the writer, the bytes passed on so far, and its first error.
+#[derive(Default)]
+pub(crate) struct Sink<'s> {
+    out: Option<&'s mut dyn io::Write>,
+    /// Bytes passed on so far.
+    pub(crate) passed: usize,
+    error: Option<io::Error>,
+}
+
+impl<'s> Sink<'s> {
+    pub(crate) fn new(out: &'s mut dyn io::Write) -> Sink<'s> {
+        Sink {
+            out: Some(out),
+            ..Sink::default()
+        }
     }
-    w.sink_error.map_or(Ok(()), Err)
+
+    /// Passes `text` on and empties it; `false` when there is no writer (the caller's text
+    /// stays whole) or the writer failed (its error is kept, and it is never called again).
+    #[cold]
+    pub(crate) fn pass(&mut self, text: &mut String) -> bool {
+        let Some(out) = self.out.as_mut() else {
+            return false;
+        };
+        if let Err(e) = out.write_all(text.as_bytes()) {
+            self.error = Some(e);
+            self.out = None;
+            return false;
+        }
+        self.passed += text.len();
+        text.clear();
+        true
+    }
+
+    /// Passes the rest of `text` on, unless the writer failed; gives its first error.
+    pub(crate) fn finish(mut self, text: &mut String) -> io::Result<()> {
+        if self.error.is_none() {
+            self.pass(text);
+        }
+        self.error.map_or(Ok(()), Err)
+    }
 }
 
 /// The text held before it is passed to the sink of [`write_typed_json`]: it is passed on at
@@ -348,10 +389,8 @@ struct Writer<'d, 'a> {
     /// `max_bytes`, after which writing stops (`overflowed` is then set), or, with a `sink`,
     /// [`SPILL_BYTES`], after which `out` is passed to the sink and emptied.
     check_at: usize,
-    /// Where [`write_typed_json`] passes the text on (`None`: it stays in `out`).
-    sink: Option<&'d mut dyn io::Write>,
-    /// The sink's first error; writing stopped there.
-    sink_error: Option<io::Error>,
+    /// Where [`write_typed_json`] passes the text on (without a writer, it stays in `out`).
+    sink: Sink<'d>,
     /// Writing stopped at `max_bytes` (or at the deadline).
     overflowed: bool,
     /// When to give up, and whether it has (ordering sets or writing); the tasks run so far
@@ -409,8 +448,7 @@ impl<'d, 'a> Writer<'d, 'a> {
             fingerprints: RefCell::default(),
             decimals: HashMap::new(),
             check_at: usize::MAX,
-            sink: None,
-            sink_error: None,
+            sink: Sink::default(),
             overflowed: false,
             clock: Clock::new(deadline),
             timed_out: false,
@@ -462,8 +500,7 @@ impl<'d, 'a> Writer<'d, 'a> {
                     fingerprints: RefCell::default(),
                     decimals: std::mem::take(&mut self.decimals),
                     check_at: usize::MAX,
-                    sink: None,
-                    sink_error: None,
+                    sink: Sink::default(),
                     overflowed: false,
                     clock: Clock::default(),
                     timed_out: false,
@@ -533,7 +570,7 @@ impl<'d, 'a> Writer<'d, 'a> {
     /// deadline, and `overflowed` is then set.
     #[inline]
     fn go_on(&mut self) -> bool {
-        if self.out.len() > self.check_at && !self.spill() {
+        if self.out.len() > self.check_at && !self.sink.pass(&mut self.out) {
             self.overflowed = true;
             return false;
         }
@@ -543,22 +580,6 @@ impl<'d, 'a> Writer<'d, 'a> {
             self.overflowed = true;
             return false;
         }
-        true
-    }
-
-    /// Passes `out` to the sink and empties it; `false` when there is no sink (the text is
-    /// past `max_bytes`) or the sink failed (its error is kept).
-    #[cold]
-    fn spill(&mut self) -> bool {
-        let Some(sink) = self.sink.as_mut() else {
-            return false;
-        };
-        if let Err(e) = sink.write_all(self.out.as_bytes()) {
-            self.sink_error = Some(e);
-            self.sink = None;
-            return false;
-        }
-        self.out.clear();
         true
     }
 
@@ -971,7 +992,7 @@ pub(crate) fn write_json_string(out: &mut String, s: &str) {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     /// A list's runs of scalar items are written without a task each (`scalar_items`): the
@@ -1023,12 +1044,23 @@ mod tests {
     }
 
     /// A sink that records each piece it is given, and fails at the piece numbered `fail_at`
-    /// (counting from 0), recording any call made after that.
-    struct Pieces {
-        text: Vec<u8>,
-        sizes: Vec<usize>,
-        fail_at: usize,
-        calls_after_failing: usize,
+    /// (counting from 0), recording any call made after that (also used by src/repr.rs).
+    pub(crate) struct Pieces {
+        pub(crate) text: Vec<u8>,
+        pub(crate) sizes: Vec<usize>,
+        pub(crate) fail_at: usize,
+        pub(crate) calls_after_failing: usize,
+    }
+
+    impl Default for Pieces {
+        fn default() -> Pieces {
+            Pieces {
+                text: Vec::new(),
+                sizes: Vec::new(),
+                fail_at: usize::MAX,
+                calls_after_failing: 0,
+            }
+        }
     }
 
     impl io::Write for Pieces {
@@ -1076,12 +1108,7 @@ mod tests {
         let doc = crate::decode(&p, &crate::Policy::data()).unwrap();
         let want = to_typed_json(&doc);
         assert!(want.len() > 10 << 20, "{}", want.len());
-        let mut sink = Pieces {
-            text: Vec::new(),
-            sizes: Vec::new(),
-            fail_at: usize::MAX,
-            calls_after_failing: 0,
-        };
+        let mut sink = Pieces::default();
         write_typed_json(&doc, &mut sink).unwrap();
         assert!(sink.text == want.as_bytes());
         assert!(sink.sizes.len() >= 8, "{:?}", sink.sizes);
@@ -1108,21 +1135,14 @@ mod tests {
             .unwrap();
         let want_stream = to_typed_json(&stream);
         assert!(want_stream.contains("\"values\":["));
-        let mut sink = Pieces {
-            text: Vec::new(),
-            sizes: Vec::new(),
-            fail_at: usize::MAX,
-            calls_after_failing: 0,
-        };
+        let mut sink = Pieces::default();
         write_typed_json(&stream, &mut sink).unwrap();
         assert!(sink.text == want_stream.as_bytes());
 
         // A sink that fails at its third piece: that error, and nothing asked of it after.
         let mut sink = Pieces {
-            text: Vec::new(),
-            sizes: Vec::new(),
             fail_at: 2,
-            calls_after_failing: 0,
+            ..Pieces::default()
         };
         let e = write_typed_json(&doc, &mut sink).unwrap_err();
         assert_eq!(e.to_string(), "sink full");

@@ -17,7 +17,7 @@ use std::io;
 use std::time::Instant;
 
 use crate::clock::Clock;
-use crate::json::SPILL_BYTES;
+use crate::json::{Sink, SPILL_BYTES};
 use crate::text::float_repr;
 use crate::value::{CallKind, Document, NodeId, PyStr, Value};
 
@@ -72,7 +72,7 @@ pub(crate) fn write_in_pieces(
     let mut text = String::new();
     let _ = text.try_reserve(piece.saturating_add(piece / 8));
     let mut printer = Printer::new(doc, usize::MAX, None);
-    printer.sink = Some(out);
+    printer.sink = Sink::new(out);
     printer.check_at = piece;
     for &root in doc.roots() {
         if !printer.write_node(doc, root, &mut text) {
@@ -80,10 +80,7 @@ pub(crate) fn write_in_pieces(
         }
         text.push('\n');
     }
-    if printer.sink_error.is_none() {
-        printer.spill(&mut text);
-    }
-    printer.sink_error.map_or(Ok(()), Err)
+    printer.sink.finish(&mut text)
 }
 
 fn print(doc: &Document<'_>, max_bytes: usize, deadline: Option<Instant>) -> Option<String> {
@@ -110,11 +107,9 @@ struct Printer<'s> {
     /// which printing stops, or, with a `sink`, [`SPILL_BYTES`], after which `out` is passed to
     /// the sink and emptied.
     check_at: usize,
-    /// Where [`write_repr`] passes the text on (`None`: it stays in `out`), the bytes passed
-    /// so far (the output's length is those and `out`'s), and the sink's first error.
-    sink: Option<&'s mut dyn io::Write>,
-    spilled: usize,
-    sink_error: Option<io::Error>,
+    /// Where [`write_repr`] passes the text on (without a writer, it stays in `out`); the
+    /// output's length is what it passed on and `out`'s.
+    sink: Sink<'s>,
     /// When to give up, and the tasks run so far (a big int counts as
     /// [`crate::json::BIG_INT_WORK`]), by which the clock is looked at.
     clock: Clock,
@@ -133,27 +128,8 @@ impl<'s> Printer<'s> {
                 .saturating_mul(16)
                 .saturating_add(1024),
             check_at: max_bytes,
-            sink: None,
-            spilled: 0,
-            sink_error: None,
+            sink: Sink::default(),
         }
-    }
-
-    /// Passes `out` to the sink and empties it; `false` when there is no sink (the text is
-    /// past `max_bytes`) or the sink failed (its error is kept).
-    #[cold]
-    fn spill(&mut self, out: &mut String) -> bool {
-        let Some(sink) = self.sink.as_mut() else {
-            return false;
-        };
-        if let Err(e) = sink.write_all(out.as_bytes()) {
-            self.sink_error = Some(e);
-            self.sink = None;
-            return false;
-        }
-        self.spilled += out.len();
-        out.clear();
-        true
     }
 
     /// Prints one root; `false` when the output passed `max_bytes`, the sink failed or the
@@ -161,7 +137,7 @@ impl<'s> Printer<'s> {
     fn write_node<'d>(&mut self, doc: &'d Document<'_>, root: NodeId, out: &mut String) -> bool {
         let mut tasks: Vec<Task<'d>> = vec![Task::Node(root)];
         while let Some(t) = tasks.pop() {
-            if out.len() > self.check_at && !self.spill(out) {
+            if out.len() > self.check_at && !self.sink.pass(out) {
                 return false;
             }
             self.work += 1;
@@ -209,7 +185,7 @@ impl<'s> Printer<'s> {
                     .printed
                     .get_mut(id.index())
                     .is_some_and(|p| std::mem::replace(p, true));
-            if self.on_path.contains(&id) || (repeat && self.spilled + out.len() > self.limit) {
+            if self.on_path.contains(&id) || (repeat && self.sink.passed + out.len() > self.limit) {
                 out.push_str(match v {
                     Value::List(_) => "[...]",
                     Value::Tuple(_) => "(...)",
@@ -469,24 +445,6 @@ mod tests {
         to_repr(&doc)
     }
 
-    /// A sink that records each piece it is given.
-    #[derive(Default)]
-    struct Pieces {
-        text: Vec<u8>,
-        sizes: Vec<usize>,
-    }
-
-    impl io::Write for Pieces {
-        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-            self.sizes.push(buf.len());
-            self.text.extend_from_slice(buf);
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> io::Result<()> {
-            Ok(())
-        }
-    }
-
     /// `write_repr` passes on the bytes `to_repr` makes, in pieces of about `SPILL_BYTES`, and
     /// the repeat cut counts the text already passed on: [texts, s, s], with s a shared list
     /// and 50,000 texts of 40 characters (2.2 MB of repr, past the cut at 16 bytes a value),
@@ -507,7 +465,7 @@ mod tests {
             "{}",
             &want[want.len() - 40..]
         );
-        let mut sink = Pieces::default();
+        let mut sink = crate::json::tests::Pieces::default();
         write_repr(&doc, &mut sink).unwrap();
         assert!(sink.text == want.as_bytes());
         assert!(sink.sizes.len() >= 2, "{:?}", sink.sizes);

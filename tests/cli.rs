@@ -22,7 +22,15 @@ fn run(args: &[&str], stdin: Option<&[u8]>) -> Output {
 }
 
 /// Runs `cmd` in the repository with `stdin` as its input.
-fn run_command(mut cmd: Command, stdin: Option<&[u8]>) -> Output {
+fn run_command(cmd: Command, stdin: Option<&[u8]>) -> Output {
+    spawn_fed(cmd, stdin.unwrap_or_default())
+        .wait_with_output()
+        .unwrap()
+}
+
+/// Starts `cmd` in the repository, writes `stdin` to it and closes it; stdout and stderr are
+/// pipes left to the caller.
+fn spawn_fed(mut cmd: Command, stdin: &[u8]) -> std::process::Child {
     let mut child = cmd
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .stdin(Stdio::piped())
@@ -31,9 +39,9 @@ fn run_command(mut cmd: Command, stdin: Option<&[u8]>) -> Output {
         .spawn()
         .unwrap();
     let mut input = child.stdin.take().unwrap();
-    input.write_all(stdin.unwrap_or_default()).unwrap();
+    input.write_all(stdin).unwrap();
     drop(input);
-    child.wait_with_output().unwrap()
+    child
 }
 
 fn text(b: &[u8]) -> String {
@@ -155,16 +163,9 @@ fn decode_writes_a_big_text_as_it_is_made() {
     assert_eq!(repr.status.code(), Some(0), "{}", text(&repr.stderr));
     assert!(repr.stdout == picklewarden::repr::to_repr(&doc).as_bytes());
 
-    let mut child = Command::new(env!("CARGO_BIN_EXE_picklewarden"))
-        .args(["decode", "-"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut input = child.stdin.take().unwrap();
-    input.write_all(&pickle).unwrap();
-    drop(input);
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_picklewarden"));
+    cmd.args(["decode", "-"]);
+    let mut child = spawn_fed(cmd, &pickle);
     let mut stdout = child.stdout.take().unwrap();
     let mut head = [0u8; 4096];
     stdout.read_exact(&mut head).unwrap();
