@@ -67,6 +67,16 @@ fn check_exit_status() {
     );
     assert!(err.contains("offset 0x2 (opcode 0x63 GLOBAL)"), "{err}");
 
+    // Without FILE, a pipe on standard input is the input (`-`).
+    let hostile = std::fs::read(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(HOSTILE));
+    let piped = run(&["check"], Some(&hostile.unwrap()));
+    assert_eq!(piped.status.code(), Some(1), "{}", text(&piped.stderr));
+    assert!(text(&piped.stderr).starts_with("picklewarden: -: refused (policy_denied"));
+    let good = std::fs::read(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(GOOD));
+    let out = run(&["decode", "--format", "repr"], Some(&good.unwrap()));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("'shared': [[1, 2, 3], [1, 2, 3]]"));
+
     assert_eq!(
         run(&["check", "no/such/file.pkl"], None).status.code(),
         Some(2)
@@ -83,7 +93,10 @@ fn check_exit_status() {
             .code(),
         Some(2)
     );
-    assert_eq!(run(&["check"], None).status.code(), Some(2));
+    // No FILE and an empty pipe: an empty input, refused as truncated (as `check -` is).
+    let empty = run(&["check"], None);
+    assert_eq!(empty.status.code(), Some(1));
+    assert!(text(&empty.stderr).contains("refused (truncated, truncated)"));
 }
 
 #[test]

@@ -51,7 +51,7 @@ pub(crate) fn load_policy(name: &str, limits: &[String]) -> Result<(Policy, Limi
         limits: limits.to_vec(),
         stream: true,
         buffers: Vec::new(),
-        input: "-".into(),
+        input: Some("-".into()),
     };
     let policy = common.policy()?;
     let limits = common.limits(&policy)?;
@@ -332,12 +332,13 @@ pub(crate) fn decode_frames(
 ) -> Result<bool, Fatal> {
     let policy = common.policy_or(default_policy)?;
     let limits = common.limits(&policy)?;
-    let mut input: Box<dyn Read> = if common.input.as_os_str() == "-" {
+    let path = common.input()?;
+    let mut input: Box<dyn Read> = if path.as_os_str() == "-" {
         Box::new(io::stdin().lock())
     } else {
         Box::new(
-            std::fs::File::open(&common.input)
-                .map_err(|e| Fatal(format!("cannot read {}: {e}", common.input.display())))?,
+            std::fs::File::open(path)
+                .map_err(|e| Fatal(format!("cannot read {}: {e}", path.display())))?,
         )
     };
     let mut reader = FrameReader::with_max_message_bytes(max_message_bytes);

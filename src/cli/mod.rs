@@ -11,7 +11,7 @@ mod mitogen;
 mod scan;
 
 use std::fs::File;
-use std::io::{self, Read, Write};
+use std::io::{self, IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -141,9 +141,25 @@ pub(crate) struct Common {
     /// Out-of-band buffer for NEXT_BUFFER (protocol 5), in order (repeatable).
     #[arg(long = "buffer", value_name = "FILE")]
     buffers: Vec<PathBuf>,
-    /// The pickle file, or `-` for standard input.
+    /// The pickle file, or `-` for standard input (the default when standard input is not a
+    /// terminal).
     #[arg(value_name = "FILE|-")]
-    input: PathBuf,
+    input: Option<PathBuf>,
+}
+
+impl Common {
+    /// The input's path (`-`: standard input, also when none was given and standard input is
+    /// a pipe or a file; given none on a terminal, a usage error rather than a wait for
+    /// typed bytes).
+    pub(crate) fn input(&self) -> Result<&Path, Fatal> {
+        match &self.input {
+            Some(path) => Ok(path),
+            None if io::stdin().is_terminal() => Err(Fatal(
+                "no input: give a FILE, or `-` (or a pipe) for standard input".into(),
+            )),
+            None => Ok(Path::new("-")),
+        }
+    }
 }
 
 /// A usage or I/O failure (exit 2).
@@ -216,7 +232,7 @@ fn with_document(
 ) -> Result<Result<(), Error>, Fatal> {
     let policy = common.policy()?;
     let limits = common.limits(&policy)?;
-    let input = read_input(&common.input, limits.max_input_bytes)?;
+    let input = read_input(common.input()?, limits.max_input_bytes)?;
     let mut buffers = Vec::new();
     for b in &common.buffers {
         buffers.push(read_input(b, limits.max_input_bytes)?);
@@ -258,7 +274,7 @@ fn report_refusal(common: &Common, e: &Error) {
     let _ = writeln!(
         stderr,
         "picklewarden: {}: refused ({}, {what}): {e}{hint}",
-        common.input.display(),
+        common.input().unwrap_or(Path::new("-")).display(),
         e.category().name(),
     );
 }

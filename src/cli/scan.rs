@@ -34,7 +34,7 @@ pub(crate) fn run(opts: &Opts) -> Result<Result<(), Error>, Fatal> {
     let common = &opts.common;
     let policy = common.policy()?;
     let limits = common.limits(&policy)?;
-    let input = read_input(&common.input, limits.max_input_bytes)?;
+    let input = read_input(common.input()?, limits.max_input_bytes)?;
     let report = picklewarden::Scanner::new(&input, &policy)
         .limits(limits)
         .stream(common.stream)
