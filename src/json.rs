@@ -292,7 +292,8 @@ impl SetOrders {
         })
     }
 
-    /// As [`SetOrders::of`], or `None` once `deadline` has passed.
+    /// The orders of the sets that `roots` reach among `nodes` (an arena), or `None` once
+    /// `deadline` has passed.
     pub(crate) fn until(
         nodes: &[Value<'_>],
         roots: &[NodeId],
