@@ -262,7 +262,8 @@ struct Inner {
 /// A refusal: its [`ErrorKind`], the absolute byte offset of the opcode it was found at (from the
 /// start of the input; for a stream, from the start of the whole stream) and that opcode's byte.
 ///
-/// Display: `global os.system is not allowed by policy "data" at offset 0x2 (opcode 0x63 GLOBAL)`.
+/// Display: `global os.system is not allowed by policy "data" at offset 2 (0x2, opcode 0x63
+/// GLOBAL)`.
 /// Text taken from the input is escaped and truncated to 64 characters.
 #[derive(Clone, Debug)]
 pub struct Error(Box<Inner>);
@@ -350,13 +351,15 @@ impl fmt::Display for Error {
             (kind, _) => write!(f, "{kind}")?,
         }
         if !matches!(self.0.kind, ErrorKind::Io(_)) {
-            write!(f, " at offset {:#x}", self.0.offset)?;
+            // Decimal as `pickletools.dis` and the JSON `offset` fields write it, and hex.
+            write!(f, " at offset {} ({:#x}", self.0.offset, self.0.offset)?;
             if let Some(op) = self.0.opcode {
                 match Opcode::from_byte(op) {
-                    Some(o) => write!(f, " (opcode {op:#04x} {})", o.name())?,
-                    None => write!(f, " (byte {op:#04x})")?,
+                    Some(o) => write!(f, ", opcode {op:#04x} {}", o.name())?,
+                    None => write!(f, ", byte {op:#04x}")?,
                 }
             }
+            write!(f, ")")?;
         }
         Ok(())
     }
@@ -398,22 +401,22 @@ mod tests {
             .with_policy("example");
         assert_eq!(
             form.to_string(),
-            "NEWOBJ is not allowed on this global by policy \"example\" at offset 0x15 \
-             (opcode 0x81 NEWOBJ)"
+            "NEWOBJ is not allowed on this global by policy \"example\" at offset 21 \
+             (0x15, opcode 0x81 NEWOBJ)"
         );
         let rejected =
             Error::new(ErrorKind::ConstructorRejected("x".into()), 3, None).with_policy("data");
         assert!(
             rejected
                 .to_string()
-                .ends_with("(policy \"data\") at offset 0x3"),
+                .ends_with("(policy \"data\") at offset 3 (0x3)"),
             "{rejected}"
         );
         // Without a policy (or for other categories) the text is the kind's own.
         let plain = Error::new(ErrorKind::FormNotAllowed("BUILD"), 0, None);
         assert_eq!(
             plain.to_string(),
-            "BUILD is not allowed on this global by policy at offset 0x0"
+            "BUILD is not allowed on this global by policy at offset 0 (0x0)"
         );
     }
 }

@@ -300,7 +300,7 @@ impl fmt::Display for FrameError {
         match self {
             FrameError::BadEnc { enc, offset } => write!(
                 f,
-                "enc {enc:#06x} is not a Mitogen encoding (0x4d49, 0x4d4a, 0x4d4b) in the header at offset {offset:#x}"
+                "enc {enc:#06x} is not a Mitogen encoding (0x4d49, 0x4d4a, 0x4d4b) in the header at offset {offset} ({offset:#x})"
             ),
             FrameError::TooLarge {
                 length,
@@ -308,11 +308,11 @@ impl fmt::Display for FrameError {
                 offset,
             } => write!(
                 f,
-                "message length {length} is over the maximum message size {max} in the header at offset {offset:#x}"
+                "message length {length} is over the maximum message size {max} in the header at offset {offset} ({offset:#x})"
             ),
             FrameError::Truncated { offset, have, need } => write!(
                 f,
-                "stream ends inside the frame at offset {offset:#x} ({have} of {need} bytes)"
+                "stream ends inside the frame at offset {offset} ({offset:#x}; {have} of {need} bytes)"
             ),
             FrameError::Payload(e) => write!(f, "{e}"),
         }

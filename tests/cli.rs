@@ -65,7 +65,10 @@ fn check_exit_status() {
         err.contains("global os.system is not allowed by policy \"data\""),
         "{err}"
     );
-    assert!(err.contains("offset 0x2 (opcode 0x63 GLOBAL)"), "{err}");
+    assert!(
+        err.contains("at offset 2 (0x2, opcode 0x63 GLOBAL)"),
+        "{err}"
+    );
 
     // Without FILE, a pipe on standard input is the input (`-`).
     let hostile = std::fs::read(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(HOSTILE));
