@@ -847,26 +847,14 @@ impl<'d, 'a> Writer<'d, 'a> {
     }
 }
 
-/// Writes `{"type":"NAME"` for `v` (the fields and the closing brace follow).
+/// Writes `{"type":"NAME"` for `v` (the fields and the closing brace follow): the Python type
+/// name ([`Value::type_name`]), but `none` for None, as docs/typed-json.md spells it.
 #[inline]
 fn write_type(out: &mut String, v: &Value<'_>) {
     out.push_str("{\"type\":\"");
     out.push_str(match v {
         Value::None => "none",
-        Value::Bool(_) => "bool",
-        Value::Int(_) | Value::BigInt(_) => "int",
-        Value::Float(_) => "float",
-        Value::Complex(..) => "complex",
-        Value::Str(_) => "str",
-        Value::Bytes(_) => "bytes",
-        Value::ByteArray(_) => "bytearray",
-        Value::List(_) => "list",
-        Value::Tuple(_) => "tuple",
-        Value::Dict(_) => "dict",
-        Value::Set(_) => "set",
-        Value::FrozenSet(_) => "frozenset",
-        Value::Global(_) => "global",
-        Value::Object(_) => "object",
+        v => v.type_name(),
     });
     out.push('"');
 }
