@@ -22,7 +22,7 @@ use std::borrow::Cow;
 use std::time::Instant;
 
 use crate::clock::Clock;
-use crate::error::{escape_bytes_for_display, Error, ErrorKind, Result};
+use crate::error::{escape_bytes_for_display, escape_for_display, Error, ErrorKind, Result};
 use crate::limits::{LimitName, Limits};
 use crate::memo::Memo;
 use crate::opcode::{Opcode, SCALAR_ARG};
@@ -320,9 +320,11 @@ const _: () = assert!(std::mem::size_of::<Sym>() == 16);
 /// A global named in the input.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct GlobalRef {
-    /// Module, as written (lossy UTF-8, escaped and truncated for display when refused).
+    /// Module, as written when allowed (so one of the policy's); when refused, escaped and cut
+    /// at 64 characters as error messages show it (`...` marks the cut; characters other
+    /// than printable ASCII as Rust's `char::escape_default` writes them).
     pub module: String,
-    /// Qualified name, as written.
+    /// Qualified name, as `module` is kept.
     pub name: String,
     /// Whether the policy allows it.
     pub allowed: bool,
@@ -618,9 +620,20 @@ impl<'a> Scan<'a, '_> {
             .iter()
             .any(|g| g.module == module && g.name == name)
         {
+            // An allowed global's names are the policy's own; a refused one's are the input's,
+            // of any length (a GLOBAL line can be as long as the input), so they are kept as
+            // the error message shows them: escaped and cut at 64 characters. Else a verdict
+            // listing them (`scan`, the service's /v1/check) grows with the input, six times
+            // over for control characters written `\u00XX` (found by an audit helper: an 8 MiB
+            // request gave a 50 MB answer, and 24 unread ones exhausted the service's memory).
+            let (module, name) = if resolved.is_ok() {
+                (module.to_owned(), name.to_owned())
+            } else {
+                (escape_for_display(module), escape_for_display(name))
+            };
             self.report.globals.push(GlobalRef {
-                module: module.to_owned(),
-                name: name.to_owned(),
+                module,
+                name,
                 allowed: resolved.is_ok(),
                 offset: self.r.op_pos as u64,
             });
@@ -1207,6 +1220,34 @@ mod tests {
 
     /// The SSE2 steps equal the byte loop's for every opcode byte, every length byte after
     /// it and both settings of `long1`, at every lane.
+    /// A refused global's names are kept as the error shows them, so a report (and the
+    /// service's verdict built from it) does not grow with a GLOBAL line of the input.
+    #[test]
+    fn refused_global_names_are_cut_for_display() {
+        let policy = Policy::data();
+        let mut input = b"c".to_vec();
+        input.extend(std::iter::repeat_n(1u8, 1 << 20));
+        input.extend_from_slice(b"\nx\n.");
+        let report = scan(&input, &policy, policy.limits, false);
+        assert_eq!(
+            report.result.unwrap_err().kind().name(),
+            "global_not_allowed"
+        );
+        let g = report.globals.first().unwrap();
+        assert!(!g.allowed);
+        // 64 characters, each \u{1} (6 bytes), then "..."
+        assert_eq!(g.module, format!("{}...", "\\u{1}".repeat(64)));
+        assert_eq!(g.name, "x");
+        // An allowed global is kept as written.
+        let ok = scan(b"c__builtin__\nset\n)\x85R.", &policy, policy.limits, false);
+        assert!(ok.result.is_ok());
+        let g = ok.globals.first().unwrap();
+        assert_eq!(
+            (g.module.as_str(), g.name.as_str(), g.allowed),
+            ("__builtin__", "set", true)
+        );
+    }
+
     #[test]
     fn chunk_steps_match_the_byte_loop() {
         for long1 in [false, true] {

@@ -406,7 +406,7 @@ async fn run(
             .body
             .get("repr")
             .and_then(Json::as_str)
-            .map_or(0, str::len);
+            .map_or(0, json_string_len);
     if text_len > UNBUDGETED_TEXT {
         let need = u32::try_from(text_len.saturating_add(OUTPUT_OVERHEAD)).unwrap_or(u32::MAX);
         match Arc::clone(&st.output).acquire_many_owned(need).await {
@@ -690,6 +690,18 @@ fn evaluate(
     }
 }
 
+/// The bytes `s` takes inside a JSON string as the response writes it: each `"` and `\`
+/// one more, each control character five more (`\u00XX`; an upper bound for `\n`, `\r` and
+/// `\t`). The repr text is charged at this size, not its own: a repr that shows escaped bytes
+/// is mostly backslashes, and would otherwise take half the budget it needs.
+fn json_string_len(s: &str) -> usize {
+    s.bytes().fold(s.len(), |n, b| match b {
+        b'"' | b'\\' => n.saturating_add(1),
+        0..=0x1f => n.saturating_add(5),
+        _ => n,
+    })
+}
+
 /// The map of a `json!({...})` object literal.
 fn object(v: Json) -> Map<String, Json> {
     match v {
@@ -921,4 +933,30 @@ fn json_response(status: StatusCode, body: &Json) -> Response {
         HeaderValue::from_static("application/json"),
     );
     resp
+}
+
+#[cfg(test)]
+mod tests {
+    use super::json_string_len;
+
+    /// The charge is what serde_json writes (less the quotes), or more only for `\n`, `\r`,
+    /// `\t`, `\u{8}` and `\u{c}`, which it writes in two bytes.
+    #[test]
+    fn repr_charge_covers_its_json_escaping() {
+        for s in [
+            "",
+            "plain",
+            r"b'\x00\x01\\'",
+            "\"quoted\" \\ back",
+            "\u{1}\u{1f}\u{7f}é\u{10ffff}",
+            "\n\r\t\u{8}\u{c}",
+        ] {
+            let written = serde_json::to_string(s).unwrap().len() - 2;
+            let short = s.bytes().filter(|b| b"\n\r\t\x08\x0c".contains(b)).count();
+            assert_eq!(json_string_len(s), written + 4 * short, "{s:?}");
+        }
+        // A repr of escaped bytes is charged about twice its length.
+        let r = r"b'\x01\x01\x01'";
+        assert_eq!(json_string_len(r), r.len() + 3);
+    }
 }
