@@ -136,6 +136,23 @@ impl Forms {
         true
     }
 
+    /// The names of the forms set, in [`Forms::NAMES`] order.
+    fn names(self) -> Vec<&'static str> {
+        let set = [
+            self.reduce,
+            self.newobj,
+            self.newobj_ex,
+            self.inst,
+            self.build,
+            self.items,
+        ];
+        Forms::NAMES
+            .iter()
+            .zip(set)
+            .filter_map(|(&n, on)| on.then_some(n))
+            .collect()
+    }
+
     fn intersect(self, other: Forms) -> Forms {
         Forms {
             reduce: self.reduce && other.reduce,
@@ -157,7 +174,8 @@ pub struct GlobalRule {
     pub name: String,
     /// What calling it does.
     pub constructor: Constructor,
-    /// The forms allowed (always within [`Constructor::supported_forms`]).
+    /// The forms allowed: within [`Constructor::supported_forms`] once the rule is in a policy
+    /// ([`Policy::allow`] drops any other, and a policy file that names one is refused).
     pub forms: Forms,
     /// For `record`: the accepted positional arguments, if constrained.
     pub args: Option<ArgsSchema>,
@@ -274,7 +292,44 @@ impl Policy {
     ///
     /// # Errors
     /// [`PolicyError`] naming the first problem: bad TOML, an unknown key, constructor, form,
-    /// limit or encoding, a duplicate global.
+    /// limit or encoding, a duplicate global; and settings that could never take effect, which
+    /// are refused rather than ignored: a form the constructor does not support (`newobj` on
+    /// `set`, whose only forms are `reduce` and `inst`), `min`/`max` on an argument that is not
+    /// an int or `min` above `max`, `max_len` on an argument without a length, `keys` on one
+    /// that is not a dict, `python2_str_encoding` without `python2_str = "str"`.
+    ///
+    /// ```
+    /// use picklewarden::{decode, Policy};
+    /// let policy = Policy::from_toml_str(r#"
+    ///     name = "points"
+    ///     [limits]
+    ///     max_input_bytes = "1M"
+    ///     [[global]]
+    ///     module = "geometry"
+    ///     name = "Point"
+    ///     constructor = "record"
+    ///     forms = ["reduce"]
+    ///     args = [{ type = "int", min = 0, max = 1000 }, { type = "int", min = 0, max = 1000 }]
+    /// "#)?;
+    /// assert_eq!(policy.limits.max_input_bytes, 1 << 20);
+    /// // Point(3, 4) pickled by a class whose __reduce__ returns (Point, (3, 4)), protocol 2
+    /// let ok = b"\x80\x02cgeometry\nPoint\nq\x00K\x03K\x04\x86q\x01Rq\x02.";
+    /// assert!(decode(ok, &policy).is_ok());
+    /// // Point(3, 4000): the second argument is over its max
+    /// let over = b"\x80\x02cgeometry\nPoint\nq\x00K\x03M\xa0\x0f\x86q\x01Rq\x02.";
+    /// assert_eq!(decode(over, &policy).unwrap_err().kind().name(), "constructor_rejected");
+    ///
+    /// let never = Policy::from_toml_str(r#"
+    ///     name = "mistake"
+    ///     [[global]]
+    ///     module = "builtins"
+    ///     name = "set"
+    ///     constructor = "set"
+    ///     forms = ["newobj"]
+    /// "#);
+    /// assert!(never.unwrap_err().to_string().contains("supports only"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn from_toml_str(text: &str) -> Result<Policy, PolicyError> {
         toml_file::parse(text)
     }
@@ -325,6 +380,7 @@ impl Policy {
     }
 }
 
+/// The built-in `data` policy ([`Policy::data`]).
 impl Default for Policy {
     fn default() -> Policy {
         Policy::data()
@@ -358,14 +414,89 @@ mod tests {
 
     #[test]
     fn native_forms_cannot_be_widened() {
-        let p = Policy::from_toml_str(
+        // A file naming a form the constructor lacks is refused, with what it supports...
+        let e = Policy::from_toml_str(
             "name = \"x\"\n[[global]]\nmodule = \"builtins\"\nname = \"set\"\nconstructor = \"set\"\nforms = [\"reduce\", \"newobj\", \"build\"]\n",
         )
-        .unwrap();
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("supports only the forms reduce, inst (not newobj, build)"),
+            "{e}"
+        );
+        // ... and a rule built in code loses it in `allow`.
+        let mut p = Policy::empty("x");
+        p.allow(GlobalRule {
+            module: "builtins".into(),
+            name: "set".into(),
+            constructor: Constructor::Set,
+            forms: Forms::ALL,
+            args: None,
+        });
         let r = p.rule(p.find("builtins", "set").unwrap()).unwrap();
-        assert!(r.forms.reduce);
-        assert!(!r.forms.newobj);
-        assert!(!r.forms.build);
+        assert!(r.forms.reduce && r.forms.inst);
+        assert!(!r.forms.newobj && !r.forms.newobj_ex && !r.forms.build && !r.forms.items);
+    }
+
+    #[test]
+    fn settings_that_could_never_apply_are_refused() {
+        let record = |arg: &str| {
+            format!(
+                "name = \"x\"\n[[global]]\nmodule = \"m\"\nname = \"C\"\nconstructor = \"record\"\nargs = [{arg}]\n"
+            )
+        };
+        for (text, says) in [
+            (
+                record("{ type = \"int\", min = 5, max = 1 }"),
+                "min 5 is above max 1",
+            ),
+            (
+                record("{ type = \"str\", min = 0 }"),
+                "min and max apply to int",
+            ),
+            (
+                record("{ type = \"int\", max_len = 3 }"),
+                "max_len applies to",
+            ),
+            (
+                record("{ type = \"list\", keys = \"str\" }"),
+                "keys applies to dict",
+            ),
+            (
+                "name = \"x\"\npython2_str_encoding = \"utf-8\"\n".to_owned(),
+                "python2_str_encoding applies only",
+            ),
+            (
+                "name = \"x\"\npython2_str = \"bytes\"\npython2_str_encoding = \"latin1\"\n"
+                    .to_owned(),
+                "python2_str_encoding applies only",
+            ),
+            (
+                "name = \"x\"\n[limits]\nmax_input_bytes = \"64X\"\n".to_owned(),
+                "is not a number",
+            ),
+        ] {
+            let e = Policy::from_toml_str(&text).unwrap_err().to_string();
+            assert!(e.contains(says), "{text}: {e}");
+        }
+        // What does apply is still accepted.
+        let p = Policy::from_toml_str(&record(
+            "{ type = \"int\", min = 1, max = 1 }, { type = \"dict\", max_len = 2, keys = \"str\" }",
+        ))
+        .unwrap();
+        assert!(p.find("m", "C").is_some());
+    }
+
+    #[test]
+    fn limits_take_suffixes_as_the_command_line_does() {
+        let p = Policy::from_toml_str(
+            "name = \"x\"\n[limits]\nmax_input_bytes = \"64M\"\nmax_memo_entries = \"2k\"\nmax_nesting_depth = 7\nmax_container_items = \"1_000\"\n",
+        )
+        .unwrap();
+        assert_eq!(p.limits.max_input_bytes, 64 << 20);
+        assert_eq!(p.limits.max_memo_entries, 2048);
+        assert_eq!(p.limits.max_nesting_depth, 7);
+        assert_eq!(p.limits.max_container_items, 1000);
     }
 
     #[test]

@@ -8,7 +8,7 @@ use super::{
     ArgSpec, ArgType, ArgsSchema, Constructor, Forms, GlobalRule, Policy, PolicyError, Python2Str,
     TextEncoding,
 };
-use crate::limits::{LimitName, Limits};
+use crate::limits::{parse_size, LimitName, Limits};
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -23,11 +23,20 @@ struct PolicyFile {
     #[serde(default)]
     persistent_ids: Option<String>,
     #[serde(default)]
-    limits: BTreeMap<String, u64>,
+    limits: BTreeMap<String, LimitValue>,
     #[serde(default, rename = "global")]
     globals: Vec<GlobalEntry>,
     #[serde(default, rename = "extension")]
     extensions: Vec<ExtensionEntry>,
+}
+
+/// A limit's value: a number, or text with a K, M or G suffix (powers of 1024) as `--limit`
+/// takes it (`"64M"`).
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum LimitValue {
+    Number(u64),
+    Text(String),
 }
 
 #[derive(Deserialize)]
@@ -77,10 +86,59 @@ fn arg_type(name: &str) -> Result<ArgType, PolicyError> {
     ArgType::from_name(name).ok_or_else(|| err(format!("unknown argument type {name:?}")))
 }
 
+/// Refuses an argument constraint that could never take effect (it would otherwise be
+/// ignored, or refuse every call, without a word at load time).
+fn check_arg(
+    module: &str,
+    name: &str,
+    i: usize,
+    ty: ArgType,
+    a: &ArgEntry,
+) -> Result<(), PolicyError> {
+    let at = || format!("{module}.{name} argument {} ({:?})", i + 1, a.ty);
+    if (a.min.is_some() || a.max.is_some()) && ty != ArgType::Int {
+        return Err(err(format!(
+            "{}: min and max apply to int arguments only",
+            at()
+        )));
+    }
+    if let (Some(min), Some(max)) = (a.min, a.max) {
+        if min > max {
+            return Err(err(format!(
+                "{}: min {min} is above max {max}, so no value matches",
+                at()
+            )));
+        }
+    }
+    let has_len = matches!(
+        ty,
+        ArgType::Str | ArgType::Bytes | ArgType::Tuple | ArgType::List | ArgType::Dict
+    );
+    if a.max_len.is_some() && !has_len {
+        return Err(err(format!(
+            "{}: max_len applies to str, bytes, tuple, list and dict arguments only",
+            at()
+        )));
+    }
+    if a.keys.is_some() && ty != ArgType::Dict {
+        return Err(err(format!(
+            "{}: keys applies to dict arguments only",
+            at()
+        )));
+    }
+    Ok(())
+}
+
 pub(super) fn parse(text: &str) -> Result<Policy, PolicyError> {
     let file: PolicyFile = toml::from_str(text).map_err(|e| err(e.to_string()))?;
     let mut policy = Policy::empty(&file.name);
     policy.description = file.description;
+    if file.python2_str_encoding.is_some() && file.python2_str.as_deref() != Some("str") {
+        return Err(err(
+            "python2_str_encoding applies only with python2_str = \"str\" (with \"bytes\", \
+             the default, Python 2 strings stay bytes)",
+        ));
+    }
     policy.python2_str = match file.python2_str.as_deref() {
         None | Some("bytes") => Python2Str::Bytes,
         Some("str") => Python2Str::Str(match file.python2_str_encoding.as_deref() {
@@ -106,7 +164,16 @@ pub(super) fn parse(text: &str) -> Result<Policy, PolicyError> {
     let mut limits = Limits::default();
     for (name, value) in &file.limits {
         let limit: LimitName = name.parse().map_err(err)?;
-        limits.set(limit, *value);
+        let value = match value {
+            LimitValue::Number(n) => *n,
+            LimitValue::Text(t) => parse_size(t).ok_or_else(|| {
+                err(format!(
+                    "limit {name}: {t:?} is not a number of bytes or items (digits, with an \
+                     optional K, M or G suffix)"
+                ))
+            })?,
+        };
+        limits.set(limit, value);
     }
     policy.limits = limits;
     let mut seen = HashMap::new();
@@ -135,6 +202,26 @@ pub(super) fn parse(text: &str) -> Result<Policy, PolicyError> {
                         )));
                     }
                 }
+                let supported = constructor.supported_forms();
+                if f.intersect(supported) != f {
+                    return Err(err(format!(
+                        "{}.{}: constructor {:?} supports only the forms {} (not {})",
+                        g.module,
+                        g.name,
+                        g.constructor,
+                        supported.names().join(", "),
+                        names
+                            .iter()
+                            .filter(|n| {
+                                let mut one = Forms::NONE;
+                                one.set_by_name(n);
+                                one.intersect(supported) != one
+                            })
+                            .map(String::as_str)
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )));
+                }
                 f
             }
         };
@@ -148,9 +235,11 @@ pub(super) fn parse(text: &str) -> Result<Policy, PolicyError> {
                     )));
                 }
                 let mut specs = Vec::with_capacity(entries.len());
-                for a in entries {
+                for (i, a) in entries.into_iter().enumerate() {
+                    let ty = arg_type(&a.ty)?;
+                    check_arg(&g.module, &g.name, i, ty, &a)?;
                     specs.push(ArgSpec {
-                        ty: arg_type(&a.ty)?,
+                        ty,
                         nullable: a.nullable,
                         min: a.min,
                         max: a.max,
