@@ -268,8 +268,9 @@ struct Inner {
 #[derive(Clone, Debug)]
 pub struct Error(Box<Inner>);
 
-/// `Result` with picklewarden's [`Error`].
-pub type Result<T> = std::result::Result<T, Error>;
+/// `Result` with picklewarden's [`Error`] by default (`Result<T, E>` for another error type, so
+/// that `use picklewarden::*` leaves `Result<(), Box<dyn std::error::Error>>` working).
+pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {
     /// A new error of `kind` at absolute byte `offset`, at the opcode byte `opcode` if any.
@@ -318,7 +319,11 @@ impl Error {
         self.0.offset
     }
 
-    /// The opcode byte at [`Error::offset`], if the error happened at an opcode.
+    /// The byte at [`Error::offset`] where the decoder was reading an opcode, if it was: for
+    /// most kinds the opcode that was refused; for [`ErrorKind::UnknownOpcode`] the byte that is
+    /// no opcode, and for [`ErrorKind::TrailingData`] the first byte after STOP (neither has an
+    /// [`Error::opcode_name`] unless it happens to be an opcode's byte). `None` for refusals
+    /// not at an opcode (a frame header, the input size, I/O).
     pub fn opcode(&self) -> Option<u8> {
         self.0.opcode
     }

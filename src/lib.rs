@@ -17,6 +17,24 @@
 //! assert_eq!(err.offset(), 0);
 //! # Ok::<(), picklewarden::Error>(())
 //! ```
+//!
+//! Where to go next: [`value`] (the document's shape, and how to walk it), [`Decoder`] (limits,
+//! deadlines, streams, out-of-band buffers), [`Policy`] (allowlists, from TOML text), [`scan`](mod@scan)
+//! (validation without building values), [`mitogen`] (Mitogen message frames), [`json`] and
+//! [`repr`] (output), [`Error`] (kinds, categories, offsets).
+//!
+//! # Features
+//!
+//! The default features, `cli` and `service`, build the `picklewarden` command and its
+//! sidecar service, with their dependencies (clap, tokio, axum, hyper, landlock, seccompiler,
+//! ...). A program that uses only the library should turn them off:
+//!
+//! ```toml
+//! picklewarden = { version = "0.1", default-features = false }
+//! ```
+//!
+//! Big ints are [`num_bigint::BigInt`] ([`Value::BigInt`]); the crate is re-exported as
+//! [`num_bigint`] so that its version is always the one picklewarden was built with.
 #![forbid(unsafe_code)]
 
 mod clock;
@@ -43,3 +61,6 @@ pub use opcode::Opcode;
 pub use policy::Policy;
 pub use scan::{scan, ScanReport, Scanner};
 pub use value::{CallKind, Document, NodeId, PyStr, Scratch, Value};
+
+/// The big-int crate of [`Value::BigInt`], re-exported.
+pub use num_bigint;

@@ -168,7 +168,10 @@ pub struct Limits {
     /// JSON writes it: depth first, items in order, a set's or frozenset's items in the
     /// sorted order typed JSON gives them; where it appears again, as a cycle does, it is a
     /// leaf, so `l = [l]` is 2 deep). Checked at STOP; for a stream, once after the last
-    /// pickle, over every root in order. Default [`DEFAULT_MAX_NESTING_DEPTH`].
+    /// pickle, over every root in order. Default [`DEFAULT_MAX_NESTING_DEPTH`]. It bounds
+    /// depth, not paths: shared values make a small graph with exponentially many paths, so a
+    /// walk over a document must skip what it has seen ([`crate::value`], "Walking a
+    /// document").
     pub max_nesting_depth: u64,
     /// Entries on the pickle machine's stack, values and MARKs together.
     /// Default [`DEFAULT_MAX_STACK_LEN`].

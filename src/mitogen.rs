@@ -592,6 +592,18 @@ pub mod bootstrap {
     }
 
     impl Handshake {
+        /// A handshake not yet begun (the same as `Handshake::default()`).
+        pub fn new() -> Handshake {
+            Handshake::default()
+        }
+
+        /// The bytes of handshake text read so far: once [`Handshake::is_done`], the offset in
+        /// the child's stdout where the framed messages begin (what
+        /// [`crate::mitogen::FrameReader::starting_at`] takes).
+        pub fn text_bytes(&self) -> usize {
+            self.seen
+        }
+
         /// Whether the handshake ended.
         pub fn is_done(&self) -> bool {
             self.done
@@ -821,7 +833,11 @@ mod tests {
         assert_eq!(h.feed(b"01\nnoise\nMITO", 100), Step::Pending);
         assert_eq!(h.feed(b"002\n\x4d\x4a", 100), Step::Done(4));
         assert!(h.is_done());
-        let mut h = Handshake::default();
+        // 13 + 13 + 4 bytes of handshake text: the frames start at offset 30.
+        assert_eq!(h.text_bytes(), 30);
+        assert_eq!(h.feed(b"more", 100), Step::Done(0));
+        assert_eq!(h.text_bytes(), 30);
+        let mut h = Handshake::new();
         assert_eq!(h.feed(&[b'x'; 11], 10), Step::TooLong);
     }
 

@@ -7,9 +7,11 @@
 //! longer than 16 bytes per value of the document (plus 1 KiB), a value that was already
 //! printed is shown as `[...]`, `{...}`, `(...)` or `...` instead of again (a DAG of shared
 //! tuples would otherwise print exponentially); and sets keep insertion order (CPython's order
-//! depends on its hashes). Record objects print as
-//! `module.name(args)`, with `, **kwargs`, and `; state=...`, `; listitems=[...]`,
-//! `; dictitems={...}` when present. Walks an explicit stack.
+//! depends on its hashes). Record objects print in angle brackets, as
+//! `<callable args>` for REDUCE (`<collections.OrderedDict ()>`) and `<callable __new__args>`
+//! for NEWOBJ and NEWOBJ_EX (`<myapp.Point __new__()>`), with `, **kwargs`, `; state=...`,
+//! `; listitems=[...]` and `; dictitems={...}` when present (`<myapp.Point __new__(); state=
+//! {'x': 3}>`). Walks an explicit stack.
 
 use std::collections::HashSet;
 use std::fmt::Write as _;
@@ -254,7 +256,7 @@ impl<'s> Printer<'s> {
                     tasks.push(Task::Pairs(&d.items, 0));
                 }
                 Value::Object(o) => {
-                    // callable(args[, **kwargs])[; state=..][; listitems=[..]][; dictitems={..}]
+                    // <callable [__new__]args[, **kwargs][; state=..][; listitems=[..]][; dictitems={..}]>
                     tasks.push(Task::Raw(">"));
                     if !o.dictitems.is_empty() {
                         tasks.push(Task::Raw("}"));

@@ -3,7 +3,51 @@
 //! Values live in one `Vec` ([`Document::nodes`]); containers hold [`NodeId`]s. The memo holds
 //! node ids too, so a value reached through the memo twice is the same node (shared references
 //! and cycles are kept as the graph they are, never deep-copied). Bytes and text are borrowed
-//! from the input where the pickle holds them verbatim (`Cow::Borrowed`).
+//! from the input where the pickle holds them verbatim (`Cow::Borrowed`), so a [`Document`]
+//! lives no longer than the input bytes it was decoded from: keep both together, or turn what
+//! you need into owned data of your own (typed JSON, [`crate::json::to_typed_json`], is one
+//! owned form).
+//!
+//! # Walking a document
+//!
+//! A document is a graph, not a tree: a value the pickle shares (a memo GET, or what CPython
+//! shares itself, such as small ints) is one node reached from several places, and a
+//! container can hold itself. Walk it with an explicit stack and a set of the ids already seen
+//! (`NodeId` is `Copy + Hash + Eq`), not by recursion, whose depth the input would choose:
+//!
+//! ```
+//! use std::collections::HashSet;
+//! use picklewarden::{decode, Policy, Value};
+//! // a = [1, "x"]; a.append(a); pickle.dumps({"k": a, "again": a}, 2)
+//! let bytes = b"\x80\x02}q\x00(X\x01\x00\x00\x00kq\x01]q\x02(K\x01X\x01\x00\x00\x00xq\x03h\x02eX\x05\x00\x00\x00againq\x04h\x02u.";
+//! let doc = decode(bytes, &Policy::data())?;
+//! let mut seen = HashSet::new();
+//! let mut stack: Vec<_> = doc.root().into_iter().collect();
+//! let (mut lists, mut strs) = (0, Vec::new());
+//! while let Some(id) = stack.pop() {
+//!     if !seen.insert(id) {
+//!         continue; // shared, or a cycle: already visited
+//!     }
+//!     let Some(value) = doc.get(id) else { continue };
+//!     match value {
+//!         Value::List(_) => lists += 1,
+//!         Value::Str(s) => strs.push(s.as_str().unwrap_or("<surrogates>").to_owned()),
+//!         _ => {}
+//!     }
+//!     value.for_each_child(|child| stack.push(child));
+//! }
+//! assert_eq!(lists, 1); // the list is one node, met three times
+//! strs.sort();
+//! assert_eq!(strs, ["again", "k", "x"]);
+//! # Ok::<(), picklewarden::Error>(())
+//! ```
+//!
+//! Without the set of ids seen, a walk can take exponential time on a small input that every
+//! limit accepts: `t = (t, t)` sixty times over pickles in 252 bytes (protocol 4) and is 61
+//! nodes, but 2^60 paths from the root. Typed JSON ([`crate::json`]) writes every mutable value
+//! once and refers to it by id after that; [`crate::repr`] stops printing a value again once
+//! its text passes a size bound. Dict keys and set items are node ids too: compare them
+//! through the values they refer to.
 
 use std::borrow::Cow;
 
@@ -131,7 +175,8 @@ impl PyStr<'_> {
     }
 }
 
-/// How a record object was made, as TYPED_JSON.md's `kind` names it.
+/// How a record object was made, as typed JSON's `kind` field names it ([`crate::json`],
+/// docs/typed-json.md).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CallKind {
     /// REDUCE, INST or OBJ: `callable(*args)`.
