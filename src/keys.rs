@@ -10,6 +10,7 @@
 //! Hashes are keyed SipHash (`std::hash::RandomState`), not CPython's hash, so an attacker
 //! cannot pick keys that collide (hash flooding). Every walk uses an explicit stack.
 
+use std::borrow::Cow;
 use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasher, Hash, Hasher};
@@ -28,15 +29,17 @@ pub(crate) type KeyIndex = HashTable<(u64, u32)>;
 #[derive(Debug)]
 pub(crate) struct Unhashable;
 
-/// A number reduced to one canonical form so that equal numbers compare and hash alike.
-enum Num {
+/// A number reduced to one canonical form so that equal numbers compare and hash alike. A big
+/// int is borrowed from its node (cloning a 4 KiB LONG4 for every hash and comparison of it
+/// cost more than the comparison); only a float past 2**63 makes one.
+enum Num<'v> {
     I(i64),
-    Big(BigInt),
+    Big(Cow<'v, BigInt>),
     F(f64),
     C(f64, f64),
 }
 
-impl Num {
+impl Num<'_> {
     /// Whether a float part is NaN (a float or complex that equals nothing but itself).
     fn has_nan(&self) -> bool {
         match *self {
@@ -47,7 +50,7 @@ impl Num {
     }
 }
 
-fn float_num(x: f64) -> Num {
+fn float_num(x: f64) -> Num<'static> {
     if x.is_finite() && x.fract() == 0.0 {
         // 2**63, exactly representable.
         let bound = -(i64::MIN as f64);
@@ -56,17 +59,17 @@ fn float_num(x: f64) -> Num {
             return Num::I(x as i64);
         }
         if let Some(b) = BigInt::from_f64(x) {
-            return Num::Big(b);
+            return Num::Big(Cow::Owned(b));
         }
     }
     Num::F(x)
 }
 
-fn num_of(v: &Value<'_>) -> Option<Num> {
+fn num_of<'v>(v: &'v Value<'_>) -> Option<Num<'v>> {
     Some(match v {
         Value::Bool(b) => Num::I(i64::from(*b)),
         Value::Int(i) => Num::I(*i),
-        Value::BigInt(b) => Num::Big((**b).clone()),
+        Value::BigInt(b) => Num::Big(Cow::Borrowed(&**b)),
         Value::Float(x) => float_num(*x),
         Value::Complex(re, im) => {
             if *im == 0.0 {
@@ -79,7 +82,7 @@ fn num_of(v: &Value<'_>) -> Option<Num> {
     })
 }
 
-fn num_eq(a: &Num, b: &Num) -> bool {
+fn num_eq(a: &Num<'_>, b: &Num<'_>) -> bool {
     match (a, b) {
         (Num::I(x), Num::I(y)) => x == y,
         (Num::Big(x), Num::Big(y)) => x == y,
@@ -89,7 +92,7 @@ fn num_eq(a: &Num, b: &Num) -> bool {
     }
 }
 
-fn hash_num<H: Hasher>(n: &Num, h: &mut H) {
+fn hash_num<H: Hasher>(n: &Num<'_>, h: &mut H) {
     match n {
         Num::I(i) => {
             h.write_u8(1);
@@ -121,6 +124,10 @@ const REMEMBER_AFTER_PAIRS: usize = 32;
 /// An equality walk checks its pairs against the insertion's room once per this many
 /// ([`KeyCache`]).
 const WALK_CHECK: usize = 256;
+
+/// Two distinct texts or bytes at least this long that compare equal are remembered as equal
+/// ([`KeyCache`]): the comparison costs more than the lookup.
+const LONG_EQUAL_BYTES: usize = 4096;
 
 /// Texts and bytes at least this long have their hash kept in the [`HashCache`] (shorter ones
 /// hash faster than the lookup).
@@ -261,7 +268,7 @@ impl<S: BuildHasher> KeyOps<'_, '_, S> {
         true
     }
 
-    /// Whether the tuples or frozensets `a` and `b` were found equal before.
+    /// Whether the tuples, frozensets, or long texts or bytes `a` and `b` were found equal before.
     fn known_equal(&self, a: NodeId, b: NodeId) -> bool {
         let Some(Ok(c)) = self.cache.map(RefCell::try_borrow) else {
             return false;
@@ -390,6 +397,14 @@ impl<S: BuildHasher> KeyOps<'_, '_, S> {
     /// `Some(hash)` for a scalar, `None` for a tuple or frozenset (walked by the caller).
     fn hash_scalar(&self, id: NodeId) -> Result<Option<u64>, Unhashable> {
         let v = self.node(id).ok_or(Unhashable)?;
+        if let Value::BigInt(_) = v {
+            // Kept like a long text's: up to 4 KiB of digits hashed once, not once per
+            // comparison (an audit helper's frozensets of 30 such ints, compared once per
+            // ADDITEMS, took 80 times CPython's time, which keeps its hashes in the set).
+            if let Some(h) = self.cached(id) {
+                return Ok(Some(h));
+            }
+        }
         let mut h = self.state.build_hasher();
         if let Some(n) = num_of(v) {
             if n.has_nan() {
@@ -402,7 +417,11 @@ impl<S: BuildHasher> KeyOps<'_, '_, S> {
             } else {
                 hash_num(&n, &mut h);
             }
-            return Ok(Some(h.finish()));
+            let h = h.finish();
+            if let Value::BigInt(_) = v {
+                self.remember(id, h);
+            }
+            return Ok(Some(h));
         }
         match v {
             Value::None => h.write_u8(0),
@@ -428,7 +447,7 @@ impl<S: BuildHasher> KeyOps<'_, '_, S> {
 
     /// `Ok` when the value is hashable (a type test for scalars, the full walk, a hash, only
     /// for tuples and frozensets), with the hash of `id` when comparing by hash first pays for
-    /// itself: a tuple, a frozenset, or a text or bytes of at least
+    /// itself: a tuple, a frozenset, a big int, or a text or bytes of at least
     /// [`CACHED_TEXT_BYTES`]. That hash is computed once and kept (so [`KeyOps::eq_hashed`]
     /// finds it for a key inserted before). `None` for other hashable values, which compare
     /// as fast as their hash looks up.
@@ -442,11 +461,13 @@ impl<S: BuildHasher> KeyOps<'_, '_, S> {
             Some(Value::Bytes(b)) => {
                 Ok((b.len() >= CACHED_TEXT_BYTES).then(|| self.hash_bytes(id, 6, b)))
             }
+            // A big int is compared by its kept hash first too: unequal ones of up to 4 KiB
+            // then cost no digit comparison, as in CPython's dict and set lookups.
+            Some(Value::BigInt(_)) => self.hash(id).map(Some),
             Some(
                 Value::None
                 | Value::Bool(_)
                 | Value::Int(_)
-                | Value::BigInt(_)
                 | Value::Float(_)
                 | Value::Complex(..)
                 | Value::Global(_)
@@ -476,10 +497,41 @@ impl<S: BuildHasher> KeyOps<'_, '_, S> {
         }
         // Fast paths for the common keys; everything else walks.
         match (self.node(a), self.node(b)) {
-            (Some(Value::Str(p)), Some(Value::Str(q))) => p.as_bytes() == q.as_bytes(),
+            (Some(Value::Str(p)), Some(Value::Str(q))) => {
+                self.bytes_eq(a, b, p.as_bytes(), q.as_bytes())
+            }
             (Some(Value::Int(x)), Some(Value::Int(y))) => x == y,
             _ => self.eq_other(a, b),
         }
+    }
+
+    /// Equality of the texts or bytes `p` and `q` of the distinct nodes `a` and `b`. Two that
+    /// are at least [`LONG_EQUAL_BYTES`] long are compared once: found equal, the pair is
+    /// remembered, as equal tuples are. Else every SETITEM of a key equal to a key already
+    /// in the dict, but another node (two copies of one 16 MiB text: an audit helper's 33.6 MB
+    /// input took 12 s here and 34 s in CPython, which compares the same way), compares
+    /// them in full again.
+    #[inline(always)]
+    fn bytes_eq(&self, a: NodeId, b: NodeId, p: &[u8], q: &[u8]) -> bool {
+        if p.len() != q.len() {
+            return false;
+        }
+        if p.len() < LONG_EQUAL_BYTES {
+            return p == q;
+        }
+        self.long_bytes_eq(a, b, p, q)
+    }
+
+    #[inline(never)]
+    fn long_bytes_eq(&self, a: NodeId, b: NodeId, p: &[u8], q: &[u8]) -> bool {
+        if self.known_equal(a, b) {
+            return true;
+        }
+        let same = p == q;
+        if same {
+            self.remember_equal(a, b);
+        }
+        same
     }
 
     /// [`KeyOps::eq`] past its inlined fast paths (two strs, two ints).
@@ -519,7 +571,7 @@ impl<S: BuildHasher> KeyOps<'_, '_, S> {
             }
             let same = match (self.node(x)?, self.node(y)?) {
                 (Value::Int(a), Value::Int(b)) => a == b,
-                (Value::Str(a), Value::Str(b)) => a.as_bytes() == b.as_bytes(),
+                (Value::Str(a), Value::Str(b)) => self.bytes_eq(x, y, a.as_bytes(), b.as_bytes()),
                 (Value::Float(a), Value::Float(b)) => a == b,
                 _ => return None,
             };
@@ -570,8 +622,8 @@ impl<S: BuildHasher> KeyOps<'_, '_, S> {
             }
             let same = match (vx, vy) {
                 (Value::None, Value::None) => true,
-                (Value::Str(p), Value::Str(q)) => p.as_bytes() == q.as_bytes(),
-                (Value::Bytes(p), Value::Bytes(q)) => p == q,
+                (Value::Str(p), Value::Str(q)) => self.bytes_eq(x, y, p.as_bytes(), q.as_bytes()),
+                (Value::Bytes(p), Value::Bytes(q)) => self.bytes_eq(x, y, p, q),
                 (Value::Global(p), Value::Global(q)) => p.module == q.module && p.name == q.name,
                 (Value::Tuple(p), Value::Tuple(q)) => {
                     if p.len() != q.len() {
@@ -711,6 +763,90 @@ mod tests {
         assert!(cached.eq(NodeId(4), NodeId(2)));
         assert!(!cached.eq(NodeId(2), NodeId(3)));
         assert!(cache.borrow().equal.is_empty());
+    }
+
+    /// A big int's hash is kept like a long text's, is the hash of an equal float or of an
+    /// equal big int node, and is what `hashable_costly` gives, so that unequal big ints
+    /// are told apart by hash before their digits are compared.
+    #[test]
+    fn big_int_hashes_are_kept() {
+        let big = |x: BigInt| Value::BigInt(Box::new(x));
+        let two_70: BigInt = BigInt::from(1u8) << 70u32;
+        let nodes = vec![
+            big(two_70.clone()),         // 0
+            big(two_70.clone()),         // 1: equal to 0, another node
+            big(two_70 + 1u8),           // 2: unequal
+            Value::Float(2f64.powi(70)), // 3: equal to 0 as a number
+            Value::Int(5),               // 4
+        ];
+        let state = RandomState::new();
+        let cache = HashCache::default();
+        let ops = KeyOps {
+            nodes: &nodes,
+            state: &state,
+            cache: Some(&cache),
+        };
+        let plain = KeyOps {
+            nodes: &nodes,
+            state: &state,
+            cache: None,
+        };
+        let h0 = ops.hashable_costly(NodeId(0)).unwrap();
+        assert_eq!(h0, Some(plain.hash(NodeId(0)).unwrap()));
+        assert_eq!(cache.borrow().hashes.get(&NodeId(0)).copied(), h0);
+        assert_eq!(ops.hash(NodeId(1)).unwrap(), h0.unwrap());
+        assert_eq!(ops.hash(NodeId(3)).unwrap(), h0.unwrap());
+        assert_ne!(ops.hash(NodeId(2)).unwrap(), h0.unwrap());
+        // Read from the cache the second time, and the same.
+        assert_eq!(ops.hash(NodeId(0)).unwrap(), h0.unwrap());
+        assert!(ops.eq_hashed(NodeId(0), h0, NodeId(1)));
+        assert!(ops.eq_hashed(NodeId(0), h0, NodeId(3)));
+        assert!(!ops.eq_hashed(NodeId(0), h0, NodeId(2)));
+        assert!(!ops.eq_hashed(NodeId(0), h0, NodeId(4)));
+        // Small ints are not kept (they hash faster than the lookup).
+        assert_eq!(ops.hashable_costly(NodeId(4)).unwrap(), None);
+        assert!(!cache.borrow().hashes.contains_key(&NodeId(4)));
+    }
+
+    /// Two distinct long texts (or bytes) found equal are remembered, and then equal without
+    /// a comparison; short ones and unequal ones are not remembered.
+    #[test]
+    fn long_equal_texts_are_remembered() {
+        let long = "t".repeat(LONG_EQUAL_BYTES);
+        let mut other = long.clone();
+        other.pop();
+        other.push('u');
+        let text = |s: &str| Value::Str(PyStr::Utf8(Cow::Owned(s.to_owned())));
+        let nodes = vec![
+            text(&long),                                         // 0
+            text(&long),                                         // 1: equal to 0
+            text(&other),                                        // 2: same length, unequal
+            text("ab"),                                          // 3
+            text("ab"),                                          // 4
+            Value::Bytes(Cow::Owned(long.clone().into_bytes())), // 5
+            Value::Bytes(Cow::Owned(long.clone().into_bytes())), // 6
+            Value::Tuple(vec![NodeId(0)]),                       // 7
+            Value::Tuple(vec![NodeId(1)]),                       // 8
+        ];
+        let state = RandomState::new();
+        let cache = HashCache::default();
+        let ops = KeyOps {
+            nodes: &nodes,
+            state: &state,
+            cache: Some(&cache),
+        };
+        assert!(ops.eq(NodeId(0), NodeId(1)));
+        assert!(!ops.eq(NodeId(0), NodeId(2)));
+        assert!(ops.eq(NodeId(3), NodeId(4)));
+        assert!(ops.eq(NodeId(5), NodeId(6)));
+        assert_eq!(
+            cache.borrow().equal,
+            HashSet::from([(NodeId(0), NodeId(1)), (NodeId(5), NodeId(6))])
+        );
+        assert!(ops.known_equal(NodeId(1), NodeId(0)));
+        // A tuple around each: its item comparison finds the pair remembered.
+        assert!(ops.eq(NodeId(7), NodeId(8)));
+        assert!(!ops.eq(NodeId(2), NodeId(1)));
     }
 
     /// Distinct tuples found equal by a walk of at least `REMEMBER_AFTER_PAIRS` pairs are
