@@ -489,8 +489,10 @@ impl<S: BuildHasher> KeyOps<'_, '_, S> {
         }
     }
 
-    /// Python `a == b` for two hashable values (both already hashed successfully).
-    #[inline]
+    /// Python `a == b` for two hashable values (both already hashed successfully). Inlined
+    /// into the insertion loops: called out of line, the fast paths cost small objects 3%
+    /// more instructions.
+    #[inline(always)]
     pub(crate) fn eq(&self, a: NodeId, b: NodeId) -> bool {
         if a == b {
             return true;

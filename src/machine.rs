@@ -55,6 +55,10 @@ const KEYED_BYTES: u64 = 8 + 16;
 /// them past it. The charge per entry (`KEYED_BYTES`) is the same either way.
 const SMALL_KEYED: usize = 16;
 
+/// Keys of one dict or set insertion between two looks at the deadline
+/// ([`Machine::keys_deadline`]).
+const KEYS_CHECK: usize = 4096;
+
 /// Decodes pickles under a policy. Build one with [`Decoder::new`], adjust it, then call
 /// [`Decoder::decode`] (one pickle) or [`Decoder::decode_stream`] (several pickles one after
 /// another sharing one memo, as Mitogen's `unpickle_iter` and CPython's `Unpickler.load()`
@@ -94,9 +98,11 @@ impl<'a, 'p> Decoder<'a, 'p> {
     /// Refuses the decode ([`ErrorKind::DeadlineExceeded`]) once `at` has passed, in either
     /// pass: for a caller that answers by a deadline (the service's `--deadline`) and must not
     /// leave the decode running after it, holding its thread and memory. Checked every
-    /// 65,536 opcodes and every 256 pairs of an equality walk, so never more than a few
-    /// milliseconds late on these machines. Without it a decode is bounded by the limits
-    /// alone.
+    /// 65,536 opcodes, every 4,096 keys of one dict or set insertion and every 256 pairs of
+    /// an equality walk; with hashes, equal pairs and long texts' comparisons kept (nothing
+    /// is hashed twice, no two keys compared in full twice), that is a few milliseconds late
+    /// at most on inputs the reviews built to stretch it. Without it a decode is bounded by
+    /// the limits alone.
     pub fn deadline(mut self, at: Instant) -> Decoder<'a, 'p> {
         self.deadline = Some(at);
         self
@@ -994,7 +1000,8 @@ impl<'a, 'p> Machine<'a, 'p> {
         } else {
             index.reserve(pairs, |e| e.0);
         }
-        for pair in flat.chunks_exact(2) {
+        for (i, pair) in flat.chunks_exact(2).enumerate() {
+            self.keys_deadline(i)?;
             let &[k, v] = pair else { continue };
             let h = ops.hash(k).map_err(unhashable)?;
             let items = &d.items;
@@ -1009,6 +1016,17 @@ impl<'a, 'p> Machine<'a, 'p> {
                     d.items.push((k, v));
                 }
             }
+        }
+        Ok(())
+    }
+
+    /// Looks at the deadline once per [`KEYS_CHECK`] keys of one insertion: the opcode count
+    /// checks it between opcodes, but one SETITEMS, ADDITEMS or FROZENSET can insert as many
+    /// keys as the input has opcodes, each hashed and compared.
+    #[inline]
+    fn keys_deadline(&self, i: usize) -> Result<()> {
+        if i % KEYS_CHECK == KEYS_CHECK - 1 && self.clock.passed() {
+            return Err(self.err(ErrorKind::DeadlineExceeded));
         }
         Ok(())
     }
@@ -1058,7 +1076,8 @@ impl<'a, 'p> Machine<'a, 'p> {
         } else {
             index.reserve(items.len(), |e| e.0);
         }
-        for &k in items {
+        for (i, &k) in items.iter().enumerate() {
+            self.keys_deadline(i)?;
             let h = ops.hash(k).map_err(unhashable)?;
             let existing = &s.items;
             if ops
@@ -2697,6 +2716,21 @@ mod tests {
         assert_eq!(e.kind().name(), "deadline_exceeded", "{e}");
         assert_eq!(e.opcode(), Some(0x90), "{e}");
         Decoder::new(dag, &policy).deadline(later).decode().unwrap();
+        // Under 65,536 opcodes, but one FROZENSET of 10,000 keys (distinct ints): stopped
+        // within KEYS_CHECK keys, at the FROZENSET.
+        let mut p = b"\x80\x04(".to_vec();
+        for i in 0..10_000u32 {
+            p.push(b'J');
+            p.extend_from_slice(&(i + 1_000_000).to_le_bytes());
+        }
+        p.extend_from_slice(b"\x91.");
+        let e = Decoder::new(&p, &policy)
+            .deadline(Instant::now())
+            .decode()
+            .unwrap_err();
+        assert_eq!(e.kind().name(), "deadline_exceeded", "{e}");
+        assert_eq!(e.opcode_name(), Some("FROZENSET"), "{e}");
+        Decoder::new(&p, &policy).deadline(later).decode().unwrap();
     }
 
     /// `_codecs.encode` of ASCII text borrows the text but is charged its length, as CPython
