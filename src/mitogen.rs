@@ -515,7 +515,9 @@ pub enum Content<'a> {
 ///
 /// # Errors
 /// Any decoder refusal; [`ErrorKind::InvalidUtf8`] for a dead message whose reason is not
-/// UTF-8 (Mitogen writes `utf_8_encode(reason)`).
+/// UTF-8 (Mitogen writes `utf_8_encode(reason)`); for a dead message whose enc is not binary
+/// and whose reason is a pickle, the policy's or a limit's refusal of it (a receiver that
+/// unpickles with `throw_dead=False` would run it).
 pub fn decode_payload<'a>(
     header: &Header,
     payload: &'a [u8],
@@ -525,14 +527,12 @@ pub fn decode_payload<'a>(
     match header.payload_kind() {
         PayloadKind::Binary => Ok(Content::Binary(payload)),
         PayloadKind::Raw => Ok(Content::Raw(payload)),
-        PayloadKind::Dead => match std::str::from_utf8(payload) {
-            Ok(s) => Ok(Content::Dead(Cow::Borrowed(s))),
-            Err(e) => Err(Error::new(
-                ErrorKind::InvalidUtf8,
-                e.valid_up_to() as u64,
-                None,
-            )),
-        },
+        PayloadKind::Dead => {
+            let reason = std::str::from_utf8(payload)
+                .map_err(|e| Error::new(ErrorKind::InvalidUtf8, e.valid_up_to() as u64, None))?;
+            dead_reason_is_not_a_refused_pickle(header, payload, policy, limits)?;
+            Ok(Content::Dead(Cow::Borrowed(reason)))
+        }
         PayloadKind::Pickles if payload.is_empty() => Ok(Content::Values(Document {
             nodes: Vec::new(),
             roots: Vec::new(),
@@ -543,6 +543,36 @@ pub fn decode_payload<'a>(
             .limits(limits)
             .decode_stream()
             .map(Content::Values),
+    }
+}
+
+/// A dead message's reason is text, but `Message.unpickle(throw_dead=False)` and
+/// `unpickle_iter(throw_dead=False)` unpickle it like any other payload when its enc is not
+/// binary (mitogen/core.py; `Context.call` reaches it only for messages that are not dead,
+/// since `Receiver.get` raises on those first). So a reason that is a pickle the policy refuses
+/// (a protocol-0 pickle is ASCII) or one past a limit is refused here as it would be in any
+/// other message; text that does not parse as a pickle (every reason Mitogen writes) passes.
+/// (An audit helper found `cmitogen.core\nBlob\n(I1000000000\ntR.` passing as a dead
+/// message's reason, refused as `constructor_rejected` in a live one.)
+fn dead_reason_is_not_a_refused_pickle(
+    header: &Header,
+    payload: &[u8],
+    policy: &Policy,
+    limits: Limits,
+) -> Result<(), Error> {
+    if header.enc == Enc::Binary || payload.is_empty() {
+        return Ok(());
+    }
+    match Decoder::new(payload, policy).limits(limits).decode_stream() {
+        Err(e)
+            if matches!(
+                e.category(),
+                Category::PolicyDenied | Category::LimitExceeded
+            ) =>
+        {
+            Err(e)
+        }
+        _ => Ok(()),
     }
 }
 
@@ -775,6 +805,31 @@ mod tests {
         assert!(matches!(
             decode_payload(&dead, b"Channel closed", &p, l),
             Ok(Content::Dead(r)) if r == "Channel closed"
+        ));
+        // A reason that is a pickle the policy refuses is refused as it would be in a live
+        // message (Message.unpickle(throw_dead=False) unpickles it); one it accepts, and text
+        // that starts like a pickle but is not one, pass.
+        let bad = b"cmitogen.core\nBlob\n(I1000000000\ntR.";
+        let e = decode_payload(&dead, bad, &p, l).unwrap_err();
+        assert_eq!(e.kind().name(), "constructor_rejected", "{e}");
+        let e = decode_payload(&dead, b"cos\nsystem\n(S'id'\ntR.", &p, l).unwrap_err();
+        assert_eq!(e.kind().name(), "global_not_allowed", "{e}");
+        for ok in [
+            &b"I5\n."[..],
+            b"context 3 is gone",
+            b"the respondent Context has disconnected",
+            b"(S'x'\n",
+        ] {
+            assert!(
+                matches!(decode_payload(&dead, ok, &p, l), Ok(Content::Dead(r)) if r.as_bytes() == ok),
+                "{ok:?}"
+            );
+        }
+        // With enc binary it is never unpickled.
+        let dead_bin = header(Enc::Binary, 1000, IS_DEAD, 0);
+        assert!(matches!(
+            decode_payload(&dead_bin, bad, &p, l),
+            Ok(Content::Dead(_))
         ));
         assert_eq!(
             decode_payload(&dead, b"\xff", &p, l)
