@@ -149,18 +149,29 @@ impl<'a> Reader<'a> {
     /// index is the memo's size, known to the caller).
     ///
     /// # Errors
-    /// Truncation, or [`ErrorKind::InvalidNumber`] for text that is not plain decimal digits
-    /// (a negative index included).
+    /// Truncation, or [`ErrorKind::InvalidNumber`] for text that is not decimal digits after
+    /// an optional sign, a negative index (`-0` is 0), and one past 2**63 - 1: CPython's
+    /// `load_put`/`load_get` read the text with `PyLong_FromString(s, NULL, 10)`, which takes
+    /// a sign, then convert it with `PyLong_AsSsize_t`, which refuses more (OverflowError),
+    /// and refuse a negative PUT; a negative GET finds no memo entry. (Whitespace, underscores
+    /// and a NUL, which 3.11's `PyLong_FromString` also takes or stops at, are refused as in
+    /// every other number text here.)
     pub(crate) fn memo_arg(&mut self, op: Opcode) -> Result<u64> {
         match op {
             Opcode::Get | Opcode::Put => {
                 let text = self.read_line()?;
-                if text.is_empty() || !text.iter().all(u8::is_ascii_digit) {
+                let (negative, digits) = match text.split_first() {
+                    Some((b'-', rest)) => (true, rest),
+                    Some((b'+', rest)) => (false, rest),
+                    _ => (false, text),
+                };
+                if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
                     return Err(self.err(ErrorKind::InvalidNumber));
                 }
-                std::str::from_utf8(text)
+                std::str::from_utf8(digits)
                     .ok()
                     .and_then(|s| s.parse::<u64>().ok())
+                    .filter(|&i| i <= i64::MAX as u64 && !(negative && i != 0))
                     .ok_or_else(|| self.err(ErrorKind::InvalidNumber))
             }
             Opcode::Binget | Opcode::Binput => Ok(u64::from(self.take_u8()?)),

@@ -303,6 +303,56 @@ fn int_text_with_leading_zero_is_decimal() {
     );
 }
 
+/// PUT and GET text indices as CPython reads them (`PyLong_FromString(s, NULL, 10)`, then
+/// `PyLong_AsSsize_t`): a sign is taken (`+1`, `-0`), a negative index and one past
+/// 2**63 - 1 are refused (found by a differential helper: 2**63 to 2**64 - 1 were accepted).
+/// Each verdict is CPython's own, asked here.
+#[test]
+fn put_and_get_text_indices_are_read_as_cpython_reads_them() {
+    let policy = Policy::data();
+    for text in [
+        "+1",
+        "-0",
+        "0",
+        "007",
+        "9223372036854775807",
+        "-1",
+        "+-1",
+        "9223372036854775808",
+        "18446744073709551615",
+        "18446744073709551616",
+        "",
+        "+",
+        "-",
+    ] {
+        let pickle = format!("]p{text}\n0g{text}\n.");
+        let cpython = python(
+            "import pickle, sys\ntry:\n    print(pickle.loads(sys.argv[1].encode()))\nexcept Exception as e:\n    print('refused', type(e).__name__)",
+            &[&pickle],
+        );
+        let ours = Decoder::new(pickle.as_bytes(), &policy).decode();
+        if text == "9223372036854775807" {
+            // CPython 3.11 sizes its memo array by the largest index (MemoryError here), a
+            // bug later releases fixed; picklewarden follows the fix (src/memo.rs).
+            assert!(ours.is_ok(), "{text:?}");
+            continue;
+        }
+        match ours {
+            Ok(doc) => {
+                assert_eq!(cpython.trim(), "[]", "{text:?}: CPython {cpython}");
+                assert!(matches!(root(&doc).1, Value::List(l) if l.is_empty()));
+            }
+            Err(e) => {
+                assert!(
+                    cpython.starts_with("refused"),
+                    "{text:?}: CPython {cpython}, ours {e}"
+                );
+                assert_eq!(e.kind().name(), "invalid_number", "{text:?}: {e}");
+            }
+        }
+    }
+}
+
 /// An opcode whose argument crosses the end of its FRAME: refused as frame_straddle, as
 /// `Lib/pickle.py`'s _Unframer refuses it; CPython's C unpickler does not check frame ends
 /// and loads 'a'.

@@ -735,8 +735,12 @@ class Renderer:
                 counts[k] = c + 1
                 return
             counts[k] = 1
+            # A path of immutables ends at a mutable (written once, then a ref): a tuple
+            # reached again through a list is no cycle of immutables. (Passing `path` on
+            # made the oracle skip every value like `l = []; t = (l,); l.append(t)`, found
+            # by a differential helper.)
             for c in n.children():
-                self._count(c, counts, path)
+                self._count(c, counts, set())
         else:
             k = id(n)
             if k in path:
@@ -1019,6 +1023,12 @@ def _selftest_cases():
                   '"value":"a"},{"id":0,"type":"ref"}]],"id":0,"kind":"newobj","listitems":[{"type":'
                   '"int","value":"5"}],"state":{"items":[[{"type":"str","value":"k"},{"type":"none"}]],'
                   '"type":"dict"},"type":"object"}'))
+    lt = []
+    tl = (lt,)
+    lt.append(tl)
+    cases.append(("tuple reached again through a list", [tl],
+                  '{"items":[{"id":0,"items":[{"items":[{"id":0,"type":"ref"}],"type":"tuple"}],'
+                  '"type":"list"}],"type":"tuple"}'))
     cases.append(("scalars", [[None, True, -0.0, float("nan"), "a\udc80b", b"\x00\xff",
                                bytearray(b"x"), 2 ** 70, 1 + 2j]], None))
     return cases
