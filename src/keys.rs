@@ -767,6 +767,18 @@ mod tests {
         assert!(cache.borrow().equal.is_empty());
     }
 
+    fn key_ops<'n, 'a>(
+        nodes: &'n [Value<'a>],
+        state: &'n RandomState,
+        cache: Option<&'n HashCache>,
+    ) -> KeyOps<'n, 'a, RandomState> {
+        KeyOps {
+            nodes,
+            state,
+            cache,
+        }
+    }
+
     /// A big int's hash is kept like a long text's, is the hash of an equal float or of an
     /// equal big int node, and is what `hashable_costly` gives, so that unequal big ints
     /// are told apart by hash before their digits are compared.
@@ -781,18 +793,9 @@ mod tests {
             Value::Float(2f64.powi(70)), // 3: equal to 0 as a number
             Value::Int(5),               // 4
         ];
-        let state = RandomState::new();
-        let cache = HashCache::default();
-        let ops = KeyOps {
-            nodes: &nodes,
-            state: &state,
-            cache: Some(&cache),
-        };
-        let plain = KeyOps {
-            nodes: &nodes,
-            state: &state,
-            cache: None,
-        };
+        let (state, cache) = (RandomState::new(), HashCache::default());
+        let ops = key_ops(&nodes, &state, Some(&cache));
+        let plain = key_ops(&nodes, &state, None);
         let h0 = ops.hashable_costly(NodeId(0)).unwrap();
         assert_eq!(h0, Some(plain.hash(NodeId(0)).unwrap()));
         assert_eq!(cache.borrow().hashes.get(&NodeId(0)).copied(), h0);
@@ -830,13 +833,8 @@ mod tests {
             Value::Tuple(vec![NodeId(0)]),                       // 7
             Value::Tuple(vec![NodeId(1)]),                       // 8
         ];
-        let state = RandomState::new();
-        let cache = HashCache::default();
-        let ops = KeyOps {
-            nodes: &nodes,
-            state: &state,
-            cache: Some(&cache),
-        };
+        let (state, cache) = (RandomState::new(), HashCache::default());
+        let ops = key_ops(&nodes, &state, Some(&cache));
         assert!(ops.eq(NodeId(0), NodeId(1)));
         assert!(!ops.eq(NodeId(0), NodeId(2)));
         assert!(ops.eq(NodeId(3), NodeId(4)));
