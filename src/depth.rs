@@ -2,19 +2,15 @@
 //! for each container, kept up to date as containers are made and filled, so that the exact
 //! walk at STOP ([`walk_depth`]) runs only when the bound does not settle the verdict.
 //!
-//! The depth is defined by the walk (`src/limits.rs`): the longest path from a root, in
-//! nodes, where a container already on the path is a leaf (so a cycle ends where it closes:
-//! `l = [l]` is 2 deep), roots in order, depth first, items in order. A value shared by
-//! several parents adds its depth under each of them, as it does to a consumer that recurses
-//! (CPython's `repr`, `json.dumps`, typed JSON's tuples): counting it only where it was first
-//! met let 50 chains of 900 tuples, each chain ending in the one before, through the memo,
-//! pass a limit of 1,000 with a real depth of 45,000 (found by an audit helper). Without
-//! cycles the longest path is the *height* the bound keeps, and it is cheap to keep while the
-//! graph is a forest growing at its roots or a DAG of finished values, which is how CPython's
-//! pickler writes: a container is made, filled (APPENDS, SETITEMS, ADDITEMS, BUILD) and only
-//! then put into its parent. A container filled after it was put into another (through the
-//! memo), or given itself, leaves the parents' heights stale; the bound then gives up and the
-//! walk decides. The bound never decides a refusal: a document it does not accept is walked.
+//! The depth is defined by the walk (`src/limits.rs`): roots in order, depth first, items in
+//! order, a node already walked counting as a leaf; a root is depth 1 and each container adds
+//! one. A path of that walk is a path of the graph, so the length in nodes of the longest
+//! path from a root (its *height*) bounds it from above. Heights are cheap to keep while the
+//! graph is a forest growing at its roots, which is how CPython's pickler writes: a container
+//! is made, filled (APPENDS, SETITEMS, ADDITEMS, BUILD) and only then put into its parent. A
+//! container filled after it was put into another (through the memo), or given itself,
+//! leaves the parents' heights stale; the bound then gives up and the walk decides. The bound
+//! never decides a refusal: a document it does not accept is walked.
 
 use crate::json::SetOrders;
 use crate::value::{NodeId, Value};
@@ -154,125 +150,58 @@ impl Heights {
     }
 }
 
-/// The walk of `roots` among `nodes` (see the module docs): the longest path from a root, in
-/// nodes, where a container already on the path is a leaf (a cycle ends there) and a
-/// container walked before counts with its height (so a value shared by many parents is
-/// walked once, but the depth it adds is counted wherever it is reached). Returns `Err(max +
-/// 1)` at the first path longer than `max`, or `Ok(())`. Iterative, post-order: a node is
-/// entered once, so the walk is linear in the arena and its edges. The items of a set or
-/// frozenset are walked in the order typed JSON writes them (`sets`, sorted; not the order
-/// they were added), which decides, in a cycle, which edge closes it.
+/// The walk of `roots` among `nodes` (see the module docs), stopped at the first container
+/// with children at depth `max` (its children would be at `max + 1`). Returns `Err` with that
+/// depth, `max + 1`, or `Ok(())` when every value is within `max`. Iterative; a node is
+/// entered once, so the walk is linear in the arena. The items of a set or frozenset are
+/// walked in the order typed JSON writes them (`sets`, sorted; not the order they were added),
+/// so that a value reached through two items is met first where the writer writes it.
 pub(crate) fn walk_depth(
     nodes: &[Value<'_>],
     roots: &[NodeId],
     max: u64,
     sets: Option<&SetOrders>,
 ) -> Result<(), u64> {
-    let mut state: Vec<u32> = vec![NOT_WALKED; nodes.len()];
-    let mut kids: Vec<NodeId> = Vec::new();
-    let mut path: Vec<Frame> = Vec::new();
-    let is_container = |c: NodeId| nodes.get(c.index()).is_some_and(Value::is_container);
-    let over = max.saturating_add(1);
+    let mut seen = vec![false; nodes.len()];
+    let mut work: Vec<(NodeId, u64)> = Vec::new();
     for &root in roots {
-        match state.get(root.index()) {
-            // A shared value: a leaf.
-            None => continue,
-            // A container walked from an earlier root.
-            Some(&h) if h != NOT_WALKED => {
-                if u64::from(h) > max {
-                    return Err(over);
-                }
+        work.push((root, 1));
+        while let Some((id, depth)) = work.pop() {
+            let Some(seen) = seen.get_mut(id.index()) else {
+                continue;
+            };
+            if *seen {
                 continue;
             }
-            Some(_) if !is_container(root) => continue,
-            Some(_) => {}
-        }
-        path.push(enter(nodes, sets, &mut state, &mut kids, root, 1));
-        while let Some(top) = path.last_mut() {
-            if top.next < top.end {
-                let c = kids.get(top.next).copied().unwrap_or(root);
-                top.next += 1;
-                let h = match state.get(c.index()) {
-                    Some(&NOT_WALKED) if is_container(c) => {
-                        if top.depth.saturating_add(1) > max {
-                            return Err(over);
-                        }
-                        let depth = top.depth + 1;
-                        path.push(enter(nodes, sets, &mut state, &mut kids, c, depth));
-                        continue;
-                    }
-                    Some(&h) if h != NOT_WALKED && h != ON_PATH => h,
-                    // A leaf (a scalar, a shared value), or a container on the path.
-                    _ => 1,
-                };
-                if top.depth.saturating_add(u64::from(h)) > max {
-                    return Err(over);
-                }
-                top.tallest = top.tallest.max(h);
+            *seen = true;
+            let Some(v) = nodes.get(id.index()) else {
                 continue;
+            };
+            let start = work.len();
+            let mut has_children = false;
+            let mut visit = |c: NodeId| {
+                has_children = true;
+                // Only a child that can hold children can go deeper: leaves (the bulk of
+                // most documents) are not queued, which changes nothing in the verdict.
+                if nodes.get(c.index()).is_some_and(Value::is_container) {
+                    work.push((c, depth + 1));
+                }
+            };
+            match sets.and_then(|s| s.items(id)) {
+                Some(sorted) if matches!(v, Value::Set(_) | Value::FrozenSet(_)) => {
+                    sorted.iter().copied().for_each(&mut visit);
+                }
+                _ => v.for_each_child(visit),
             }
-            // Every child walked: the container's height is known.
-            let Some(done) = path.pop() else { break };
-            kids.truncate(done.start);
-            let h = done.tallest.saturating_add(1).min(ON_PATH - 1);
-            if let Some(s) = state.get_mut(done.id.index()) {
-                *s = h;
+            if has_children && depth + 1 > max {
+                return Err(depth + 1);
             }
-            if let Some(parent) = path.last_mut() {
-                parent.tallest = parent.tallest.max(h);
+            if let Some(added) = work.get_mut(start..) {
+                added.reverse();
             }
         }
     }
     Ok(())
-}
-
-/// [`walk_depth`]'s state of a node not walked yet.
-const NOT_WALKED: u32 = 0;
-/// [`walk_depth`]'s state of a container on the current path.
-const ON_PATH: u32 = u32::MAX;
-
-/// A container being walked by [`walk_depth`]: its children are `kids[next..end]`.
-struct Frame {
-    id: NodeId,
-    depth: u64,
-    start: usize,
-    next: usize,
-    end: usize,
-    /// The tallest child's height so far (0: none yet; at most the arena's containers + 1,
-    /// which fits: node ids are `u32`).
-    tallest: u32,
-}
-
-/// Puts the container `id`, at `depth`, on the path: its children (a set's in `sets` order)
-/// onto `kids`.
-fn enter(
-    nodes: &[Value<'_>],
-    sets: Option<&SetOrders>,
-    state: &mut [u32],
-    kids: &mut Vec<NodeId>,
-    id: NodeId,
-    depth: u64,
-) -> Frame {
-    let start = kids.len();
-    if let Some(v) = nodes.get(id.index()) {
-        match sets.and_then(|s| s.items(id)) {
-            Some(sorted) if matches!(v, Value::Set(_) | Value::FrozenSet(_)) => {
-                kids.extend_from_slice(sorted);
-            }
-            _ => v.for_each_child(|c| kids.push(c)),
-        }
-    }
-    if let Some(s) = state.get_mut(id.index()) {
-        *s = ON_PATH;
-    }
-    Frame {
-        id,
-        depth,
-        start,
-        next: start,
-        end: kids.len(),
-        tallest: 0,
-    }
 }
 
 #[cfg(test)]

@@ -163,16 +163,15 @@ impl FromStr for LimitName {
 pub struct Limits {
     /// Bytes of input. Default [`DEFAULT_MAX_INPUT_BYTES`].
     pub max_input_bytes: u64,
-    /// Depth of the decoded values: the longest path from a root, in nodes (a scalar at top
-    /// level is depth 1; each container adds one). A value shared by several parents counts
-    /// under each of them, as it does for a consumer that recurses into it; a container
-    /// already on the path is a leaf where it is met again, so a cycle ends there (`l = [l]`
-    /// is 2 deep; depth first, items in order, a set's or frozenset's in the sorted order
-    /// typed JSON gives them, which decides where a cycle closes). Checked at STOP; for a
-    /// stream, once after the last pickle, over every root. Default
-    /// [`DEFAULT_MAX_NESTING_DEPTH`]. It bounds depth, not paths: shared values make a small
-    /// graph with exponentially many paths, so a walk over a document must skip what it has
-    /// seen ([`crate::value`], "Walking a document").
+    /// Depth of the decoded value tree (a scalar at top level is depth 1; each container adds
+    /// one; a value reached again through the memo counts where it first appears, as typed
+    /// JSON writes it: depth first, items in order, a set's or frozenset's items in the
+    /// sorted order typed JSON gives them; where it appears again, as a cycle does, it is a
+    /// leaf, so `l = [l]` is 2 deep). Checked at STOP; for a stream, once after the last
+    /// pickle, over every root in order. Default [`DEFAULT_MAX_NESTING_DEPTH`]. It bounds
+    /// depth, not paths: shared values make a small graph with exponentially many paths, so a
+    /// walk over a document must skip what it has seen ([`crate::value`], "Walking a
+    /// document").
     pub max_nesting_depth: u64,
     /// Entries on the pickle machine's stack, values and MARKs together.
     /// Default [`DEFAULT_MAX_STACK_LEN`].

@@ -321,20 +321,3 @@ fn depth_oracle_counts_a_complex_as_a_scalar() {
     assert_eq!(harness::nesting_depth(&doc), 12);
     harness::check_decode(&p);
 }
-
-/// The harness's own longest path (apart from the library's walk): a shared list counts under
-/// both parents, and a cycle gives no answer.
-#[test]
-fn harness_longest_path_counts_shared_values_under_each_parent() {
-    let policy = picklewarden::Policy::data();
-    // x = [1]; [x, [[x]]]: 5 through [[x]]; typed JSON writes the second x as a ref: 4.
-    let doc = picklewarden::decode(b"\x80\x02](]K\x01aq\x00]]h\x00aae.", &policy).unwrap();
-    assert_eq!(harness::longest_path(&doc), Some(5));
-    assert_eq!(harness::nesting_depth(&doc), 4);
-    // l = [l]
-    let doc = picklewarden::decode(b"\x80\x04]\x94h\x00a.", &policy).unwrap();
-    assert_eq!(harness::longest_path(&doc), None);
-    // A scalar root: 1.
-    let doc = picklewarden::decode(b"\x80\x02K\x01.", &policy).unwrap();
-    assert_eq!(harness::longest_path(&doc), Some(1));
-}

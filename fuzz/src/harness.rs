@@ -9,11 +9,9 @@
 //!   container holds more than `max_container_items`, the arena holds at most `max_nodes`
 //!   values, and a lower bound of the bytes the decoder must have charged (node slots, item
 //!   slots, keyed entries, bytearray bytes) is within `max_alloc_bytes`;
-//! - the nesting of node objects in its typed JSON (counted here apart from the library's own
-//!   check; at most the depth the limit counts) is within `max_nesting_depth`; a
-//!   `max_nesting_depth` refusal names `max + 1`, and the same input decoded without the
-//!   limit, when its graph has no cycle, has a longest path deeper than `max`
-//!   ([`longest_path`]);
+//! - its nesting depth, the nesting of node objects in its typed JSON (counted here apart from
+//!   the library's own check), is within `max_nesting_depth`; a `max_nesting_depth` refusal
+//!   names `max + 1`, and the same input decoded without the limit is deeper than `max`;
 //! - its typed JSON parses as JSON (serde_json; past serde_json's recursion limit of 128 an
 //!   iterative bracket/string check), its bracket depth is bounded by `max_nesting_depth`, and
 //!   the repr writer terminates;
@@ -213,12 +211,8 @@ pub fn check_input(data: &[u8], buffers: Option<&[&[u8]]>) {
                         max_nesting_depth: u64::MAX,
                         ..limits
                     };
-                    // Checked where the graph has no cycle (then the depth is its longest
-                    // path whatever the order of the walk); with one, the unit tests decide.
-                    if let Some(depth) = decode(unlimited, stream)
-                        .ok()
-                        .and_then(|d| longest_path(&d))
-                    {
+                    if let Ok(doc) = decode(unlimited, stream) {
+                        let depth = nesting_depth(&doc);
                         assert!(
                             depth > *max,
                             "{}: refused as deeper than {max} but {depth} deep: {data:?}",
@@ -440,67 +434,13 @@ fn check_document(data: &[u8], limits: &Limits, stream: bool, doc: &Document<'_>
     }
 }
 
-/// The nesting of node objects (`{"type":...}`) in `doc`'s typed JSON, which writes roots in
-/// order, depth first, items in order (a set's sorted), and a mutable value met again as a
-/// `ref` leaf: at most the depth `max_nesting_depth` counts (src/limits.rs), which counts a
-/// shared value under every parent. Computed from the text, apart from the library's check.
+/// The nesting depth of `doc` as `max_nesting_depth` counts it (src/limits.rs): the nesting
+/// of node objects (`{"type":...}`) in its typed JSON, which writes roots in order, depth
+/// first, items in order (a set's sorted), and a value met again as a `ref` leaf. Computed
+/// here from the text, apart from the library's check (its bound from heights and its walk),
+/// so the two can be compared.
 pub fn nesting_depth(doc: &Document<'_>) -> u64 {
     json_node_depth(&json::to_typed_json(doc))
-}
-
-/// The longest path from a root of `doc`, in nodes (a value shared by several parents counts
-/// under each, as `max_nesting_depth` counts it, src/limits.rs), or `None` when the graph has
-/// a cycle, whose depth depends on where the walk closes it. Written apart from the library's
-/// walk (src/depth.rs), so that the two can be compared: heights in post-order, found by
-/// repeated passes over an explicit work list of (node, children done) entries.
-pub fn longest_path(doc: &Document<'_>) -> Option<u64> {
-    let nodes = doc.nodes();
-    // 0: not seen; 1: open (on the path); h + 1: height h known.
-    let mut mark = vec![0u64; nodes.len()];
-    let mut deepest = 0u64;
-    for &root in doc.roots() {
-        let mut work: Vec<(NodeId, bool)> = vec![(root, false)];
-        while let Some((id, children_done)) = work.pop() {
-            let Some(v) = nodes.get(id.index()) else {
-                continue;
-            };
-            let slot = mark.get(id.index()).copied().unwrap_or(0);
-            if !children_done {
-                match slot {
-                    0 => {}
-                    1 => return None, // met again while open: a cycle
-                    _ => continue,
-                }
-                if let Some(m) = mark.get_mut(id.index()) {
-                    *m = 1;
-                }
-                work.push((id, true));
-                v.for_each_child(|c| {
-                    if nodes.get(c.index()).is_some() {
-                        work.push((c, false));
-                    }
-                });
-            } else {
-                let mut tallest = 0u64;
-                v.for_each_child(|c| {
-                    let h = match mark.get(c.index()) {
-                        Some(&m) if m > 1 => m - 1,
-                        _ => 1, // a shared value: a leaf
-                    };
-                    tallest = tallest.max(h);
-                });
-                if let Some(m) = mark.get_mut(id.index()) {
-                    *m = tallest + 2;
-                }
-            }
-        }
-        let h = match mark.get(root.index()) {
-            Some(&m) if m > 1 => m - 1,
-            _ => 1,
-        };
-        deepest = deepest.max(h);
-    }
-    Some(deepest)
 }
 
 /// The deepest nesting of JSON objects whose first key is `"type"` in `text` (compact JSON as
