@@ -168,8 +168,12 @@ pub struct Limits {
     /// JSON writes it: depth first, items in order, a set's or frozenset's items in the
     /// sorted order typed JSON gives them; where it appears again, as a cycle does, it is a
     /// leaf, so `l = [l]` is 2 deep). Checked at STOP; for a stream, once after the last
-    /// pickle, over every root in order. Default [`DEFAULT_MAX_NESTING_DEPTH`]. It bounds
-    /// depth, not paths: shared values make a small graph with exponentially many paths, so a
+    /// pickle, over every root in order. Default [`DEFAULT_MAX_NESTING_DEPTH`]. This is the
+    /// nesting of what is written (typed JSON's, and CPython's pickler's, which writes a
+    /// shared value once): a consumer that walks the loaded value without regard to sharing,
+    /// as CPython's `repr` does, can recurse deeper (a chain of tuples each holding the one
+    /// before, shared through the memo, is 3 deep here and as long as it is to `repr`). It
+    /// bounds depth, not paths: shared values make a small graph with exponentially many paths, so a
     /// walk over a document must skip what it has seen ([`crate::value`], "Walking a
     /// document").
     pub max_nesting_depth: u64,

@@ -163,6 +163,24 @@ fn max_nesting_depth() {
         true,
     );
     many_containers_beside_a_deep_value();
+    // A list of 30 cons cells c_i = (i, c_(i-1)), c_0 = None, each shared through the memo:
+    // typed JSON writes each c_i once and a ref after that (tuples too), so the list is 3
+    // deep: c_30 at 2, its ref to c_29 at 3. (A consumer that walks the loaded Python value
+    // without regard to sharing, as `repr` does, goes 32 deep: the limit bounds the nesting
+    // of what is written, as CPython's pickler and typed JSON write it; see src/limits.rs.)
+    for proto in [2, 4] {
+        let p = python_hex(&format!(
+            "import pickle\nc, cs = None, []\nfor i in range(30):\n    c = (i, c)\n    cs.append(c)\nprint(pickle.dumps(cs, {proto}).hex())"
+        ));
+        check_exact(
+            &format!("cons cells p{proto}"),
+            &p,
+            &data(),
+            LimitName::MaxNestingDepth,
+            3,
+            true,
+        );
+    }
     // A cycle: the list met again is a leaf one level down (found by a review helper: with
     // the number of values as a bound, both were accepted one level too deep).
     // l = [l]: l 1, l again 2.
