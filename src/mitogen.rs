@@ -515,9 +515,9 @@ pub enum Content<'a> {
 ///
 /// # Errors
 /// Any decoder refusal; [`ErrorKind::InvalidUtf8`] for a dead message whose reason is not
-/// UTF-8 (Mitogen writes `utf_8_encode(reason)`); for a dead message whose enc is not binary
-/// and whose reason is a pickle, the policy's or a limit's refusal of it (a receiver that
-/// unpickles with `throw_dead=False` would run it).
+/// UTF-8 (Mitogen writes `utf_8_encode(reason)`); for a dead message whose enc is not binary,
+/// the decoder's refusal of its reason unless the reason decodes or fails at its first opcode
+/// (a receiver that unpickles with `throw_dead=False` runs it until it fails).
 pub fn decode_payload<'a>(
     header: &Header,
     payload: &'a [u8],
@@ -549,11 +549,17 @@ pub fn decode_payload<'a>(
 /// A dead message's reason is text, but `Message.unpickle(throw_dead=False)` and
 /// `unpickle_iter(throw_dead=False)` unpickle it like any other payload when its enc is not
 /// binary (mitogen/core.py; `Context.call` reaches it only for messages that are not dead,
-/// since `Receiver.get` raises on those first). So a reason that is a pickle the policy refuses
-/// (a protocol-0 pickle is ASCII) or one past a limit is refused here as it would be in any
-/// other message; text that does not parse as a pickle (every reason Mitogen writes) passes.
-/// (An audit helper found `cmitogen.core\nBlob\n(I1000000000\ntR.` passing as a dead
-/// message's reason, refused as `constructor_rejected` in a live one.)
+/// since `Receiver.get` raises on those first). CPython's unpickler runs the opcodes in order
+/// until one fails, so what matters is what comes before the first error, not the error. A
+/// reason passes when it decodes under the policy (then unpickling it is harmless), or when it
+/// is refused as malformed or truncated at its first byte (nothing runs before that opcode,
+/// and an opcode that reads only text calls nothing): every reason Mitogen 0.3.54 writes
+/// (`'the respondent Context has disconnected'`, `'no route to ...'`, `'Channel closed by
+/// ...'`) fails at its first opcode. Anything else is refused: a policy's or a limit's
+/// refusal, or a malformation past the first opcode, behind which a refused call may already
+/// have run. (An audit helper found `cmitogen.core\nBlob\n(I1000000000\ntR.` passing as a
+/// reason, and a review helper the same without its STOP or with bytes after it, which
+/// CPython runs as far as the REDUCE.)
 fn dead_reason_is_not_a_refused_pickle(
     header: &Header,
     payload: &[u8],
@@ -564,15 +570,14 @@ fn dead_reason_is_not_a_refused_pickle(
         return Ok(());
     }
     match Decoder::new(payload, policy).limits(limits).decode_stream() {
+        Ok(_) => Ok(()),
         Err(e)
-            if matches!(
-                e.category(),
-                Category::PolicyDenied | Category::LimitExceeded
-            ) =>
+            if e.offset() == 0
+                && matches!(e.category(), Category::Malformed | Category::Truncated) =>
         {
-            Err(e)
+            Ok(())
         }
-        _ => Ok(()),
+        Err(e) => Err(e),
     }
 }
 
@@ -814,11 +819,35 @@ mod tests {
         assert_eq!(e.kind().name(), "constructor_rejected", "{e}");
         let e = decode_payload(&dead, b"cos\nsystem\n(S'id'\ntR.", &p, l).unwrap_err();
         assert_eq!(e.kind().name(), "global_not_allowed", "{e}");
+        // Without its STOP, or with bytes after it, CPython still runs it as far as the
+        // REDUCE: refused too, at the first malformation past the first opcode. So is text
+        // that is malformed only past its first opcode.
+        for bad in [
+            &bad[..bad.len() - 1],
+            b"cmitogen.core\nBlob\n(I1000000000\ntR.junk",
+            b"cmitogen.core\nBlob\n(I1000000000\ntR0",
+            b"(S'x'\n",
+        ] {
+            assert!(decode_payload(&dead, bad, &p, l).is_err(), "{bad:?}");
+        }
+        // Every reason Mitogen 0.3.54's core.py writes fails at its first opcode, or decodes.
         for ok in [
             &b"I5\n."[..],
             b"context 3 is gone",
             b"the respondent Context has disconnected",
-            b"(S'x'\n",
+            b"Channel closed by remote end.",
+            b"Channel closed by local end.",
+            b"Sender was explicitly closed",
+            b"the Receiver has been closed",
+            b"An attempt was made to enqueue a message with a Broker that has already exitted.",
+            b"cannot register a handle that already exists",
+            b"refused by policy",
+            b"invalid handle",
+            b"message too large (max 134217728 bytes)",
+            b"Broker has exitted",
+            b"no route to 5, my ID is 1",
+            b"routing mode prevents forward of message from context 2 to context 3 via context 1",
+            b"reply from unexpected context",
         ] {
             assert!(
                 matches!(decode_payload(&dead, ok, &p, l), Ok(Content::Dead(r)) if r.as_bytes() == ok),
