@@ -552,8 +552,8 @@ pub fn decode_payload<'a>(
 /// since `Receiver.get` raises on those first). CPython's unpickler runs the opcodes in order
 /// until one fails, so what matters is what comes before the first error, not the error. A
 /// reason passes when it decodes under the policy (then unpickling it is harmless), or when it
-/// is refused as malformed or truncated at its first byte (nothing runs before that opcode,
-/// and an opcode that reads only text calls nothing): every reason Mitogen 0.3.54 writes
+/// fails at its first byte the way CPython fails there too (an unknown opcode, the input
+/// ending, no MARK, an empty stack: nothing runs): every reason Mitogen 0.3.54 writes
 /// (`'the respondent Context has disconnected'`, `'no route to ...'`, `'Channel closed by
 /// ...'`) fails at its first opcode. Anything else is refused: a policy's or a limit's
 /// refusal, or a malformation past the first opcode, behind which a refused call may already
@@ -571,9 +571,18 @@ fn dead_reason_is_not_a_refused_pickle(
     }
     match Decoder::new(payload, policy).limits(limits).decode_stream() {
         Ok(_) => Ok(()),
+        // Only failures CPython's unpickler has at the first opcode too: an unknown opcode,
+        // the input ending, no MARK or an empty stack. Not a refusal where CPython is looser
+        // (number text with spaces, say), after which it would go on to the next opcode.
         Err(e)
             if e.offset() == 0
-                && matches!(e.category(), Category::Malformed | Category::Truncated) =>
+                && matches!(
+                    e.kind(),
+                    ErrorKind::UnknownOpcode
+                        | ErrorKind::Truncated
+                        | ErrorKind::MarkMissing
+                        | ErrorKind::StackUnderflow
+                ) =>
         {
             Ok(())
         }
@@ -824,6 +833,8 @@ mod tests {
         // that is malformed only past its first opcode.
         for bad in [
             &bad[..bad.len() - 1],
+            // CPython 3.11 reads "I 5" as 5 and goes on to the GLOBAL.
+            b"I 5\ncmitogen.core\nBlob\n(I1000000000\ntR.",
             b"cmitogen.core\nBlob\n(I1000000000\ntR.junk",
             b"cmitogen.core\nBlob\n(I1000000000\ntR0",
             b"(S'x'\n",
