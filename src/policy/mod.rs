@@ -294,9 +294,10 @@ impl Policy {
     /// [`PolicyError`] naming the first problem: bad TOML, an unknown key, constructor, form,
     /// limit or encoding, a duplicate global; and settings that could never take effect, which
     /// are refused rather than ignored: a form the constructor does not support (`newobj` on
-    /// `set`, whose only forms are `reduce` and `inst`), `min`/`max` on an argument that is not
-    /// an int or `min` above `max`, `max_len` on an argument without a length, `keys` on one
-    /// that is not a dict, `python2_str_encoding` without `python2_str = "str"`.
+    /// `set`, whose only forms are `reduce` and `inst`), `min`/`max` on an argument that is
+    /// neither an int nor `any` or `min` above `max`, `max_len` on one without a length, `keys`
+    /// on one that is neither a dict nor `any`, `python2_str_encoding` without `python2_str =
+    /// "str"`.
     ///
     /// ```
     /// use picklewarden::{decode, Policy};
@@ -473,15 +474,28 @@ mod tests {
             ),
             (
                 "name = \"x\"\n[limits]\nmax_input_bytes = \"64X\"\n".to_owned(),
-                "is not a number",
+                "is not a count",
+            ),
+            (
+                "name = \"x\"\n[limits]\nmax_input_bytes = -1\n".to_owned(),
+                "limit max_input_bytes: -1 is not a count",
+            ),
+            (
+                "name = \"x\"\n[limits]\nmax_input_bytes = 1.5\n".to_owned(),
+                "limit max_input_bytes: 1.5 is not a count",
+            ),
+            (
+                "name = \"x\"\n[limits]\nmax_input_bytes = \"99999999999G\"\n".to_owned(),
+                "is not a count from 0 to 2**64 - 1",
             ),
         ] {
             let e = Policy::from_toml_str(&text).unwrap_err().to_string();
             assert!(e.contains(says), "{text}: {e}");
         }
-        // What does apply is still accepted.
+        // What does apply is still accepted: on `any`, every constraint applies to the values
+        // it fits (a review helper found `any` with max_len refused at load).
         let p = Policy::from_toml_str(&record(
-            "{ type = \"int\", min = 1, max = 1 }, { type = \"dict\", max_len = 2, keys = \"str\" }",
+            "{ type = \"int\", min = 1, max = 1 }, { type = \"dict\", max_len = 2, keys = \"str\" }, { type = \"any\", min = 0, max = 9, max_len = 3, keys = \"int\" }",
         ))
         .unwrap();
         assert!(p.find("m", "C").is_some());

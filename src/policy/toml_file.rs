@@ -23,20 +23,12 @@ struct PolicyFile {
     #[serde(default)]
     persistent_ids: Option<String>,
     #[serde(default)]
-    limits: BTreeMap<String, LimitValue>,
+    /// A number, or text with a K, M or G suffix (powers of 1024) as `--limit` takes it.
+    limits: BTreeMap<String, toml::Value>,
     #[serde(default, rename = "global")]
     globals: Vec<GlobalEntry>,
     #[serde(default, rename = "extension")]
     extensions: Vec<ExtensionEntry>,
-}
-
-/// A limit's value: a number, or text with a K, M or G suffix (powers of 1024) as `--limit`
-/// takes it (`"64M"`).
-#[derive(Deserialize)]
-#[serde(untagged)]
-enum LimitValue {
-    Number(u64),
-    Text(String),
 }
 
 #[derive(Deserialize)]
@@ -96,9 +88,11 @@ fn check_arg(
     a: &ArgEntry,
 ) -> Result<(), PolicyError> {
     let at = || format!("{module}.{name} argument {} ({:?})", i + 1, a.ty);
-    if (a.min.is_some() || a.max.is_some()) && ty != ArgType::Int {
+    // `any` takes every constraint: each applies to the values it fits (src/policy/schema.rs).
+    let any = ty == ArgType::Any;
+    if (a.min.is_some() || a.max.is_some()) && ty != ArgType::Int && !any {
         return Err(err(format!(
-            "{}: min and max apply to int arguments only",
+            "{}: min and max apply to int and any arguments only",
             at()
         )));
     }
@@ -114,15 +108,15 @@ fn check_arg(
         ty,
         ArgType::Str | ArgType::Bytes | ArgType::Tuple | ArgType::List | ArgType::Dict
     );
-    if a.max_len.is_some() && !has_len {
+    if a.max_len.is_some() && !has_len && !any {
         return Err(err(format!(
-            "{}: max_len applies to str, bytes, tuple, list and dict arguments only",
+            "{}: max_len applies to str, bytes, tuple, list, dict and any arguments only",
             at()
         )));
     }
-    if a.keys.is_some() && ty != ArgType::Dict {
+    if a.keys.is_some() && ty != ArgType::Dict && !any {
         return Err(err(format!(
-            "{}: keys applies to dict arguments only",
+            "{}: keys applies to dict and any arguments only",
             at()
         )));
     }
@@ -165,14 +159,22 @@ pub(super) fn parse(text: &str) -> Result<Policy, PolicyError> {
     for (name, value) in &file.limits {
         let limit: LimitName = name.parse().map_err(err)?;
         let value = match value {
-            LimitValue::Number(n) => *n,
-            LimitValue::Text(t) => parse_size(t).ok_or_else(|| {
-                err(format!(
-                    "limit {name}: {t:?} is not a number of bytes or items (digits, with an \
-                     optional K, M or G suffix)"
-                ))
-            })?,
-        };
+            toml::Value::Integer(n) => u64::try_from(*n).ok(),
+            toml::Value::String(t) => parse_size(t),
+            _ => None,
+        }
+        .ok_or_else(|| {
+            let shown = match value {
+                toml::Value::Integer(n) => n.to_string(),
+                toml::Value::Float(x) => x.to_string(),
+                toml::Value::String(t) => format!("{t:?}"),
+                other => format!("a {}", other.type_str()),
+            };
+            err(format!(
+                "limit {name}: {shown} is not a count from 0 to 2**64 - 1 (an integer, or text \
+                 of digits with an optional K, M or G suffix, as \"64M\")"
+            ))
+        })?;
         limits.set(limit, value);
     }
     policy.limits = limits;
