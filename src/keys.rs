@@ -268,7 +268,8 @@ impl<S: BuildHasher> KeyOps<'_, '_, S> {
         true
     }
 
-    /// Whether the tuples, frozensets, or long texts or bytes `a` and `b` were found equal before.
+    /// Whether the tuples, frozensets, or long texts or bytes `a` and `b` were found equal
+    /// before.
     fn known_equal(&self, a: NodeId, b: NodeId) -> bool {
         let Some(Ok(c)) = self.cache.map(RefCell::try_borrow) else {
             return false;

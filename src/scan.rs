@@ -1218,8 +1218,6 @@ impl<'a> Scan<'a, '_> {
 mod tests {
     use super::*;
 
-    /// The SSE2 steps equal the byte loop's for every opcode byte, every length byte after
-    /// it and both settings of `long1`, at every lane.
     /// A refused global's names are kept as the error shows them, so a report (and the
     /// service's verdict built from it) does not grow with a GLOBAL line of the input.
     #[test]
@@ -1248,6 +1246,8 @@ mod tests {
         );
     }
 
+    /// The SSE2 steps equal the byte loop's for every opcode byte, every length byte after
+    /// it and both settings of `long1`, at every lane.
     #[test]
     fn chunk_steps_match_the_byte_loop() {
         for long1 in [false, true] {
