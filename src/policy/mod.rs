@@ -296,8 +296,8 @@ impl Policy {
     /// are refused rather than ignored: a form the constructor does not support (`newobj` on
     /// `set`, whose only forms are `reduce` and `inst`), `min`/`max` on an argument that is
     /// neither an int nor `any` or `min` above `max`, `max_len` on one without a length, `keys`
-    /// on one that is neither a dict nor `any`, `python2_str_encoding` without `python2_str =
-    /// "str"`.
+    /// on one that is neither a dict nor `any` or naming an unhashable type, `min_args`
+    /// without `args`, `python2_str_encoding` without `python2_str = "str"`.
     ///
     /// ```
     /// use picklewarden::{decode, Policy};
@@ -462,6 +462,15 @@ mod tests {
             (
                 record("{ type = \"list\", keys = \"str\" }"),
                 "keys applies to dict",
+            ),
+            (
+                record("{ type = \"dict\", keys = \"list\" }"),
+                "can match no key",
+            ),
+            (
+                "name = \"x\"\n[[global]]\nmodule = \"m\"\nname = \"C\"\nconstructor = \"record\"\nmin_args = 2\n"
+                    .to_owned(),
+                "min_args applies only with an args list",
             ),
             (
                 "name = \"x\"\npython2_str_encoding = \"utf-8\"\n".to_owned(),

@@ -120,6 +120,13 @@ fn check_arg(
             at()
         )));
     }
+    if matches!(a.keys.as_deref(), Some("list" | "dict")) {
+        return Err(err(format!(
+            "{}: keys = {:?} can match no key (a list or dict is unhashable)",
+            at(),
+            a.keys.as_deref().unwrap_or_default()
+        )));
+    }
     Ok(())
 }
 
@@ -227,6 +234,12 @@ pub(super) fn parse(text: &str) -> Result<Policy, PolicyError> {
                 f
             }
         };
+        if g.args.is_none() && g.min_args.is_some() {
+            return Err(err(format!(
+                "{}.{}: min_args applies only with an args list",
+                g.module, g.name
+            )));
+        }
         let args = match g.args {
             None => None,
             Some(entries) => {
