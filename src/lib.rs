@@ -19,9 +19,9 @@
 //! ```
 //!
 //! Where to go next: [`value`] (the document's shape, and how to walk it), [`Decoder`] (limits,
-//! deadlines, streams, out-of-band buffers), [`Policy`] (allowlists, from TOML text), [`scan`](mod@scan)
-//! (validation without building values), [`mitogen`] (Mitogen message frames), [`json`] and
-//! [`repr`] (output), [`Error`] (kinds, categories, offsets).
+//! deadlines, streams, out-of-band buffers), [`Policy`] (allowlists, from TOML text),
+//! [`scan`](mod@scan) (validation without building values), [`mitogen`] (Mitogen message
+//! frames), [`json`] and [`repr`] (output), [`Error`] (kinds, categories, offsets).
 //!
 //! # Features
 //!

@@ -173,9 +173,9 @@ pub struct Limits {
     /// shared value once): a consumer that walks the loaded value without regard to sharing,
     /// as CPython's `repr` does, can recurse deeper (a chain of tuples each holding the one
     /// before, shared through the memo, is 3 deep here and as long as it is to `repr`). It
-    /// bounds depth, not paths: shared values make a small graph with exponentially many paths, so a
-    /// walk over a document must skip what it has seen ([`crate::value`], "Walking a
-    /// document").
+    /// bounds depth, not paths: shared values make a small graph with exponentially many
+    /// paths, so a walk over a document must skip what it has seen ([`crate::value`],
+    /// "Walking a document").
     pub max_nesting_depth: u64,
     /// Entries on the pickle machine's stack, values and MARKs together.
     /// Default [`DEFAULT_MAX_STACK_LEN`].

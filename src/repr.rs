@@ -256,7 +256,8 @@ impl<'s> Printer<'s> {
                     tasks.push(Task::Pairs(&d.items, 0));
                 }
                 Value::Object(o) => {
-                    // <callable [__new__]args[, **kwargs][; state=..][; listitems=[..]][; dictitems={..}]>
+                    // <callable [__new__]args[, **kwargs][; state=..][; listitems=[..]]
+                    //  [; dictitems={..}]>
                     tasks.push(Task::Raw(">"));
                     if !o.dictitems.is_empty() {
                         tasks.push(Task::Raw("}"));
