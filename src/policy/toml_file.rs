@@ -211,24 +211,20 @@ pub(super) fn parse(text: &str) -> Result<Policy, PolicyError> {
                         )));
                     }
                 }
-                let supported = constructor.supported_forms();
-                if f.intersect(supported) != f {
+                let supported = constructor.supported_forms().names();
+                let lacking: Vec<&str> = f
+                    .names()
+                    .into_iter()
+                    .filter(|n| !supported.contains(n))
+                    .collect();
+                if !lacking.is_empty() {
                     return Err(err(format!(
                         "{}.{}: constructor {:?} supports only the forms {} (not {})",
                         g.module,
                         g.name,
                         g.constructor,
-                        supported.names().join(", "),
-                        names
-                            .iter()
-                            .filter(|n| {
-                                let mut one = Forms::NONE;
-                                one.set_by_name(n);
-                                one.intersect(supported) != one
-                            })
-                            .map(String::as_str)
-                            .collect::<Vec<_>>()
-                            .join(", ")
+                        supported.join(", "),
+                        lacking.join(", ")
                     )));
                 }
                 f
