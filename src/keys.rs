@@ -381,15 +381,22 @@ impl<S: BuildHasher> KeyOps<'_, '_, S> {
     /// The hash of a text's or bytes value's bytes after the tag byte, kept in the cache when
     /// the value is long.
     fn hash_bytes(&self, id: NodeId, tag: u8, bytes: &[u8]) -> u64 {
-        let long = bytes.len() >= CACHED_TEXT_BYTES;
-        if let Some(h) = long.then(|| self.cached(id)).flatten() {
+        self.hash_kept(id, bytes.len() >= CACHED_TEXT_BYTES, || {
+            let mut h = self.state.build_hasher();
+            h.write_u8(tag);
+            h.write(bytes);
+            h.finish()
+        })
+    }
+
+    /// `hash()`, read from the cache and kept there when `keep` (a value whose hash costs
+    /// more than the lookup).
+    fn hash_kept(&self, id: NodeId, keep: bool, hash: impl FnOnce() -> u64) -> u64 {
+        if let Some(h) = keep.then(|| self.cached(id)).flatten() {
             return h;
         }
-        let mut h = self.state.build_hasher();
-        h.write_u8(tag);
-        h.write(bytes);
-        let h = h.finish();
-        if long {
+        let h = hash();
+        if keep {
             self.remember(id, h);
         }
         h
@@ -398,13 +405,15 @@ impl<S: BuildHasher> KeyOps<'_, '_, S> {
     /// `Some(hash)` for a scalar, `None` for a tuple or frozenset (walked by the caller).
     fn hash_scalar(&self, id: NodeId) -> Result<Option<u64>, Unhashable> {
         let v = self.node(id).ok_or(Unhashable)?;
-        if let Value::BigInt(_) = v {
+        if let Value::BigInt(b) = v {
             // Kept like a long text's: up to 4 KiB of digits hashed once, not once per
             // comparison (an audit helper's frozensets of 30 such ints, compared once per
             // ADDITEMS, took 80 times CPython's time, which keeps its hashes in the set).
-            if let Some(h) = self.cached(id) {
-                return Ok(Some(h));
-            }
+            return Ok(Some(self.hash_kept(id, true, || {
+                let mut h = self.state.build_hasher();
+                hash_num(&Num::Big(Cow::Borrowed(&**b)), &mut h);
+                h.finish()
+            })));
         }
         let mut h = self.state.build_hasher();
         if let Some(n) = num_of(v) {
@@ -418,11 +427,7 @@ impl<S: BuildHasher> KeyOps<'_, '_, S> {
             } else {
                 hash_num(&n, &mut h);
             }
-            let h = h.finish();
-            if let Value::BigInt(_) = v {
-                self.remember(id, h);
-            }
-            return Ok(Some(h));
+            return Ok(Some(h.finish()));
         }
         match v {
             Value::None => h.write_u8(0),
