@@ -20,6 +20,10 @@ RUNS times on it and reports the median wall time of a run and its peak RSS (VmH
   pw-reuse        pw-decode with each run building into the arena the run before left
                   (Document::recycle, Decoder::scratch), as a process decoding one input after
                   another does; not what the targets are judged on (pickle.loads cannot do it)
+  pw-mimalloc     pw-decode in a program whose global allocator is mimalloc instead of glibc
+                  malloc (target/release/examples/bench_decode_mimalloc): what a program that
+                  embeds the library and picks that allocator gets (docs/performance.md,
+                  "Allocator"); pw-decode, with the system allocator, is what targets are judged on
 Result objects are dropped after the clock stops (both sides). `objects` is from
 MANIFEST.json: values in the decoded data, every occurrence in a container counted.
 
@@ -29,7 +33,8 @@ Options:
   --repeat K        run each (tool, file) process K times; report the median of their medians
                     and the largest peak RSS (default 1)
   --tools a,b,...   tools to run (default: all)
-  --no-build        do not run `cargo build --release --example bench_decode` first
+  --no-build        do not run `cargo build --release --features bench-mimalloc --example
+                    bench_decode --example bench_decode_mimalloc` first
   --native          build and run picklewarden with RUSTFLAGS='-C target-cpu=native' (in
                     target/native/): enables the BMI2 latin-1 packing of the Mitogen protocol-2
                     fast path (src/machine.rs `latin1_pack`); the default build is portable
@@ -52,7 +57,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, ".."))
 WORKLOADS = os.path.join(ROOT, "target", "workloads")
 PY_TOOLS = ["pickle.loads", "loads-gc-off", "allowlist", "genops"]
-PW_TOOLS = ["pw-decode", "pw-json", "pw-scan", "pw-reuse"]
+PW_TOOLS = ["pw-decode", "pw-json", "pw-scan", "pw-reuse", "pw-mimalloc"]
 ALL_TOOLS = PY_TOOLS + PW_TOOLS
 
 # What picklewarden's `data` policy (policy/data.toml) allows.
@@ -133,8 +138,9 @@ def target_dir():
     return os.path.join(target, "native") if NATIVE else target
 
 
-def bench_binary():
-    return os.path.join(target_dir(), "release", "examples", "bench_decode")
+def bench_binary(tool="pw-decode"):
+    name = "bench_decode_mimalloc" if tool == "pw-mimalloc" else "bench_decode"
+    return os.path.join(target_dir(), "release", "examples", name)
 
 
 def run_one(tool, path, runs, stream):
@@ -144,8 +150,8 @@ def run_one(tool, path, runs, stream):
             cmd.append("--stream")
     else:
         mode = {"pw-decode": "decode", "pw-json": "json", "pw-scan": "scan",
-                "pw-reuse": "decode"}[tool]
-        cmd = [bench_binary(), path, str(runs), "--mode", mode]
+                "pw-reuse": "decode", "pw-mimalloc": "decode"}[tool]
+        cmd = [bench_binary(tool), path, str(runs), "--mode", mode]
         if tool == "pw-reuse":
             cmd.append("--reuse")
         if stream:
@@ -212,7 +218,8 @@ def main():
         env = dict(os.environ, CARGO_TARGET_DIR=target_dir())
         if NATIVE:
             env["RUSTFLAGS"] = "-C target-cpu=native"
-        subprocess.run(["cargo", "build", "--release", "--quiet", "--example", "bench_decode"],
+        subprocess.run(["cargo", "build", "--release", "--quiet", "--features", "bench-mimalloc",
+                        "--example", "bench_decode", "--example", "bench_decode_mimalloc"],
                        cwd=ROOT, check=True, env=env)
     manifest = {}
     for d in {os.path.dirname(os.path.abspath(f)) for f in files}:
@@ -280,15 +287,15 @@ def summary(results):
         if "error" not in r:
             by.setdefault(r["workload"], {})[r["tool"]] = r
     print("| workload | pickle.loads MB/s | pw-decode MB/s | decode x loads (target) "
-          "| reused arena x loads | pw-json x loads | scan x genops (target 100) "
-          "| RSS decode / loads / input MiB |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+          "| reused arena x loads | mimalloc x loads | pw-json x loads "
+          "| scan x genops (target 100) | RSS decode / mimalloc / loads / input MiB |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for name, t in by.items():
         label = name.removesuffix(".pkl")
         size = next(iter(t.values()))["bytes"]
         loads, dec = t.get("pickle.loads"), t.get("pw-decode")
         js, sc, gen = t.get("pw-json"), t.get("pw-scan"), t.get("genops")
-        reuse = t.get("pw-reuse")
+        reuse, mi = t.get("pw-reuse"), t.get("pw-mimalloc")
 
         def ratio(a, b):
             return f"{a['median_s'] / b['median_s']:.2f}" if a and b and b["median_s"] else "-"
@@ -301,9 +308,10 @@ def summary(results):
         met = ""
         if dr != "-" and tgt:
             met = " ok" if float(dr) >= tgt else " MISS"
-        rss = "/".join(f"{r['peak_rss_kib'] / 1024:.0f}" if r else "-" for r in (dec, loads))
+        rss = "/".join(f"{r['peak_rss_kib'] / 1024:.0f}" if r else "-"
+                       for r in (dec, mi, loads))
         print(f"| {label} | {mbs(loads)} | {mbs(dec)} | {dr} ({tgt}x){met} "
-              f"| {ratio(loads, reuse)} | {ratio(loads, js)} "
+              f"| {ratio(loads, reuse)} | {ratio(loads, mi)} | {ratio(loads, js)} "
               f"| {ratio(gen, sc)} | {rss} / {size / 2**20:.0f} |")
 
 

@@ -110,7 +110,8 @@ fn run_once<'a>(
     Ok((doc, json))
 }
 
-fn main() -> ExitCode {
+/// Runs the benchmark; `pub(crate)` so that `bench_decode_mimalloc.rs` runs the same one.
+pub(crate) fn main() -> ExitCode {
     let args = match parse_args() {
         Ok(a) => a,
         Err(e) => {
