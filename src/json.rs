@@ -194,6 +194,45 @@ pub fn node_to_typed_json(doc: &Document<'_>, id: NodeId) -> String {
     w.out
 }
 
+/// The in-degree of each arena node (saturating at 255) over what `roots` reach, and whether
+/// they reach a set or frozenset. Only reachable nodes count: an unreachable cycle (values
+/// popped from the stack) must not be mistaken for a shared value, nor written. A node with an
+/// in-degree of 2 or more is written once and referred to after (typed JSON's ids,
+/// [`crate::canonical`]'s memo).
+pub(crate) fn reachable_refs(nodes: &[Value<'_>], roots: &[NodeId]) -> (Vec<u8>, bool) {
+    let mut refs = vec![0u8; nodes.len()];
+    let mut seen = vec![false; nodes.len()];
+    let mut work: Vec<NodeId> = Vec::new();
+    for &r in roots {
+        if let Some(c) = refs.get_mut(r.index()) {
+            *c = c.saturating_add(1);
+        }
+        work.push(r);
+    }
+    let mut any_set = false;
+    while let Some(id) = work.pop() {
+        match seen.get_mut(id.index()) {
+            Some(s) if !*s => *s = true,
+            _ => continue,
+        }
+        let Some(v) = lookup(nodes, id) else {
+            continue;
+        };
+        any_set |= matches!(v, Value::Set(_) | Value::FrozenSet(_));
+        v.for_each_child(|c| {
+            if let Some(n) = refs.get_mut(c.index()) {
+                *n = n.saturating_add(1);
+            }
+            // Only containers have children to count: a scalar (or a shared value) is not
+            // queued at all (a list of five million ints queued five million).
+            if lookup(nodes, c).is_some_and(Value::is_container) {
+                work.push(c);
+            }
+        });
+    }
+    (refs, any_set)
+}
+
 /// The writer's explicit stack (no recursion): a node, fixed text, or the rest of a sequence
 /// of `id` from item `next` on. A sequence is one task however long it is, so the stack holds
 /// a few entries per nesting level, not one per item.
@@ -403,38 +442,7 @@ struct Writer<'d, 'a> {
 
 impl<'d, 'a> Writer<'d, 'a> {
     fn new(nodes: &'d [Value<'a>], roots: &[NodeId], deadline: Option<Instant>) -> Writer<'d, 'a> {
-        // In-degrees over what the roots reach only: an unreachable cycle (values popped from
-        // the stack) must not be mistaken for a shared value, nor written.
-        let mut refs = vec![0u8; nodes.len()];
-        let mut seen = vec![false; nodes.len()];
-        let mut work: Vec<NodeId> = Vec::new();
-        for &r in roots {
-            if let Some(c) = refs.get_mut(r.index()) {
-                *c = c.saturating_add(1);
-            }
-            work.push(r);
-        }
-        let mut any_set = false;
-        while let Some(id) = work.pop() {
-            match seen.get_mut(id.index()) {
-                Some(s) if !*s => *s = true,
-                _ => continue,
-            }
-            let Some(v) = lookup(nodes, id) else {
-                continue;
-            };
-            any_set |= matches!(v, Value::Set(_) | Value::FrozenSet(_));
-            v.for_each_child(|c| {
-                if let Some(n) = refs.get_mut(c.index()) {
-                    *n = n.saturating_add(1);
-                }
-                // Only containers have children to count: a scalar (or a shared value) is
-                // not queued at all (a list of five million ints queued five million).
-                if lookup(nodes, c).is_some_and(Value::is_container) {
-                    work.push(c);
-                }
-            });
-        }
+        let (refs, any_set) = reachable_refs(nodes, roots);
         let mut w = Writer {
             nodes,
             out: String::new(),

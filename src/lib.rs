@@ -37,7 +37,9 @@
 //! [`num_bigint`] so that its version is always the one picklewarden was built with.
 #![forbid(unsafe_code)]
 
+pub mod canonical;
 mod clock;
+mod compat;
 mod depth;
 pub mod error;
 pub mod json;

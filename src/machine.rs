@@ -1252,7 +1252,14 @@ impl<'a, 'p> Machine<'a, 'p> {
             .policy
             .resolve(&module, &name)
             .map_err(|k| self.err(k))?;
-        self.node(Value::Global(Box::new(Global { module, name, rule })), 0)
+        let fix_imports = self.proto < 3;
+        let global = Global {
+            module,
+            name,
+            rule,
+            fix_imports,
+        };
+        self.node(Value::Global(Box::new(global)), 0)
     }
 
     fn global_line(&mut self) -> Result<NodeId> {

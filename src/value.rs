@@ -228,6 +228,10 @@ pub struct Global<'a> {
     pub name: Cow<'a, str>,
     /// Index of the policy rule that allowed it.
     pub(crate) rule: usize,
+    /// Read at a protocol below 3, where CPython's `find_class` maps Python 2 names to Python
+    /// 3 ones (`fix_imports`); the canonical writer, whose protocol 4 maps nothing, writes the
+    /// mapped name ([`crate::canonical::python3_name`]).
+    pub(crate) fix_imports: bool,
 }
 
 /// The items of a dict in insertion order, after Python's key equality (`1`, `1.0` and `True`

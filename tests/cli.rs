@@ -159,6 +159,38 @@ fn decode_json_repr_and_stream() {
     assert_eq!(values[1], serde_json::json!({"type": "ref", "id": 0}));
 }
 
+/// `decode --format pickle` writes the canonical pickle: CPython reads it as it reads the input
+/// (the stream's second pickle still shares the first's list), and the bytes are the library's.
+#[test]
+fn decode_writes_a_canonical_pickle() {
+    let out = run(&["decode", "--format", "pickle", GOOD], None);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let input = std::fs::read(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(GOOD)).unwrap();
+    let policy = picklewarden::Policy::data();
+    let doc = picklewarden::Decoder::new(&input, &policy)
+        .decode()
+        .unwrap();
+    assert_eq!(out.stdout, picklewarden::canonical::to_pickle(&doc));
+    let same = common::python(
+        "import pickle, sys\n\
+         a = pickle.loads(bytes.fromhex(sys.argv[1]))\n\
+         b = pickle.loads(bytes.fromhex(sys.argv[2]))\n\
+         print(repr(a) == repr(b))",
+        &[
+            &common::hex_encode(&input),
+            &common::hex_encode(&out.stdout),
+        ],
+    );
+    assert_eq!(same.trim(), "True");
+
+    let stream = run(
+        &["decode", "--stream", "--format", "pickle", "-"],
+        Some(b"\x80\x02]q\x05K\x07a.\x80\x02h\x05."),
+    );
+    assert_eq!(stream.status.code(), Some(0), "{}", text(&stream.stderr));
+    assert_eq!(stream.stdout, b"\x80\x04]\x94K\x07a.\x80\x04h\x00.");
+}
+
 /// `decode` writes its text as it is made (`json::write_typed_json`, `repr::write_repr`): a
 /// text of several MiB, from a real pickle, is the library's `to_typed_json` text and a
 /// newline (`to_repr`'s text for repr); a reader that stops early ends the tool quietly, with

@@ -1,6 +1,7 @@
-//! `picklewarden decode`: the value as typed JSON (`docs/typed-json.md`) or Python-like repr.
+//! `picklewarden decode`: the value as typed JSON (`docs/typed-json.md`), Python-like repr, or
+//! a canonical pickle ([`picklewarden::canonical`]).
 
-use std::io::{self, Write};
+use std::io::{self, IsTerminal, Write};
 
 use clap::{Args, ValueEnum};
 use picklewarden::Error;
@@ -14,6 +15,9 @@ enum Format {
     Json,
     /// Python-like repr text, one line per pickle.
     Repr,
+    /// A canonical protocol-4 pickle of the value (binary; not written to a terminal): only
+    /// what the policy allowed, no memo entry but for shared values, one form per value.
+    Pickle,
 }
 
 /// Options of `decode`.
@@ -40,6 +44,11 @@ pub(crate) fn run_mitogen(opts: &Opts) -> Result<bool, Fatal> {
 }
 
 pub(crate) fn run(opts: &Opts) -> Result<Result<(), Error>, Fatal> {
+    if matches!(opts.format, Format::Pickle) && io::stdout().is_terminal() {
+        return Err(Fatal(
+            "--format pickle writes binary: redirect standard output to a file or a pipe".into(),
+        ));
+    }
     with_document(&opts.common, |doc| {
         let mut out = io::stdout().lock();
         // Written as it is made: the text is often several times the input's size.
@@ -50,6 +59,7 @@ pub(crate) fn run(opts: &Opts) -> Result<Result<(), Error>, Fatal> {
             }
             // One line per pickle, each ending in a newline.
             Format::Repr => picklewarden::repr::write_repr(doc, &mut out)?,
+            Format::Pickle => out.write_all(&picklewarden::canonical::to_pickle(doc))?,
         }
         out.flush()
     })

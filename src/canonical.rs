@@ -1,0 +1,591 @@
+//! Canonical pickle output: a decoded [`Document`] written back as a protocol-4 pickle that
+//! holds only what the document holds, in one fixed form whatever the input's form was.
+//!
+//! A service that checks pickles for another (DESIGN's second user) can hand on these bytes
+//! instead of the peer's: they name no global but the records the policy kept and
+//! `builtins.complex` / `builtins.bytearray`, carry none of the input's opcodes, memo indices,
+//! frames, padding or dead values, and set a memo entry only for a value reached more than once
+//! (indices 0, 1, 2, ... in order), so a consumer's own unpickler meets none of the input's
+//! tricks (a far LONG_BINPUT index, a huge declared length, values popped unseen).
+//!
+//! The form, opcode names as CPython's `Lib/pickletools.py` spells them:
+//! - `PROTO 4`, then the value, then `STOP`; no FRAME (framing is optional in protocol 4,
+//!   PEP 3154). A stream document is one such pickle per root, back to back, sharing one memo,
+//!   as `pickle.Unpickler.load()` called again on the same file reads them.
+//! - None, bool: `NONE`, `NEWTRUE` / `NEWFALSE`. int: `BININT1` (0..=255), `BININT2`
+//!   (..=65535), `BININT` (32-bit signed), else `LONG1` / `LONG4` with the fewest
+//!   two's-complement bytes, as CPython's `encode_long` writes them. float: `BINFLOAT` (the
+//!   IEEE-754 bits, so NaN payloads and -0.0 are kept).
+//! - str: `SHORT_BINUNICODE` / `BINUNICODE` / `BINUNICODE8` of its `surrogatepass` UTF-8 (as
+//!   CPython's pickler writes lone surrogates). bytes: `SHORT_BINBYTES` / `BINBYTES` /
+//!   `BINBYTES8`.
+//! - list, dict, set: `EMPTY_LIST` / `EMPTY_DICT` / `EMPTY_SET`, then the items in batches of
+//!   1000 (`APPENDS` / `SETITEMS` / `ADDITEMS` after a MARK; `APPEND` / `SETITEM` for a batch
+//!   of one), as CPython's `_batch_appends` writes them; items in the document's order
+//!   (insertion order).
+//! - tuple: `EMPTY_TUPLE`, `TUPLE1`..`TUPLE3`, or MARK, items, `TUPLE`. frozenset: MARK,
+//!   items, `FROZENSET`. When one of them is reached again from inside itself (through a list,
+//!   dict, set or record), its items are thrown away with `POP` / `POP_MARK` and it is
+//!   fetched with `BINGET`, as CPython's `save_tuple` does.
+//! - complex: `builtins.complex` (`STACK_GLOBAL`, memoized once per output) with the tuple
+//!   `(real, imag)` and `REDUCE`. bytearray: `builtins.bytearray` with `(bytes,)` and `REDUCE`,
+//!   the form CPython 3's pickler gives it below protocol 5.
+//! - a global used as a value: `STACK_GLOBAL` of its module and name as CPython 3 reads them:
+//!   as written in the input, except that a global read at protocol 0, 1 or 2 is written under
+//!   the Python 3 name CPython's `find_class` maps it to there ([`python3_name`]:
+//!   `__builtin__.set` -> `builtins.set`), since at protocol 4 it maps nothing. Decoding the
+//!   output then gives that name; the policy must allow it (the shipped ones list both).
+//! - a record object: its callable and args (and kwargs) with `REDUCE`, `NEWOBJ` or
+//!   `NEWOBJ_EX` as it was made, then its list items (`APPENDS`), dict items (`SETITEMS`) and
+//!   state (`BUILD`), as CPython's `save_reduce` orders them.
+//! - A value reached more than once is followed by `MEMOIZE` where it is first written (a list,
+//!   dict, set or record right after it is made, so that a cycle through it can refer to it) and
+//!   is `BINGET` / `LONG_BINGET` after.
+//!
+//! Decoding the output under the policy that decoded the document gives the same typed JSON,
+//! but for the Python 2 names of globals read at protocols 0-2, and CPython's `pickle.loads` of
+//! it gives a value equal to, and shaped like, `pickle.loads` of the input (`tests/canonical.rs`
+//! checks both on every good corpus file).
+//!
+//! The writer walks an explicit stack, never the call stack: a few entries per nesting level,
+//! whatever the number of items.
+
+use std::time::Instant;
+
+use num_bigint::BigInt;
+
+use crate::clock::Clock;
+pub use crate::compat::python3_name;
+use crate::json::reachable_refs;
+use crate::opcode::Opcode;
+use crate::value::{lookup, CallKind, Document, NodeId, Value};
+
+/// The protocol of the output ([`Opcode::Proto`]'s argument): 4, which every CPython since 3.4
+/// reads and which has `STACK_GLOBAL`, `MEMOIZE`, `EMPTY_SET` / `ADDITEMS`, `FROZENSET` and
+/// `BINBYTES`.
+pub const PROTOCOL: u8 = 4;
+
+/// Items per `APPENDS`, `SETITEMS` or `ADDITEMS`: CPython's `Pickler._BATCHSIZE`.
+const BATCH: usize = 1000;
+
+/// No memo index yet.
+const NO_MEMO: u32 = u32::MAX;
+
+/// The canonical pickle of `doc`: for one pickle `PROTO 4 ... STOP`, for a stream one such
+/// pickle per root, sharing one memo. See the module documentation for the form.
+pub fn to_pickle(doc: &Document<'_>) -> Vec<u8> {
+    write_document(doc, usize::MAX, None).unwrap_or_default()
+}
+
+/// As [`to_pickle`], but gives up (`None`) once the output passes `max_bytes`, so that a caller
+/// that must bound its memory (the service) never holds much more than that. The output may
+/// pass `max_bytes` by at most one value's own bytes (a long text or bytes) before the writer
+/// stops. A document's canonical pickle is at most a few bytes a value longer than a pickle
+/// CPython writes of the same value.
+pub fn to_pickle_limited(doc: &Document<'_>, max_bytes: usize) -> Option<Vec<u8>> {
+    write_document(doc, max_bytes, None)
+}
+
+/// As [`to_pickle_limited`], and also gives up (`None`) once `deadline` has passed (looked at
+/// every 65,536 values written), as [`crate::json::to_typed_json_until`] does for typed JSON.
+pub fn to_pickle_until(doc: &Document<'_>, max_bytes: usize, deadline: Instant) -> Option<Vec<u8>> {
+    write_document(doc, max_bytes, Some(deadline))
+}
+
+fn write_document(
+    doc: &Document<'_>,
+    max_bytes: usize,
+    deadline: Option<Instant>,
+) -> Option<Vec<u8>> {
+    let (refs, _) = reachable_refs(&doc.nodes, &doc.roots);
+    let mut w = Writer {
+        nodes: &doc.nodes,
+        refs,
+        memo: Vec::new(),
+        next_memo: 0,
+        complex: NO_MEMO,
+        bytearray: NO_MEMO,
+        out: Vec::new(),
+        max_bytes,
+        clock: Clock::new(deadline),
+        work: 0,
+    };
+    // A memo index per node, set for the nodes written with MEMOIZE only; the arena is
+    // already allocated, so this is at most 4 bytes for each of its nodes.
+    if w.memo.try_reserve_exact(doc.nodes.len()).is_err() {
+        return None;
+    }
+    w.memo.resize(doc.nodes.len(), NO_MEMO);
+    for &root in &doc.roots {
+        w.out.extend_from_slice(&[Opcode::Proto.byte(), PROTOCOL]);
+        if !w.write(root) {
+            return None;
+        }
+        w.out.push(Opcode::Stop.byte());
+    }
+    (w.out.len() <= max_bytes).then_some(w.out)
+}
+
+/// What is left to write of one value: the value itself, or the rest of one it has begun.
+enum Task<'d> {
+    /// A value, from the start.
+    Value(NodeId),
+    /// One opcode byte.
+    Op(Opcode),
+    /// The items of a list or set (`list`: APPEND for a batch of one) from `next` on, inside a
+    /// batch that ends at `end` (`next == end`: the batch's closing opcode is due).
+    Batch {
+        items: &'d [NodeId],
+        next: usize,
+        end: usize,
+        close: Opcode,
+        list: bool,
+    },
+    /// The pairs of a dict or a record's dict items, as [`Task::Batch`].
+    Pairs {
+        pairs: &'d [(NodeId, NodeId)],
+        next: usize,
+        end: usize,
+    },
+    /// Items written one after another, nothing around them (a tuple's or frozenset's).
+    Seq { items: &'d [NodeId], next: usize },
+    /// A tuple or frozenset whose items are written: close it, or, when it was memoized
+    /// meanwhile (reached again from inside itself), throw the items away and fetch it.
+    Close {
+        id: NodeId,
+        items: usize,
+        op: Opcode,
+    },
+    /// MEMOIZE `id` (a value whose opcodes are all written).
+    Memoize(NodeId),
+}
+
+struct Writer<'d, 'a> {
+    nodes: &'d [Value<'a>],
+    /// In-degree of each node over what the roots reach ([`reachable_refs`]).
+    refs: Vec<u8>,
+    /// The memo index of each node written with MEMOIZE, or [`NO_MEMO`].
+    memo: Vec<u32>,
+    next_memo: u32,
+    /// Memo indices of `builtins.complex` and `builtins.bytearray` once written.
+    complex: u32,
+    bytearray: u32,
+    out: Vec<u8>,
+    max_bytes: usize,
+    clock: Clock,
+    /// Values written so far, by which the clock is looked at.
+    work: u64,
+}
+
+impl<'d> Writer<'d, '_> {
+    /// Writes one root; `false` once past `max_bytes` or the deadline.
+    fn write(&mut self, root: NodeId) -> bool {
+        let mut stack: Vec<Task<'d>> = vec![Task::Value(root)];
+        while let Some(task) = stack.pop() {
+            match task {
+                Task::Value(id) => {
+                    self.work += 1;
+                    if self.out.len() > self.max_bytes || self.clock.passed_after(self.work) {
+                        return false;
+                    }
+                    self.value(id, &mut stack);
+                }
+                Task::Op(op) => self.out.push(op.byte()),
+                Task::Batch {
+                    items,
+                    next,
+                    end,
+                    close,
+                    list,
+                } => {
+                    if let Some(&item) = items.get(next).filter(|_| next < end) {
+                        stack.push(Task::Batch {
+                            items,
+                            next: next + 1,
+                            end,
+                            close,
+                            list,
+                        });
+                        stack.push(Task::Value(item));
+                        continue;
+                    }
+                    if next > 0 {
+                        // A batch ends (unless the list was empty from the start).
+                        let one = list && end - batch_start(end, items.len()) == 1;
+                        self.out
+                            .push(if one { Opcode::Append } else { close }.byte());
+                    }
+                    if let Some(task) = self.open_batch(items, next, close, list) {
+                        stack.push(task);
+                    }
+                }
+                Task::Pairs { pairs, next, end } => {
+                    if let Some(&(k, v)) = pairs.get(next).filter(|_| next < end) {
+                        stack.push(Task::Pairs {
+                            pairs,
+                            next: next + 1,
+                            end,
+                        });
+                        stack.push(Task::Value(v));
+                        stack.push(Task::Value(k));
+                        continue;
+                    }
+                    if next > 0 {
+                        let one = end - batch_start(end, pairs.len()) == 1;
+                        let op = if one {
+                            Opcode::Setitem
+                        } else {
+                            Opcode::Setitems
+                        };
+                        self.out.push(op.byte());
+                    }
+                    if let Some(task) = self.open_pairs(pairs, next) {
+                        stack.push(task);
+                    }
+                }
+                Task::Seq { items, next } => {
+                    if let Some(&item) = items.get(next) {
+                        stack.push(Task::Seq {
+                            items,
+                            next: next + 1,
+                        });
+                        stack.push(Task::Value(item));
+                    }
+                }
+                Task::Close { id, items, op } => {
+                    if let Some(index) = self.memo_of(id) {
+                        // Reached again from inside itself and memoized there: its items on
+                        // the stack are a second copy of it, thrown away.
+                        if op == Opcode::Frozenset || items > 3 {
+                            self.out.push(Opcode::PopMark.byte());
+                        } else {
+                            self.out
+                                .extend(std::iter::repeat_n(Opcode::Pop.byte(), items));
+                        }
+                        self.get(index);
+                    } else {
+                        self.out.push(op.byte());
+                        self.memoize_if_shared(id);
+                    }
+                }
+                Task::Memoize(id) => self.memoize_if_shared(id),
+            }
+        }
+        self.out.len() <= self.max_bytes
+    }
+
+    /// The first batch from `start` on of a list's or set's items: its MARK now (for a list
+    /// batch of more than one item, or any set batch), and the task that writes its items.
+    fn open_batch(
+        &mut self,
+        items: &'d [NodeId],
+        start: usize,
+        close: Opcode,
+        list: bool,
+    ) -> Option<Task<'d>> {
+        if start >= items.len() {
+            return None;
+        }
+        let end = items.len().min(start + BATCH);
+        if !(list && end - start == 1) {
+            self.out.push(Opcode::Mark.byte());
+        }
+        Some(Task::Batch {
+            items,
+            next: start,
+            end,
+            close,
+            list,
+        })
+    }
+
+    /// As [`Writer::open_batch`], for a dict's pairs (SETITEM for a batch of one).
+    fn open_pairs(&mut self, pairs: &'d [(NodeId, NodeId)], start: usize) -> Option<Task<'d>> {
+        if start >= pairs.len() {
+            return None;
+        }
+        let end = pairs.len().min(start + BATCH);
+        if end - start > 1 {
+            self.out.push(Opcode::Mark.byte());
+        }
+        Some(Task::Pairs {
+            pairs,
+            next: start,
+            end,
+        })
+    }
+
+    /// Writes `id` if it is a scalar; for a container writes its opening and pushes the rest.
+    fn value(&mut self, id: NodeId, stack: &mut Vec<Task<'d>>) {
+        if let Some(index) = self.memo_of(id) {
+            self.get(index);
+            return;
+        }
+        let nodes = self.nodes;
+        let Some(v) = lookup(nodes, id) else {
+            // Not in the arena (a document never holds such an id): None, so the output
+            // stays a well-formed pickle.
+            self.out.push(Opcode::None.byte());
+            return;
+        };
+        match v {
+            Value::None => self.out.push(Opcode::None.byte()),
+            Value::Bool(b) => self.out.push(if *b {
+                Opcode::Newtrue.byte()
+            } else {
+                Opcode::Newfalse.byte()
+            }),
+            Value::Int(i) => self.int(*i),
+            Value::BigInt(b) => self.big_int(b),
+            Value::Float(f) => self.float(*f),
+            Value::Str(s) => self.counted(
+                s.as_bytes(),
+                [
+                    Opcode::ShortBinunicode,
+                    Opcode::Binunicode,
+                    Opcode::Binunicode8,
+                ],
+            ),
+            Value::Bytes(b) => self.counted(
+                b,
+                [Opcode::ShortBinbytes, Opcode::Binbytes, Opcode::Binbytes8],
+            ),
+            Value::Complex(re, im) => {
+                self.complex = self.builtin(self.complex, "complex");
+                self.float(*re);
+                self.float(*im);
+                self.out
+                    .extend_from_slice(&[Opcode::Tuple2.byte(), Opcode::Reduce.byte()]);
+            }
+            Value::ByteArray(b) => {
+                self.bytearray = self.builtin(self.bytearray, "bytearray");
+                self.counted(
+                    b,
+                    [Opcode::ShortBinbytes, Opcode::Binbytes, Opcode::Binbytes8],
+                );
+                self.out
+                    .extend_from_slice(&[Opcode::Tuple1.byte(), Opcode::Reduce.byte()]);
+            }
+            Value::Global(g) if g.fix_imports => {
+                let (module, name) = python3_name(&g.module, &g.name);
+                self.global(module, name);
+            }
+            Value::Global(g) => self.global(&g.module, &g.name),
+            Value::List(items) => {
+                self.out.push(Opcode::EmptyList.byte());
+                self.memoize_if_shared(id);
+                stack.extend(self.open_batch(items, 0, Opcode::Appends, true));
+                return;
+            }
+            Value::Set(s) => {
+                self.out.push(Opcode::EmptySet.byte());
+                self.memoize_if_shared(id);
+                stack.extend(self.open_batch(&s.items, 0, Opcode::Additems, false));
+                return;
+            }
+            Value::Dict(d) => {
+                self.out.push(Opcode::EmptyDict.byte());
+                self.memoize_if_shared(id);
+                stack.extend(self.open_pairs(&d.items, 0));
+                return;
+            }
+            Value::Tuple(items) => {
+                let op = match items.len() {
+                    0 => Opcode::EmptyTuple,
+                    1 => Opcode::Tuple1,
+                    2 => Opcode::Tuple2,
+                    3 => Opcode::Tuple3,
+                    _ => {
+                        self.out.push(Opcode::Mark.byte());
+                        Opcode::Tuple
+                    }
+                };
+                stack.push(Task::Close {
+                    id,
+                    items: items.len(),
+                    op,
+                });
+                stack.push(Task::Seq { items, next: 0 });
+                return;
+            }
+            Value::FrozenSet(s) => {
+                self.out.push(Opcode::Mark.byte());
+                stack.push(Task::Close {
+                    id,
+                    items: s.items.len(),
+                    op: Opcode::Frozenset,
+                });
+                stack.push(Task::Seq {
+                    items: &s.items,
+                    next: 0,
+                });
+                return;
+            }
+            Value::Object(o) => {
+                // Run in this order (pushed in reverse): callable, args, [kwargs], the call,
+                // MEMOIZE, list items, dict items, state, BUILD.
+                if let Some(state) = o.state {
+                    stack.push(Task::Op(Opcode::Build));
+                    stack.push(Task::Value(state));
+                }
+                if !o.dictitems.is_empty() {
+                    stack.push(Task::Pairs {
+                        pairs: &o.dictitems,
+                        next: 0,
+                        end: 0,
+                    });
+                }
+                if !o.listitems.is_empty() {
+                    stack.push(Task::Batch {
+                        items: &o.listitems,
+                        next: 0,
+                        end: 0,
+                        close: Opcode::Appends,
+                        list: true,
+                    });
+                }
+                stack.push(Task::Memoize(id));
+                let (call, kwargs) = match o.kind {
+                    CallKind::Reduce => (Opcode::Reduce, None),
+                    CallKind::NewObj => (Opcode::Newobj, None),
+                    // NEWOBJ_EX always has its kwargs (an empty dict when the input gave
+                    // none is what CPython's pickler writes too).
+                    CallKind::NewObjEx => (Opcode::NewobjEx, Some(o.kwargs)),
+                };
+                stack.push(Task::Op(call));
+                match kwargs {
+                    Some(Some(k)) => stack.push(Task::Value(k)),
+                    Some(None) => stack.push(Task::Op(Opcode::EmptyDict)),
+                    None => {}
+                }
+                stack.push(Task::Value(o.args));
+                stack.push(Task::Value(o.callable));
+                return;
+            }
+        }
+        self.memoize_if_shared(id);
+    }
+
+    fn memo_of(&self, id: NodeId) -> Option<u32> {
+        self.memo.get(id.index()).copied().filter(|&m| m != NO_MEMO)
+    }
+
+    /// MEMOIZE `id` when it is reached more than once (and is not memoized already).
+    fn memoize_if_shared(&mut self, id: NodeId) {
+        let shared = self.refs.get(id.index()).is_some_and(|&r| r >= 2);
+        if let Some(slot) = self.memo.get_mut(id.index()).filter(|m| **m == NO_MEMO) {
+            if shared {
+                *slot = self.next_memo;
+                self.next_memo += 1;
+                self.out.push(Opcode::Memoize.byte());
+            }
+        }
+    }
+
+    /// BINGET or LONG_BINGET of memo index `index`.
+    fn get(&mut self, index: u32) {
+        match u8::try_from(index) {
+            Ok(i) => self.out.extend_from_slice(&[Opcode::Binget.byte(), i]),
+            Err(_) => {
+                self.out.push(Opcode::LongBinget.byte());
+                self.out.extend_from_slice(&index.to_le_bytes());
+            }
+        }
+    }
+
+    /// `builtins.NAME`: written and memoized the first time (`memo` is [`NO_MEMO`]), fetched
+    /// after; gives its memo index.
+    fn builtin(&mut self, memo: u32, name: &str) -> u32 {
+        if memo != NO_MEMO {
+            self.get(memo);
+            return memo;
+        }
+        self.global("builtins", name);
+        self.out.push(Opcode::Memoize.byte());
+        self.next_memo += 1;
+        self.next_memo - 1
+    }
+
+    /// STACK_GLOBAL of `module` and `name`.
+    fn global(&mut self, module: &str, name: &str) {
+        for text in [module, name] {
+            self.counted(
+                text.as_bytes(),
+                [
+                    Opcode::ShortBinunicode,
+                    Opcode::Binunicode,
+                    Opcode::Binunicode8,
+                ],
+            );
+        }
+        self.out.push(Opcode::StackGlobal.byte());
+    }
+
+    /// `ops[0]` with a 1-byte length when `data` is shorter than 256 bytes, `ops[1]` with a
+    /// 4-byte length below 4 GiB, else `ops[2]` with an 8-byte length (little-endian).
+    fn counted(&mut self, data: &[u8], ops: [Opcode; 3]) {
+        let len = data.len();
+        if let Ok(n) = u8::try_from(len) {
+            self.out.extend_from_slice(&[ops[0].byte(), n]);
+        } else if let Ok(n) = u32::try_from(len) {
+            self.out.push(ops[1].byte());
+            self.out.extend_from_slice(&n.to_le_bytes());
+        } else {
+            self.out.push(ops[2].byte());
+            self.out.extend_from_slice(&(len as u64).to_le_bytes());
+        }
+        self.out.extend_from_slice(data);
+    }
+
+    fn float(&mut self, f: f64) {
+        self.out.push(Opcode::Binfloat.byte());
+        self.out.extend_from_slice(&f.to_bits().to_be_bytes());
+    }
+
+    /// An int that fits in 64 bits, in the shortest of CPython's forms (`save_long`).
+    fn int(&mut self, i: i64) {
+        if let Ok(b) = u8::try_from(i) {
+            self.out.extend_from_slice(&[Opcode::Binint1.byte(), b]);
+        } else if let Ok(b) = u16::try_from(i) {
+            self.out.push(Opcode::Binint2.byte());
+            self.out.extend_from_slice(&b.to_le_bytes());
+        } else if let Ok(b) = i32::try_from(i) {
+            self.out.push(Opcode::Binint.byte());
+            self.out.extend_from_slice(&b.to_le_bytes());
+        } else {
+            // The fewest little-endian bytes that hold the int and its sign bit.
+            let magnitude_bits = 64 - if i < 0 { !i } else { i }.leading_zeros() as usize;
+            let n = magnitude_bits / 8 + 1;
+            let bytes = i.to_le_bytes();
+            self.long(bytes.get(..n).unwrap_or(&bytes));
+        }
+    }
+
+    /// An int outside 64 bits: LONG1 or LONG4 of its two's-complement little-endian bytes
+    /// (`BigInt::to_signed_bytes_le` gives the fewest, as CPython's `encode_long`).
+    fn big_int(&mut self, b: &BigInt) {
+        self.long(&b.to_signed_bytes_le());
+    }
+
+    fn long(&mut self, bytes: &[u8]) {
+        if let Ok(n) = u8::try_from(bytes.len()) {
+            self.out.extend_from_slice(&[Opcode::Long1.byte(), n]);
+        } else {
+            // A big int of 4 GiB of digits cannot be decoded (max_long_digits), so the length
+            // fits; saturate rather than wrap if it ever does not.
+            let n = u32::try_from(bytes.len()).unwrap_or(u32::MAX);
+            self.out.push(Opcode::Long4.byte());
+            self.out.extend_from_slice(&n.to_le_bytes());
+        }
+        self.out.extend_from_slice(bytes);
+    }
+}
+
+/// Where the batch that ends at `end` began, for a sequence of `len` items cut into batches of
+/// [`BATCH`] from 0.
+fn batch_start(end: usize, len: usize) -> usize {
+    if end == 0 || len == 0 {
+        return 0;
+    }
+    (end - 1) / BATCH * BATCH
+}

@@ -1,0 +1,260 @@
+//! Canonical pickle output (`picklewarden::canonical`): for every file of the good corpus (real
+//! pickles written by CPython 3), the canonical pickle decodes under the same policy to the same
+//! typed JSON, is its own canonical form, and CPython's `pickle.loads` reads it as the value
+//! picklewarden decoded from the input (`tests/python/oracle.py compare`, identity included).
+//! Hand-made inputs pin the exact bytes of the form and show that what a consumer's unpickler
+//! could be attacked with (a far memo index, values popped unseen) does not pass through.
+
+#![allow(
+    clippy::panic,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing
+)]
+
+mod common;
+
+use common::{
+    good_corpus, good_policies, list_globals, python, records_policy_toml, run_oracle, scratch,
+};
+use picklewarden::{canonical, json, Decoder, Document, Policy, Value};
+
+fn decode<'a>(bytes: &'a [u8], policy: &Policy, stream: bool) -> Document<'a> {
+    let d = Decoder::new(bytes, policy);
+    let r = if stream {
+        d.decode_stream()
+    } else {
+        d.decode()
+    };
+    r.unwrap_or_else(|e| panic!("decode: {e}"))
+}
+
+/// The typed JSON the canonical pickle of `doc` decodes to: `doc`'s, where a global read at
+/// protocol 0-2 (every global of a `.p0.`, `.p1.` or `.p2.` file) has its Python 3 name.
+fn expected_json(doc: &Document<'_>, file: &str) -> String {
+    let mut text = json::to_typed_json(doc);
+    if [".p0.", ".p1.", ".p2."].iter().any(|p| file.contains(p)) {
+        for v in doc.nodes() {
+            if let Value::Global(g) = v {
+                let to = canonical::python3_name(&g.module, &g.name);
+                if to != (&*g.module, &*g.name) {
+                    let field = |m: &str, n: &str| {
+                        let q = |t: &str| serde_json::to_string(t).unwrap();
+                        format!("\"module\":{},\"name\":{}}}", q(m), q(n))
+                    };
+                    text = text.replace(&field(&g.module, &g.name), &field(to.0, to.1));
+                }
+            }
+        }
+    }
+    text
+}
+
+#[test]
+fn good_corpus_round_trips_and_cpython_agrees() {
+    let files = good_corpus();
+    assert!(files.len() >= 1000, "only {} good files", files.len());
+    let (data, records) = good_policies(&files);
+    // Re-decoding a records file's canonical pickle names the Python 3 spelling of each global
+    // read at protocol 0-2 (`copy_reg._reconstructor` -> `copyreg._reconstructor`): the
+    // records policy, with those spellings too.
+    let record_paths: Vec<_> = files
+        .iter()
+        .filter(|f| f.records)
+        .map(|f| f.path.clone())
+        .collect();
+    let mut globals = list_globals(&record_paths);
+    let mapped: Vec<(String, String)> = globals
+        .iter()
+        .map(|(m, n)| {
+            let (m3, n3) = canonical::python3_name(m, n);
+            (m3.to_owned(), n3.to_owned())
+        })
+        .collect();
+    globals.extend(mapped);
+    let records3 = Policy::from_toml_str(&records_policy_toml("good-records-3", &globals)).unwrap();
+    let dir = scratch("canonical");
+    let mut lines: [Vec<String>; 3] = Default::default();
+    let mut failures = Vec::new();
+    let (mut input_bytes, mut output_bytes) = (0usize, 0usize);
+    for f in &files {
+        let bytes = std::fs::read(&f.path).unwrap();
+        let policy = if f.records { &records } else { &data };
+        // Records files the record model cannot express are refused (tests/good_corpus.rs).
+        let d = Decoder::new(&bytes, policy);
+        let Ok(doc) = (if f.stream {
+            d.decode_stream()
+        } else {
+            d.decode()
+        }) else {
+            assert!(f.records, "{}: refused", f.name);
+            continue;
+        };
+        let before = expected_json(&doc, &f.name);
+        let out = canonical::to_pickle(&doc);
+        input_bytes += bytes.len();
+        output_bytes += out.len();
+        let again = Decoder::new(&out, if f.records { &records3 } else { policy });
+        let redecoded = if f.stream {
+            again.decode_stream()
+        } else {
+            again.decode()
+        };
+        match redecoded {
+            Ok(doc2) => {
+                let after = json::to_typed_json(&doc2);
+                if after != before {
+                    failures.push(format!(
+                        "{}: typed JSON differs after the round trip:\n  {}\n  {}",
+                        f.name,
+                        before.chars().take(300).collect::<String>(),
+                        after.chars().take(300).collect::<String>()
+                    ));
+                }
+                if canonical::to_pickle(&doc2) != out {
+                    failures.push(format!(
+                        "{}: the canonical form is not a fixed point",
+                        f.name
+                    ));
+                }
+            }
+            Err(e) => failures.push(format!("{}: its canonical pickle is refused: {e}", f.name)),
+        }
+        let path = dir.join(&f.name);
+        std::fs::write(&path, &out).unwrap();
+        // The oracle loads the canonical file with CPython and compares it with the typed
+        // JSON picklewarden gave for the input (Python 3 names for Python 2 globals).
+        let line = format!(
+            "{{\"file\":{},\"json\":{before}}}",
+            serde_json::to_string(&path.to_string_lossy()).unwrap()
+        );
+        lines[usize::from(f.records) + 2 * usize::from(f.stream)].push(line);
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    eprintln!(
+        "good corpus: {input_bytes} bytes of input, {output_bytes} bytes of canonical pickle"
+    );
+    let modes: [(&str, &[&str]); 3] = [
+        ("data", &["--mode", "data"]),
+        ("records", &["--mode", "records"]),
+        ("stream", &["--mode", "data", "--stream"]),
+    ];
+    for (i, (label, args)) in modes.iter().enumerate() {
+        let run = run_oracle(&dir, &format!("{label}.jsonl"), &lines[i], args);
+        eprintln!(
+            "oracle {label}: {} compared, {} mismatched, {} skipped",
+            run.compared, run.mismatched, run.skipped
+        );
+        assert!(
+            run.success && run.mismatched == 0,
+            "oracle {label} on canonical pickles:\n{}\n{}",
+            run.stdout,
+            run.stderr
+        );
+        assert_eq!(
+            run.compared,
+            lines[i].len() as u64,
+            "oracle {label} skipped files"
+        );
+    }
+}
+
+/// The exact bytes of the form (module docs of `picklewarden::canonical`).
+#[test]
+fn form_is_exact() {
+    let cases: &[(&str, &[u8])] = &[
+        // PROTO 2, EMPTY_LIST, LONG_BINPUT 2**31 - 1, STOP: CPython 3.11 sizes its memo by
+        // the index (gigabytes); the canonical form has no memo entry at all.
+        ("80025d72ffffff7f2e", b"\x80\x04]."),
+        // A value popped unseen (a text, then POP) is gone.
+        ("80024e8c03616263302e", b"\x80\x04N."),
+        // ints: BININT1, BININT2, BININT, LONG1 (2**31: five bytes, sign byte 0), -1.
+        (
+            "80025d284b014d2c014a70110100 8a050000008000 4affffffff 65 2e",
+            b"\x80\x04](K\x01M,\x01Jp\x11\x01\x00\x8a\x05\x00\x00\x00\x80\x00J\xff\xff\xff\xffe.",
+        ),
+        // A list holding itself: EMPTY_LIST, MEMOIZE, BINGET 0, APPEND.
+        ("80025d7100680061 2e", b"\x80\x04]\x94h\x00a."),
+        // A text: protocol 0's UNICODE and PUT in, SHORT_BINUNICODE and no memo out.
+        ("56616263 0a 70300a 2e", b"\x80\x04\x8c\x03abc."),
+    ];
+    let policy = Policy::data();
+    for (hex, want) in cases {
+        let input = common::hex_decode(&hex.replace(' ', ""));
+        let doc = decode(&input, &policy, false);
+        let out = canonical::to_pickle(&doc);
+        assert_eq!(
+            out,
+            *want,
+            "{hex}: {}",
+            String::from_utf8_lossy(&out).escape_debug()
+        );
+    }
+}
+
+/// Shapes CPython makes: a tuple reached again from inside itself (through a list), shared
+/// items, a set of tuples, a self-referencing dict, complex and bytearray, every int width.
+/// CPython reads the canonical pickle back to a value that repr()s the same and shares what
+/// the original shared.
+#[test]
+fn cpython_reads_back_cycles_and_sharing() {
+    let code = r#"
+import pickle, sys
+l = []
+t = (l, 1)
+l.append(t)
+s = 'shared text'
+b = b'shared bytes'
+d = {}
+d['self'] = d
+v = [t, l, s, s, b, b, d, {(1, 2), (3, s)}, frozenset({s, b}), complex(1.5, -0.0),
+     bytearray(b'xyz'), bytearray(), float('nan'), -0.0, 2**63, -2**63 - 1, 2**100, -(2**100),
+     255, 256, 65535, 65536, -1, 2**31 - 1, -2**31, 'caf\u00e9 \ud800', (), ()]
+v.append(v)
+sys.stdout.write(pickle.dumps(v, protocol=int(sys.argv[1])).hex())
+"#;
+    let check = r#"
+import pickle, sys
+a = pickle.loads(bytes.fromhex(sys.argv[1]))
+b = pickle.loads(bytes.fromhex(sys.argv[2]))
+assert repr(a) == repr(b), (repr(a), repr(b))
+def shape(v):
+    # Which positions of the top list are the same object, and the cycles.
+    ids = [id(x) for x in v]
+    return [ids.index(i) for i in ids], v[0][0][0] is v[0], v[1][0] is v[0], v[-1] is v, \
+        v[6]['self'] is v[6], v[2] is v[3], v[4] is v[5]
+assert shape(a) == shape(b), (shape(a), shape(b))
+print("ok")
+"#;
+    let policy = Policy::data();
+    for proto in ["0", "2", "4", "5"] {
+        let input = common::hex_decode(python(code, &[proto]).trim());
+        let doc = decode(&input, &policy, false);
+        let out = canonical::to_pickle(&doc);
+        let verdict = python(
+            check,
+            &[&common::hex_encode(&input), &common::hex_encode(&out)],
+        );
+        assert_eq!(verdict.trim(), "ok", "protocol {proto}");
+    }
+}
+
+#[test]
+fn limited_output_gives_up_past_max_bytes() {
+    let policy = Policy::data();
+    let input = common::hex_decode("80025d284b014b024b0365 2e".replace(' ', "").as_str());
+    let doc = decode(&input, &policy, false);
+    let full = canonical::to_pickle(&doc);
+    assert_eq!(full, b"\x80\x04](K\x01K\x02K\x03e.");
+    assert_eq!(
+        canonical::to_pickle_limited(&doc, full.len()).as_deref(),
+        Some(&full[..])
+    );
+    assert_eq!(canonical::to_pickle_limited(&doc, full.len() - 1), None);
+    let past = std::time::Instant::now() - std::time::Duration::from_secs(1);
+    // A deadline is looked at every 65,536 values: a small document is written anyway.
+    assert_eq!(
+        canonical::to_pickle_until(&doc, usize::MAX, past).as_deref(),
+        Some(&full[..])
+    );
+}
