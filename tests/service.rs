@@ -530,6 +530,20 @@ fn check_reports_sha256_globals_and_repr() {
         let r = c.post("/v1/decode?format=repr", pkl.clone()).await;
         assert_eq!(r.json()["repr"], "{'k': {1, 2}, 'b': bytearray(b'z')}\n");
 
+        // The canonical pickle, base64: CPython loads it to the same value.
+        let r = c.post("/v1/decode?format=pickle", pkl.clone()).await;
+        let b64 = r.json()["pickle"].as_str().unwrap().to_owned();
+        let same = common::python(
+            "import base64, pickle, sys\n\
+             c = base64.b64decode(sys.argv[1])\n\
+             print(c[:2] == b'\\x80\\x04', pickle.loads(c) == pickle.loads(bytes.fromhex(sys.argv[2])))",
+            &[&b64, &common::hex_encode(&pkl)],
+        );
+        assert_eq!(same.trim(), "True True");
+        let r = c.post("/v1/decode?format=xml", pkl.clone()).await;
+        assert_eq!(r.status, 400);
+        assert!(r.json()["message"].as_str().unwrap().contains("(json, repr, pickle)"));
+
         let r = c.post("/v1/check?policy=strict", pkl.clone()).await;
         let j = r.json();
         assert_eq!(
@@ -1616,9 +1630,13 @@ fn python_client_example_works() {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    assert_eq!(lines.len(), 3, "{text}");
+    assert_eq!(lines.len(), 4, "{text}");
     assert_eq!(lines[0]["verdict"], "accepted");
     assert_eq!(lines[1]["verdict"], "refused");
     assert_eq!(lines[1]["kind"], "global_not_allowed");
     assert_eq!(lines[2]["value"], serde_json::json!({"a": [1, 2.5, null]}));
+    assert_eq!(
+        lines[3],
+        serde_json::json!({"canonical_equal": true, "protocol": 4})
+    );
 }

@@ -6,9 +6,10 @@
 `check()` and `decode()` POST pickle bytes to the service over its Unix socket and return the
 verdict as a dict; `from_typed_json()` turns a decoded document's plain values back into Python
 values. Run as a script, it checks a harmless pickle, a malicious one (pickled here, never
-loaded) and decodes a value, printing one JSON line for each.
+loaded), decodes a value and gets a value's canonical pickle, printing one JSON line for each.
 """
 
+import base64
 import http.client
 import json
 import os
@@ -57,6 +58,17 @@ def check(sock_path, data, policy=None):
 def decode(sock_path, data, policy=None):
     """As check(); when accepted, "document" holds the typed JSON of the value."""
     return _post(sock_path, "decode", data, policy=policy, format="json")
+
+
+def canonical(sock_path, data, policy=None):
+    """The canonical pickle of `data` (bytes) when the policy accepts it, else None: protocol 4,
+    only what the policy allowed, none of the input's own opcodes. pickle.loads() of it gives
+    the value pickle.loads(data) would, without the peer's bytes ever reaching the unpickler
+    (a record's class must still be importable, and is called as pickle calls it)."""
+    verdict = _post(sock_path, "decode", data, policy=policy, format="pickle")
+    if verdict["verdict"] != "accepted" or "pickle" not in verdict:
+        return None
+    return base64.b64decode(verdict["pickle"])
 
 
 def _int(text):
@@ -115,6 +127,8 @@ def main():
     print(json.dumps(check(sock_path, pickle.dumps(Exploit()))))
     verdict = decode(sock_path, pickle.dumps(value))
     print(json.dumps({"value": from_typed_json(verdict["document"]["value"])}))
+    clean = canonical(sock_path, pickle.dumps(value, protocol=2))
+    print(json.dumps({"canonical_equal": pickle.loads(clean) == value, "protocol": clean[1]}))
 
 
 if __name__ == "__main__":

@@ -3,9 +3,10 @@
 //! - `POST /v1/check?policy=NAME[&stream=true]`: body = pickle bytes. 200 with the verdict JSON
 //!   whether the input is accepted or refused (the check itself worked); 4xx for a malformed
 //!   request, 413 for a body over the bound, 503 when busy or past the deadline.
-//! - `POST /v1/decode?policy=NAME&format=json|repr[&stream=true]`: as check, and when accepted
-//!   the value: `"document"` holds the typed JSON document (docs/typed-json.md), or `"repr"` the
-//!   Python-like repr.
+//! - `POST /v1/decode?policy=NAME&format=json|repr|pickle[&stream=true]`: as check, and when
+//!   accepted the value: `"document"` holds the typed JSON document (docs/typed-json.md),
+//!   `"repr"` the Python-like repr, or `"pickle"` the canonical pickle
+//!   ([`picklewarden::canonical`]) as base64 text (RFC 4648, with padding).
 //! - `GET /v1/policies`, `GET /healthz`, `GET /metrics`.
 //!
 //! Memory and time of a request (see `run`): buffer budget for its whole body (`max_buffered`
@@ -28,6 +29,7 @@ use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Extension, Router};
+use base64::Engine as _;
 use http_body_util::BodyExt;
 use picklewarden::{Error, ErrorKind, Policy};
 use serde::Deserialize;
@@ -154,6 +156,7 @@ enum Endpoint {
 enum Format {
     Json,
     Repr,
+    Pickle,
 }
 
 impl Endpoint {
@@ -240,9 +243,10 @@ async fn handle(
                 match p.format.as_deref() {
                     None | Some("json") => Endpoint::Decode(Format::Json),
                     Some("repr") => Endpoint::Decode(Format::Repr),
+                    Some("pickle") => Endpoint::Decode(Format::Pickle),
                     Some(other) => {
                         let shown: String = other.chars().take(64).collect();
-                        let msg = format!("unknown format {shown:?} (json, repr)");
+                        let msg = format!("unknown format {shown:?} (json, repr, pickle)");
                         let o =
                             Outcome::http_error(StatusCode::BAD_REQUEST, "bad_request", "-", msg);
                         return finish(&st, peer, Endpoint::Decode(Format::Json), o, start);
@@ -406,7 +410,12 @@ async fn run(
             .body
             .get("repr")
             .and_then(Json::as_str)
-            .map_or(0, json_string_len);
+            .map_or(0, json_string_len)
+        + out
+            .body
+            .get("pickle")
+            .and_then(Json::as_str)
+            .map_or(0, str::len);
     if text_len > UNBUDGETED_TEXT {
         let need = u32::try_from(text_len.saturating_add(OUTPUT_OVERHEAD)).unwrap_or(u32::MAX);
         match Arc::clone(&st.output).acquire_many_owned(need).await {
@@ -640,6 +649,13 @@ fn evaluate(
                 Endpoint::Decode(Format::Repr) => Some((
                     "repr",
                     picklewarden::repr::to_repr_until(&doc, max_output, deadline),
+                )),
+                // Base64 is 4 bytes of text per 3 of pickle: the pickle may take 3/4 of the
+                // output bound.
+                Endpoint::Decode(Format::Pickle) => Some((
+                    "pickle",
+                    picklewarden::canonical::to_pickle_until(&doc, max_output / 4 * 3, deadline)
+                        .map(|p| base64::engine::general_purpose::STANDARD.encode(p)),
                 )),
             };
             match text {
