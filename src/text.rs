@@ -267,11 +267,89 @@ pub fn parse_float(text: &[u8]) -> Result<f64, ()> {
     {
         return Err(());
     }
-    let v: f64 = s.parse().map_err(|_| ())?;
+    let v: f64 = match long_exponent(s) {
+        Some(v) => v,
+        None => s.parse().map_err(|_| ())?,
+    };
     if v.is_infinite() && !named {
         return Err(());
     }
     Ok(v)
+}
+
+/// The value of decimal text `[sign] digits [. digits] (e|E) [sign] digits` whose exponent has
+/// more than 4 significant digits, or `None` for any other text (`str::parse` reads it, or
+/// refuses it). `str::parse::<f64>` stops reading exponent digits past 65,536, so that
+/// `0.000...0001e655360` (655,359 zeros, which is 1.0, as CPython's dtoa reads it) gave 0.0.
+/// Here the digits are moved into the exponent instead: the text is `0.D x 10^E` with `D` its
+/// digits from the first nonzero one, which overflows for `E > 400`, is 0 for `E < -400`, and
+/// in between is `0.De<E>`, which `str::parse` reads right however long `D` is.
+fn long_exponent(s: &str) -> Option<f64> {
+    let (negative, body) = match s.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, s.strip_prefix('+').unwrap_or(s)),
+    };
+    let (mantissa, exponent) = body.split_once(['e', 'E'])?;
+    let (exp_negative, exp_digits) = match exponent.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, exponent.strip_prefix('+').unwrap_or(exponent)),
+    };
+    let all_digits = |t: &str| t.bytes().all(|b| b.is_ascii_digit());
+    if exp_digits.is_empty() || !all_digits(exp_digits) {
+        return None;
+    }
+    let exp_digits = exp_digits.trim_start_matches('0');
+    if exp_digits.len() <= 4 {
+        return None;
+    }
+    let (int_part, frac_part) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    if (int_part.is_empty() && frac_part.is_empty())
+        || !all_digits(int_part)
+        || !all_digits(frac_part)
+    {
+        return None;
+    }
+    let zero = if negative { -0.0 } else { 0.0 };
+    // Leading zeros of the digits, across the point.
+    let int_zeros = int_part.len() - int_part.trim_start_matches('0').len();
+    let lead = if int_zeros == int_part.len() {
+        let frac_zeros = frac_part.len() - frac_part.trim_start_matches('0').len();
+        if frac_zeros == frac_part.len() {
+            return Some(zero);
+        }
+        int_zeros + frac_zeros
+    } else {
+        int_zeros
+    };
+    // value = 0.D x 10^(exponent + len(int_part) - lead); saturating, as any exponent past
+    // 10^18 is far past both ends.
+    let exp: i64 = if exp_digits.len() > 18 {
+        i64::MAX / 4
+    } else {
+        exp_digits.parse().ok()?
+    };
+    let exp = if exp_negative { -exp } else { exp };
+    let to_i64 = |n: usize| i64::try_from(n).unwrap_or(i64::MAX / 4);
+    let e = exp
+        .saturating_add(to_i64(int_part.len()))
+        .saturating_sub(to_i64(lead));
+    if e > 400 {
+        return Some(if negative {
+            f64::NEG_INFINITY
+        } else {
+            f64::INFINITY
+        });
+    }
+    if e < -400 {
+        return Some(zero);
+    }
+    let digits: String = int_part
+        .chars()
+        .chain(frac_part.chars())
+        .skip(lead)
+        .collect();
+    let sign = if negative { "-" } else { "" };
+    format!("{sign}0.{digits}e{e}").parse().ok()
 }
 
 /// Python's `repr()` of a float (`float_repr` with the `'r'` format: shortest round-trip
@@ -444,5 +522,27 @@ mod tests {
         assert!(parse_float(b" 1").is_err());
         assert!(parse_float(b"1_0").is_err());
         assert!(parse_float(b"0x1p3").is_err());
+        // Exponents past 65,536 (str::parse stops reading their digits there), checked against
+        // CPython's float() in tests/semantics.rs too.
+        let mut one = b"0.".to_vec();
+        one.extend(std::iter::repeat_n(b'0', 655_359));
+        one.extend_from_slice(b"1e655360");
+        assert_eq!(parse_float(&one), Ok(1.0));
+        let mut one = b"1".to_vec();
+        one.extend(std::iter::repeat_n(b'0', 655_360));
+        one.extend_from_slice(b"e-655360");
+        assert_eq!(parse_float(&one), Ok(1.0));
+        assert_eq!(parse_float(b"-25e-000000000000000000000000001"), Ok(-2.5));
+        assert_eq!(parse_float(b"1e100000"), Err(()));
+        assert_eq!(
+            parse_float(b"-1e-100000").map(f64::to_bits),
+            Ok((-0.0f64).to_bits())
+        );
+        assert_eq!(parse_float(b"0.000e999999"), Ok(0.0));
+        assert_eq!(parse_float(b"12.5e00000000001"), Ok(125.0));
+        assert_eq!(parse_float(b"1.5e+99999999999999999999999"), Err(()));
+        assert_eq!(parse_float(b"1.5e-99999999999999999999999"), Ok(0.0));
+        assert_eq!(parse_float(b".e100000"), Err(()));
+        assert_eq!(parse_float(b"1e+-100000"), Err(()));
     }
 }

@@ -818,3 +818,70 @@ fn int_lines_are_bools_only_when_00_or_01() {
     }
     assert_eq!(want.lines().count(), texts.len());
 }
+
+/// FLOAT text with exponents of every size, mantissas that offset them (up to 700,000
+/// digits: `0.000...1e655360` is 1.0), signs and zeros, against CPython's `pickle.loads` of the
+/// same opcode: the same bits, or both refuse. `str::parse::<f64>` alone stops reading
+/// exponent digits past 65,536 and gave 0.0 there (src/text.rs `long_exponent`).
+#[test]
+fn float_text_with_long_exponents_is_read_as_cpython_reads_it() {
+    let dir = common::scratch("float_exponents");
+    let file = dir.join("floats.txt");
+    python(
+        r#"
+import pickle, random, struct, sys
+rnd = random.Random(655360)
+texts = [b"0." + b"0" * 655359 + b"1e655360", b"1" + b"0" * 655360 + b"e-655360",
+         b"0." + b"0" * 655358 + b"1e655360", b"1" + b"0" * 655360 + b"e-655361"]
+for _ in range(300):
+    zeros = rnd.choice([0, 1, 9, 300, 4000, 65535, 65536, 70000, 100000])
+    exp = rnd.choice([9999, 10000, 65535, 65536, 65537, 99999, 100000, 123456, 10**6, 10**19])
+    digits = str(rnd.randrange(1, 10**rnd.randrange(1, 30))).encode()
+    sign = rnd.choice([b"", b"-", b"+"])
+    esign = rnd.choice([b"", b"-", b"+"])
+    pad = b"0" * rnd.choice([0, 0, 3, 30])
+    if rnd.random() < 0.5:
+        # small mantissa after many zeros, pushed back up by the exponent
+        text = sign + b"0." + b"0" * zeros + digits + b"e" + esign + pad + str(exp).encode()
+    else:
+        # many digits before the point, pushed back down
+        text = sign + digits + b"0" * zeros + rnd.choice([b"", b".", b".5"]) + b"E" + esign + pad + str(exp).encode()
+    texts.append(text)
+    # near the edges: shift such that the value is around 1e308 or 1e-320
+    edge = rnd.choice([308, 309, -307, -320, -323, -324, -330])
+    texts.append(sign + b"0." + b"0" * zeros + digits + b"e" + str(zeros + edge).encode())
+with open(sys.argv[1], "wb") as f:
+    for t in texts:
+        try:
+            r = struct.pack(">d", pickle.loads(b"F" + t + b"\n.")).hex().encode()
+        except Exception as e:
+            r = b"refused"
+        f.write(t + b"\t" + r + b"\n")
+"#,
+        &[file.to_str().unwrap()],
+    );
+    let text = std::fs::read(&file).unwrap();
+    let policy = Policy::data();
+    let mut checked = 0;
+    for line in text.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+        let tab = line.iter().rposition(|&b| b == b'\t').unwrap();
+        let (t, want) = (&line[..tab], std::str::from_utf8(&line[tab + 1..]).unwrap());
+        let mut pickle = b"F".to_vec();
+        pickle.extend_from_slice(t);
+        pickle.extend_from_slice(b"\n.");
+        let got = match Decoder::new(&pickle, &policy).decode() {
+            Ok(doc) => match root(&doc).1 {
+                Value::Float(x) => common::hex_encode(&x.to_bits().to_be_bytes()),
+                other => panic!("not a float: {other:?}"),
+            },
+            Err(e) => {
+                assert_eq!(e.kind().name(), "invalid_number", "{e}");
+                "refused".to_owned()
+            }
+        };
+        let shown = String::from_utf8_lossy(&t[..t.len().min(40)]).into_owned();
+        assert_eq!(got, want, "FLOAT {shown}... ({} bytes)", t.len());
+        checked += 1;
+    }
+    assert!(checked >= 600, "{checked} texts");
+}
