@@ -1,16 +1,16 @@
-//! Canonical pickle output: a decoded [`Document`] written back as a protocol-4 pickle that
+//! Canonical pickle output: a decoded [`Document`] written back as a protocol-5 pickle that
 //! holds only what the document holds, in one fixed form whatever the input's form was.
 //!
 //! A service that checks pickles for another (DESIGN's second user) can hand on these bytes
-//! instead of the peer's: they name no global but the records the policy kept and
-//! `builtins.complex` / `builtins.bytearray`, carry none of the input's opcodes, memo indices,
+//! instead of the peer's: they name no global but those the policy allowed (records, globals
+//! used as values) and `builtins.complex`, carry none of the input's opcodes, memo indices,
 //! frames, padding or dead values, and set a memo entry only for a value reached more than once
 //! (indices 0, 1, 2, ... in order), so a consumer's own unpickler meets none of the input's
 //! tricks (a far LONG_BINPUT index, a huge declared length, values popped unseen).
 //!
 //! The form, opcode names as CPython's `Lib/pickletools.py` spells them:
-//! - `PROTO 4`, then the value, then `STOP`; no FRAME (framing is optional in protocol 4,
-//!   PEP 3154). A stream document is one such pickle per root, back to back, sharing one memo,
+//! - `PROTO 5`, then the value, then `STOP`; no FRAME (framing is optional from protocol 4
+//!   on, PEP 3154; every CPython since 3.8 reads protocol 5, PEP 574). A stream document is one such pickle per root, back to back, sharing one memo,
 //!   as `pickle.Unpickler.load()` called again on the same file reads them.
 //! - None, bool: `NONE`, `NEWTRUE` / `NEWFALSE`. int: `BININT1` (0..=255), `BININT2`
 //!   (..=65535), `BININT` (32-bit signed), else `LONG1` / `LONG4` with the fewest
@@ -28,12 +28,13 @@
 //!   dict, set or record), its items are thrown away with `POP` / `POP_MARK` and it is
 //!   fetched with `BINGET`, as CPython's `save_tuple` does.
 //! - complex: `builtins.complex` (`STACK_GLOBAL`, memoized once per output) with the tuple
-//!   `(real, imag)` and `REDUCE`. bytearray: `builtins.bytearray` with `(bytes,)` and `REDUCE`,
-//!   the form CPython 3's pickler gives it below protocol 5.
+//!   `(real, imag)` and `REDUCE` (a policy that reads the output back must allow that spelling;
+//!   the shipped ones that allow complex list both `builtins` and `__builtin__`). bytearray: `BYTEARRAY8`, which needs no global, so that a
+//!   policy without `builtins.bytearray` (`strict`) reads back the bytearray it accepted.
 //! - a global used as a value: `STACK_GLOBAL` of its module and name as CPython 3 reads them:
 //!   as written in the input, except that a global read at protocol 0, 1 or 2 is written under
 //!   the Python 3 name CPython's `find_class` maps it to there ([`python3_name`]:
-//!   `__builtin__.set` -> `builtins.set`), since at protocol 4 it maps nothing. Decoding the
+//!   `__builtin__.set` -> `builtins.set`), since at protocol 5 it maps nothing. Decoding the
 //!   output then gives that name; the policy must allow it (the shipped ones list both).
 //! - a record object: its callable and args (and kwargs) with `REDUCE`, `NEWOBJ` or
 //!   `NEWOBJ_EX` as it was made, then its list items (`APPENDS`), dict items (`SETITEMS`) and
@@ -60,10 +61,10 @@ use crate::json::reachable_refs;
 use crate::opcode::Opcode;
 use crate::value::{lookup, CallKind, Document, NodeId, Value};
 
-/// The protocol of the output ([`Opcode::Proto`]'s argument): 4, which every CPython since 3.4
-/// reads and which has `STACK_GLOBAL`, `MEMOIZE`, `EMPTY_SET` / `ADDITEMS`, `FROZENSET` and
-/// `BINBYTES`.
-pub const PROTOCOL: u8 = 4;
+/// The protocol of the output ([`Opcode::Proto`]'s argument): 5, which every CPython since 3.8
+/// reads, for `BYTEARRAY8`; the other opcodes written are protocol 4's (`STACK_GLOBAL`,
+/// `MEMOIZE`, `EMPTY_SET` / `ADDITEMS`, `FROZENSET`) and older.
+pub const PROTOCOL: u8 = 5;
 
 /// Items per `APPENDS`, `SETITEMS` or `ADDITEMS`: CPython's `Pickler._BATCHSIZE`.
 const BATCH: usize = 1000;
@@ -71,7 +72,7 @@ const BATCH: usize = 1000;
 /// No memo index yet.
 const NO_MEMO: u32 = u32::MAX;
 
-/// The canonical pickle of `doc`: for one pickle `PROTO 4 ... STOP`, for a stream one such
+/// The canonical pickle of `doc`: for one pickle `PROTO 5 ... STOP`, for a stream one such
 /// pickle per root, sharing one memo. See the module documentation for the form.
 pub fn to_pickle(doc: &Document<'_>) -> Vec<u8> {
     write_document(doc, usize::MAX, None).unwrap_or_default()
@@ -104,7 +105,6 @@ fn write_document(
         memo: Vec::new(),
         next_memo: 0,
         complex: NO_MEMO,
-        bytearray: NO_MEMO,
         out: Vec::new(),
         max_bytes,
         clock: Clock::new(deadline),
@@ -167,9 +167,8 @@ struct Writer<'d, 'a> {
     /// The memo index of each node written with MEMOIZE, or [`NO_MEMO`].
     memo: Vec<u32>,
     next_memo: u32,
-    /// Memo indices of `builtins.complex` and `builtins.bytearray` once written.
+    /// Memo index of `builtins.complex` once written.
     complex: u32,
-    bytearray: u32,
     out: Vec<u8>,
     max_bytes: usize,
     clock: Clock,
@@ -358,13 +357,9 @@ impl<'d> Writer<'d, '_> {
                     .extend_from_slice(&[Opcode::Tuple2.byte(), Opcode::Reduce.byte()]);
             }
             Value::ByteArray(b) => {
-                self.bytearray = self.builtin(self.bytearray, "bytearray");
-                self.counted(
-                    b,
-                    [Opcode::ShortBinbytes, Opcode::Binbytes, Opcode::Binbytes8],
-                );
-                self.out
-                    .extend_from_slice(&[Opcode::Tuple1.byte(), Opcode::Reduce.byte()]);
+                self.out.push(Opcode::Bytearray8.byte());
+                self.out.extend_from_slice(&(b.len() as u64).to_le_bytes());
+                self.out.extend_from_slice(b);
             }
             Value::Global(g) if g.fix_imports => {
                 let (module, name) = python3_name(&g.module, &g.name);

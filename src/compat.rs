@@ -6,7 +6,7 @@
 //! `tests/canonical.rs` compares them with the running CPython's.
 //!
 //! Policies never apply this mapping (they name globals as written, `crate::policy`); the
-//! canonical writer does, because its output is protocol 4, at which CPython maps nothing.
+//! canonical writer does, because its output is protocol 5, at which CPython maps nothing.
 
 /// The (module, name) CPython 3 resolves the global `module.name` to when a pickle of protocol
 /// 0, 1 or 2 names it (itself when no table names it): `("__builtin__", "set")` gives

@@ -229,7 +229,7 @@ pub struct Global<'a> {
     /// Index of the policy rule that allowed it.
     pub(crate) rule: usize,
     /// Read at a protocol below 3, where CPython's `find_class` maps Python 2 names to Python
-    /// 3 ones (`fix_imports`); the canonical writer, whose protocol 4 maps nothing, writes the
+    /// 3 ones (`fix_imports`); the canonical writer, whose protocol 5 maps nothing, writes the
     /// mapped name ([`crate::canonical::python3_name`]).
     pub(crate) fix_imports: bool,
 }

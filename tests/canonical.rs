@@ -165,18 +165,18 @@ fn form_is_exact() {
     let cases: &[(&str, &[u8])] = &[
         // PROTO 2, EMPTY_LIST, LONG_BINPUT 2**31 - 1, STOP: CPython 3.11 sizes its memo by
         // the index (gigabytes); the canonical form has no memo entry at all.
-        ("80025d72ffffff7f2e", b"\x80\x04]."),
+        ("80025d72ffffff7f2e", b"\x80\x05]."),
         // A value popped unseen (a text, then POP) is gone.
-        ("80024e8c03616263302e", b"\x80\x04N."),
+        ("80024e8c03616263302e", b"\x80\x05N."),
         // ints: BININT1, BININT2, BININT, LONG1 (2**31: five bytes, sign byte 0), -1.
         (
             "80025d284b014d2c014a70110100 8a050000008000 4affffffff 65 2e",
-            b"\x80\x04](K\x01M,\x01Jp\x11\x01\x00\x8a\x05\x00\x00\x00\x80\x00J\xff\xff\xff\xffe.",
+            b"\x80\x05](K\x01M,\x01Jp\x11\x01\x00\x8a\x05\x00\x00\x00\x80\x00J\xff\xff\xff\xffe.",
         ),
         // A list holding itself: EMPTY_LIST, MEMOIZE, BINGET 0, APPEND.
-        ("80025d7100680061 2e", b"\x80\x04]\x94h\x00a."),
+        ("80025d7100680061 2e", b"\x80\x05]\x94h\x00a."),
         // A text: protocol 0's UNICODE and PUT in, SHORT_BINUNICODE and no memo out.
-        ("56616263 0a 70300a 2e", b"\x80\x04\x8c\x03abc."),
+        ("56616263 0a 70300a 2e", b"\x80\x05\x8c\x03abc."),
     ];
     let policy = Policy::data();
     for (hex, want) in cases {
@@ -245,7 +245,7 @@ fn limited_output_gives_up_past_max_bytes() {
     let input = common::hex_decode("80025d284b014b024b0365 2e".replace(' ', "").as_str());
     let doc = decode(&input, &policy, false);
     let full = canonical::to_pickle(&doc);
-    assert_eq!(full, b"\x80\x04](K\x01K\x02K\x03e.");
+    assert_eq!(full, b"\x80\x05](K\x01K\x02K\x03e.");
     assert_eq!(
         canonical::to_pickle_limited(&doc, full.len()).as_deref(),
         Some(&full[..])

@@ -188,7 +188,7 @@ fn decode_writes_a_canonical_pickle() {
         Some(b"\x80\x02]q\x05K\x07a.\x80\x02h\x05."),
     );
     assert_eq!(stream.status.code(), Some(0), "{}", text(&stream.stderr));
-    assert_eq!(stream.stdout, b"\x80\x04]\x94K\x07a.\x80\x04h\x00.");
+    assert_eq!(stream.stdout, b"\x80\x05]\x94K\x07a.\x80\x05h\x00.");
 }
 
 /// `decode` writes its text as it is made (`json::write_typed_json`, `repr::write_repr`): a

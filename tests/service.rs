@@ -536,7 +536,7 @@ fn check_reports_sha256_globals_and_repr() {
         let same = common::python(
             "import base64, pickle, sys\n\
              c = base64.b64decode(sys.argv[1])\n\
-             print(c[:2] == b'\\x80\\x04', pickle.loads(c) == pickle.loads(bytes.fromhex(sys.argv[2])))",
+             print(c[:2] == b'\\x80\\x05', pickle.loads(c) == pickle.loads(bytes.fromhex(sys.argv[2])))",
             &[&b64, &common::hex_encode(&pkl)],
         );
         assert_eq!(same.trim(), "True True");
@@ -1637,6 +1637,6 @@ fn python_client_example_works() {
     assert_eq!(lines[2]["value"], serde_json::json!({"a": [1, 2.5, null]}));
     assert_eq!(
         lines[3],
-        serde_json::json!({"canonical_equal": true, "protocol": 4})
+        serde_json::json!({"canonical_equal": true, "protocol": 5})
     );
 }

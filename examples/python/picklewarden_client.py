@@ -61,7 +61,7 @@ def decode(sock_path, data, policy=None):
 
 
 def canonical(sock_path, data, policy=None):
-    """The canonical pickle of `data` (bytes) when the policy accepts it, else None: protocol 4,
+    """The canonical pickle of `data` (bytes) when the policy accepts it, else None: protocol 5,
     only what the policy allowed, none of the input's own opcodes. pickle.loads() of it gives
     the value pickle.loads(data) would, without the peer's bytes ever reaching the unpickler
     (a record's class must still be importable, and is called as pickle calls it)."""

@@ -30,7 +30,9 @@ use std::sync::OnceLock;
 
 use picklewarden::limits::LimitName;
 use picklewarden::policy::BUILTIN_POLICIES;
-use picklewarden::{json, repr, Category, Decoder, Document, Error, ErrorKind, Limits, Policy};
+use picklewarden::{
+    canonical, json, repr, Category, Decoder, Document, Error, ErrorKind, Limits, Policy,
+};
 use picklewarden::{NodeId, Value};
 
 /// A policy used only by the fuzz harness: record constructors in every form (with and without
@@ -258,6 +260,16 @@ pub fn check_input(data: &[u8], buffers: Option<&[&[u8]]>) {
                 "{}: a decode into a recycled arena differs: {data:?}",
                 policy.name
             );
+            if let Ok(doc) = decoder().decode() {
+                check_canonical(data, policy, &doc, false);
+            }
+            let streamed = match buffers {
+                Some(b) => Decoder::new(data, policy).buffers(b.to_vec()),
+                None => Decoder::new(data, policy),
+            };
+            if let Ok(doc) = streamed.decode_stream() {
+                check_canonical(data, policy, &doc, true);
+            }
         }
         by_policy.push(outcomes);
     }
@@ -276,6 +288,63 @@ pub fn check_input(data: &[u8], buffers: Option<&[&[u8]]>) {
                     );
                 }
             }
+        }
+    }
+}
+
+/// The canonical pickle of an accepted document (src/canonical.rs) decodes under the same
+/// policy to the same typed JSON and is its own canonical form. Allowed to differ: a global
+/// read at protocol 0-2 that has another Python 3 name (written under that name, which the
+/// policy may not allow), a complex (written with `builtins.complex`, which the policy may not
+/// list beside `__builtin__.complex`), and the memo and input limits (sharing made with DUP takes a memo
+/// entry in the canonical form, and the form may be a few bytes a value longer).
+fn check_canonical(data: &[u8], policy: &Policy, doc: &Document<'_>, stream: bool) {
+    if KNOWN_OPEN_JSON_SET_CYCLE && has_set_and_record(doc) {
+        return;
+    }
+    let renamed = doc.nodes().iter().any(|v| {
+        matches!(v, Value::Global(g)
+            if canonical::python3_name(&g.module, &g.name) != (&*g.module, &*g.name))
+    });
+    let out = canonical::to_pickle(doc);
+    let d = Decoder::new(&out, policy);
+    let r = if stream {
+        d.decode_stream()
+    } else {
+        d.decode()
+    };
+    match r {
+        Ok(again) => {
+            if !renamed {
+                assert_eq!(
+                    json::to_typed_json(&again),
+                    json::to_typed_json(doc),
+                    "{}: canonical pickle {out:?} decodes to other typed JSON: {data:?}",
+                    policy.name
+                );
+            }
+            assert_eq!(
+                canonical::to_pickle(&again),
+                out,
+                "{}: canonical pickle is not a fixed point: {data:?}",
+                policy.name
+            );
+        }
+        Err(e) => {
+            let allowed = match e.kind() {
+                ErrorKind::GlobalNotAllowed { .. } => {
+                    renamed || doc.nodes().iter().any(|v| matches!(v, Value::Complex(..)))
+                }
+                ErrorKind::LimitExceeded { limit, .. } => {
+                    matches!(limit, LimitName::MaxMemoEntries | LimitName::MaxInputBytes)
+                }
+                _ => false,
+            };
+            assert!(
+                allowed,
+                "{}: canonical pickle {out:?} refused: {e}: {data:?}",
+                policy.name
+            );
         }
     }
 }

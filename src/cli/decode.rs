@@ -15,7 +15,7 @@ enum Format {
     Json,
     /// Python-like repr text, one line per pickle.
     Repr,
-    /// A canonical protocol-4 pickle of the value (binary; not written to a terminal): only
+    /// A canonical protocol-5 pickle of the value (binary; not written to a terminal): only
     /// what the policy allowed, no memo entry but for shared values, one form per value.
     Pickle,
 }
