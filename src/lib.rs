@@ -41,6 +41,7 @@ pub mod canonical;
 mod clock;
 mod compat;
 mod depth;
+pub mod dis;
 pub mod error;
 pub mod json;
 mod keys;

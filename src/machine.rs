@@ -1408,6 +1408,13 @@ impl<'a, 'p> Machine<'a, 'p> {
             Constructor::ByteArray => self.bytearray(&argv),
             Constructor::Set | Constructor::FrozenSet => {
                 let frozen = rule.constructor == Constructor::FrozenSet;
+                // frozenset(fs) of a frozenset is fs itself, as CPython's frozenset_new returns
+                // its argument when it is an exact frozenset (found by a review helper).
+                if let [it] = argv.as_slice() {
+                    if frozen && matches!(self.get(*it)?, Value::FrozenSet(_)) {
+                        return Ok(*it);
+                    }
+                }
                 let items = match argv.as_slice() {
                     [] => Vec::new(),
                     [it] => match self.get(*it)? {

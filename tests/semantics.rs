@@ -885,3 +885,27 @@ with open(sys.argv[1], "wb") as f:
     }
     assert!(checked >= 600, "{checked} texts");
 }
+
+/// `frozenset(fs)` of a frozenset is `fs` itself in CPython (`frozenset_new` returns an exact
+/// frozenset argument), so the two places share one node; `set(s)` and `frozenset(list)` are
+/// new objects.
+#[test]
+fn frozenset_of_a_frozenset_is_the_same_object() {
+    let policy = Policy::data();
+    // (frozenset(fs), fs, set(fs)) with fs = frozenset({1, 2}), at protocol 4.
+    let pickle: &[u8] = b"\x80\x04\x8c\x08builtins\x8c\x09frozenset\x93(K\x01K\x02\x91\x94\x85R\
+h\x00\x8c\x08builtins\x8c\x03set\x93h\x00\x85R\x87.";
+    let cpython = python(
+        "import pickle, sys\nt = pickle.loads(bytes.fromhex(sys.argv[1]))\n\
+         print(t[0] is t[1], t[2] is t[1], t[2] == t[1])",
+        &[&common::hex_encode(pickle)],
+    );
+    assert_eq!(cpython.trim(), "True False True");
+    let doc = decode(pickle, &policy);
+    let Value::Tuple(items) = root(&doc).1 else {
+        panic!("not a tuple")
+    };
+    assert_eq!(items[0], items[1]);
+    assert_ne!(items[2], items[1]);
+    assert!(matches!(value(&doc, items[2]), Value::Set(s) if s.items.len() == 2));
+}

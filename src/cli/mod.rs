@@ -5,6 +5,7 @@
 
 mod check;
 mod decode;
+mod dis;
 mod filter;
 mod guard;
 mod mitogen;
@@ -66,6 +67,18 @@ enum Command {
         "Exit status:\n",
         "  0  the scan accepted the input\n  1  refused (also in the JSON)\n  2  usage or I/O error"))]
     Scan(scan::Opts),
+    /// List a pickle's opcodes, one line each (offset, name, argument), as Python's
+    /// `pickletools.dis` does; nothing is run and no policy applies.
+    #[command(after_help = concat!(
+        "Examples:\n",
+        "  picklewarden dis tests/corpus/hostile/global-os.system-GLOBAL_REDUCE.pkl\n",
+        "  picklewarden dis - < stream.bin | less\n\n",
+        "Text and bytes arguments show their first 64 bytes, escaped. A stream of pickles is\n",
+        "listed one after another.\n\n",
+        "Exit status:\n",
+        "  0  listed to the end\n  1  stopped at a byte that is no opcode, or at an argument cut\n",
+        "     short (reason on stderr)\n  2  usage or I/O error"))]
+    Dis(dis::Opts),
     /// Validate a Mitogen stream frame by frame: accepted frames pass unchanged from stdin to
     /// stdout; a refused frame ends the stream (or is dropped), with an audit event on stderr.
     #[command(after_help = concat!(
@@ -283,6 +296,7 @@ pub(crate) fn run(cli: Cli) -> ExitCode {
     let (common, result) = match &cli.command {
         Command::Check(o) => (&o.common, check::run(o)),
         Command::Scan(o) => (&o.common, scan::run(o)),
+        Command::Dis(o) => return dis::exit(o),
         Command::Decode(o) if o.mitogen => return exit_of(decode::run_mitogen(o)),
         Command::Decode(o) => (&o.common, decode::run(o)),
         Command::Filter(o) => return exit_of(filter::run(o)),
