@@ -2,16 +2,15 @@
 //! holds only what the document holds, in one fixed form whatever the input's form was.
 //!
 //! A service that checks pickles for another (DESIGN's second user) can hand on these bytes
-//! instead of the peer's: they name no global but those the policy allowed (records, globals
-//! used as values) and `builtins.complex`, carry none of the input's opcodes, memo indices,
+//! instead of the peer's: they name no global but `builtins.complex` and those the policy
+//! allowed as values, carry none of the input's opcodes, memo indices,
 //! frames, padding or dead values, and set a memo entry only for a value reached more than once
 //! (indices 0, 1, 2, ... in order), so a consumer's own unpickler meets none of the input's
 //! tricks (a far LONG_BINPUT index, a huge declared length, values popped unseen).
 //!
 //! The form, opcode names as CPython's `Lib/pickletools.py` spells them:
 //! - `PROTO 5`, then the value, then `STOP`; no FRAME (framing is optional from protocol 4
-//!   on, PEP 3154; every CPython since 3.8 reads protocol 5, PEP 574). A stream document is one such pickle per root, back to back, sharing one memo,
-//!   as `pickle.Unpickler.load()` called again on the same file reads them.
+//!   on, PEP 3154; every CPython since 3.8 reads protocol 5, PEP 574).
 //! - None, bool: `NONE`, `NEWTRUE` / `NEWFALSE`. int: `BININT1` (0..=255), `BININT2`
 //!   (..=65535), `BININT` (32-bit signed), else `LONG1` / `LONG4` with the fewest
 //!   two's-complement bytes, as CPython's `encode_long` writes them. float: `BINFLOAT` (the
@@ -36,17 +35,29 @@
 //!   the Python 3 name CPython's `find_class` maps it to there ([`python3_name`]:
 //!   `__builtin__.set` -> `builtins.set`), since at protocol 5 it maps nothing. Decoding the
 //!   output then gives that name; the policy must allow it (the shipped ones list both).
-//! - a record object: its callable and args (and kwargs) with `REDUCE`, `NEWOBJ` or
-//!   `NEWOBJ_EX` as it was made, then its list items (`APPENDS`), dict items (`SETITEMS`) and
-//!   state (`BUILD`), as CPython's `save_reduce` orders them.
 //! - A value reached more than once is followed by `MEMOIZE` where it is first written (a list,
-//!   dict, set or record right after it is made, so that a cycle through it can refer to it) and
-//!   is `BINGET` / `LONG_BINGET` after.
+//!   dict or set right after it is made, so that a cycle through it can refer to it) and is
+//!   `BINGET` / `LONG_BINGET` after.
+//!
+//! Two kinds of document have no canonical pickle ([`Unwritable`]): one holding a record object
+//! (the record keeps what its object holds at the end, not the calls and their order that made
+//! it, so CPython would run other code on the output than on the input), and a stream of
+//! several pickles (a later pickle can change an earlier one's values through the shared memo,
+//! and the document holds only the end). A review helper found both by replaying records and
+//! streams through CPython.
 //!
 //! Decoding the output under the policy that decoded the document gives the same typed JSON,
 //! but for the Python 2 names of globals read at protocols 0-2, and CPython's `pickle.loads` of
 //! it gives a value equal to, and shaped like, `pickle.loads` of the input (`tests/canonical.rs`
-//! checks both on every good corpus file).
+//! checks both on every good corpus file that is neither a stream nor holds a record).
+//!
+//! Known differences, all in what a policy accepts and CPython shares or not: globals are
+//! compared by the names written (a protocol-2 dict with keys `__builtin__.set` and
+//! `builtins.set` has two keys, which the output writes as one name, so its decode has one);
+//! shared empty tuples are written with a memo entry each (CPython has one `()`), so a
+//! document of more than `max_memo_entries` of them decodes only under a higher limit; a
+//! frozenset is written with all its items on the stack (as CPython's pickler writes it), so
+//! one of more than `max_stack_len` items does too.
 //!
 //! The writer walks an explicit stack, never the call stack: a few entries per nesting level,
 //! whatever the number of items.
@@ -59,7 +70,7 @@ use crate::clock::Clock;
 pub use crate::compat::python3_name;
 use crate::json::reachable_refs;
 use crate::opcode::Opcode;
-use crate::value::{lookup, CallKind, Document, NodeId, Value};
+use crate::value::{lookup, Document, NodeId, Value};
 
 /// The protocol of the output ([`Opcode::Proto`]'s argument): 5, which every CPython since 3.8
 /// reads, for `BYTEARRAY8`; the other opcodes written are protocol 4's (`STACK_GLOBAL`,
@@ -72,24 +83,70 @@ const BATCH: usize = 1000;
 /// No memo index yet.
 const NO_MEMO: u32 = u32::MAX;
 
-/// The canonical pickle of `doc`: for one pickle `PROTO 5 ... STOP`, for a stream one such
-/// pickle per root, sharing one memo. See the module documentation for the form.
-pub fn to_pickle(doc: &Document<'_>) -> Vec<u8> {
-    write_document(doc, usize::MAX, None).unwrap_or_default()
+/// Why a document has no canonical pickle, or why writing it stopped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum Unwritable {
+    /// The document holds a record object. A record keeps the call that made it and only what
+    /// its object holds at the end (the last BUILD's state, its list and dict items, not their
+    /// order, nor what INST or OBJ would have called), so writing it back would make CPython
+    /// run other code than the input made it run.
+    #[error(
+        "the value holds a record object, which a canonical pickle cannot write back as the \
+         input made it"
+    )]
+    Record,
+    /// The document is a stream of more than one pickle. A later pickle can change a value of
+    /// an earlier one through the shared memo, and the document holds only the end result, so
+    /// the first pickle written back would show what CPython's first `load()` had not seen.
+    #[error(
+        "the input is a stream of several pickles, whose values a later pickle may change \
+         through the shared memo"
+    )]
+    Stream,
+    /// The output passed the byte bound it was given.
+    #[error("the canonical pickle is over {0} bytes")]
+    TooLarge(usize),
+    /// The deadline passed while writing.
+    #[error("the deadline passed while the canonical pickle was written")]
+    Deadline,
 }
 
-/// As [`to_pickle`], but gives up (`None`) once the output passes `max_bytes`, so that a caller
-/// that must bound its memory (the service) never holds much more than that. The output may
-/// pass `max_bytes` by at most one value's own bytes (a long text or bytes) before the writer
-/// stops. A document's canonical pickle is at most a few bytes a value longer than a pickle
-/// CPython writes of the same value.
-pub fn to_pickle_limited(doc: &Document<'_>, max_bytes: usize) -> Option<Vec<u8>> {
+/// The canonical pickle of `doc`, one pickle `PROTO 5 ... STOP` (see the module documentation
+/// for the form).
+///
+/// Its size is about that of the decoded values, which `max_alloc_bytes` bounds, not that of
+/// the input: a pickle can make many values from one shared one (`[bytearray(b)] * k` made by
+/// k calls, as CPython also makes k copies), and each is written out in full.
+///
+/// # Errors
+/// [`Unwritable::Record`] or [`Unwritable::Stream`] for a document the form cannot write back
+/// as CPython would have read the input.
+pub fn to_pickle(doc: &Document<'_>) -> Result<Vec<u8>, Unwritable> {
+    write_document(doc, usize::MAX, None)
+}
+
+/// As [`to_pickle`], but gives up ([`Unwritable::TooLarge`]) once the output passes
+/// `max_bytes`, so that a caller that must bound its memory (the service) never holds much more
+/// than that. The output may pass `max_bytes` by at most one value's own bytes (a long text or
+/// bytes) before the writer stops.
+///
+/// # Errors
+/// As [`to_pickle`], and [`Unwritable::TooLarge`].
+pub fn to_pickle_limited(doc: &Document<'_>, max_bytes: usize) -> Result<Vec<u8>, Unwritable> {
     write_document(doc, max_bytes, None)
 }
 
-/// As [`to_pickle_limited`], and also gives up (`None`) once `deadline` has passed (looked at
-/// every 65,536 values written), as [`crate::json::to_typed_json_until`] does for typed JSON.
-pub fn to_pickle_until(doc: &Document<'_>, max_bytes: usize, deadline: Instant) -> Option<Vec<u8>> {
+/// As [`to_pickle_limited`], and also gives up ([`Unwritable::Deadline`]) once `deadline` has
+/// passed (looked at every 65,536 values written), as [`crate::json::to_typed_json_until`]
+/// does for typed JSON.
+///
+/// # Errors
+/// As [`to_pickle_limited`], and [`Unwritable::Deadline`].
+pub fn to_pickle_until(
+    doc: &Document<'_>,
+    max_bytes: usize,
+    deadline: Instant,
+) -> Result<Vec<u8>, Unwritable> {
     write_document(doc, max_bytes, Some(deadline))
 }
 
@@ -97,8 +154,20 @@ fn write_document(
     doc: &Document<'_>,
     max_bytes: usize,
     deadline: Option<Instant>,
-) -> Option<Vec<u8>> {
+) -> Result<Vec<u8>, Unwritable> {
+    if doc.roots.len() > 1 {
+        return Err(Unwritable::Stream);
+    }
     let (refs, _) = reachable_refs(&doc.nodes, &doc.roots);
+    // Reachable nodes are those with an in-degree (a root counts one).
+    let record = doc
+        .nodes
+        .iter()
+        .zip(&refs)
+        .any(|(v, &r)| r > 0 && matches!(v, Value::Object(_)));
+    if record {
+        return Err(Unwritable::Record);
+    }
     let mut w = Writer {
         nodes: &doc.nodes,
         refs,
@@ -109,29 +178,32 @@ fn write_document(
         max_bytes,
         clock: Clock::new(deadline),
         work: 0,
+        record: false,
     };
     // A memo index per node, set for the nodes written with MEMOIZE only; the arena is
     // already allocated, so this is at most 4 bytes for each of its nodes.
     if w.memo.try_reserve_exact(doc.nodes.len()).is_err() {
-        return None;
+        return Err(Unwritable::TooLarge(max_bytes));
     }
     w.memo.resize(doc.nodes.len(), NO_MEMO);
     for &root in &doc.roots {
         w.out.extend_from_slice(&[Opcode::Proto.byte(), PROTOCOL]);
-        if !w.write(root) {
-            return None;
-        }
+        w.write(root)?;
         w.out.push(Opcode::Stop.byte());
     }
-    (w.out.len() <= max_bytes).then_some(w.out)
+    if w.record {
+        return Err(Unwritable::Record);
+    }
+    if w.out.len() > max_bytes {
+        return Err(Unwritable::TooLarge(max_bytes));
+    }
+    Ok(w.out)
 }
 
 /// What is left to write of one value: the value itself, or the rest of one it has begun.
 enum Task<'d> {
     /// A value, from the start.
     Value(NodeId),
-    /// One opcode byte.
-    Op(Opcode),
     /// The items of a list or set (`list`: APPEND for a batch of one) from `next` on, inside a
     /// batch that ends at `end` (`next == end`: the batch's closing opcode is due).
     Batch {
@@ -141,7 +213,7 @@ enum Task<'d> {
         close: Opcode,
         list: bool,
     },
-    /// The pairs of a dict or a record's dict items, as [`Task::Batch`].
+    /// The pairs of a dict, as [`Task::Batch`].
     Pairs {
         pairs: &'d [(NodeId, NodeId)],
         next: usize,
@@ -156,8 +228,6 @@ enum Task<'d> {
         items: usize,
         op: Opcode,
     },
-    /// MEMOIZE `id` (a value whose opcodes are all written).
-    Memoize(NodeId),
 }
 
 struct Writer<'d, 'a> {
@@ -174,22 +244,26 @@ struct Writer<'d, 'a> {
     clock: Clock,
     /// Values written so far, by which the clock is looked at.
     work: u64,
+    /// A record object was met (never: [`write_document`] refuses them first).
+    record: bool,
 }
 
 impl<'d> Writer<'d, '_> {
-    /// Writes one root; `false` once past `max_bytes` or the deadline.
-    fn write(&mut self, root: NodeId) -> bool {
+    /// Writes one root; stops past `max_bytes` or the deadline.
+    fn write(&mut self, root: NodeId) -> Result<(), Unwritable> {
         let mut stack: Vec<Task<'d>> = vec![Task::Value(root)];
         while let Some(task) = stack.pop() {
             match task {
                 Task::Value(id) => {
                     self.work += 1;
-                    if self.out.len() > self.max_bytes || self.clock.passed_after(self.work) {
-                        return false;
+                    if self.out.len() > self.max_bytes {
+                        return Err(Unwritable::TooLarge(self.max_bytes));
+                    }
+                    if self.clock.passed_after(self.work) {
+                        return Err(Unwritable::Deadline);
                     }
                     self.value(id, &mut stack);
                 }
-                Task::Op(op) => self.out.push(op.byte()),
                 Task::Batch {
                     items,
                     next,
@@ -209,7 +283,7 @@ impl<'d> Writer<'d, '_> {
                         continue;
                     }
                     if next > 0 {
-                        // A batch ends (unless the list was empty from the start).
+                        // The batch ends here.
                         let one = list && end - batch_start(end, items.len()) == 1;
                         self.out
                             .push(if one { Opcode::Append } else { close }.byte());
@@ -267,10 +341,9 @@ impl<'d> Writer<'d, '_> {
                         self.memoize_if_shared(id);
                     }
                 }
-                Task::Memoize(id) => self.memoize_if_shared(id),
             }
         }
-        self.out.len() <= self.max_bytes
+        Ok(())
     }
 
     /// The first batch from `start` on of a list's or set's items: its MARK now (for a list
@@ -416,45 +489,11 @@ impl<'d> Writer<'d, '_> {
                 });
                 return;
             }
-            Value::Object(o) => {
-                // Run in this order (pushed in reverse): callable, args, [kwargs], the call,
-                // MEMOIZE, list items, dict items, state, BUILD.
-                if let Some(state) = o.state {
-                    stack.push(Task::Op(Opcode::Build));
-                    stack.push(Task::Value(state));
-                }
-                if !o.dictitems.is_empty() {
-                    stack.push(Task::Pairs {
-                        pairs: &o.dictitems,
-                        next: 0,
-                        end: 0,
-                    });
-                }
-                if !o.listitems.is_empty() {
-                    stack.push(Task::Batch {
-                        items: &o.listitems,
-                        next: 0,
-                        end: 0,
-                        close: Opcode::Appends,
-                        list: true,
-                    });
-                }
-                stack.push(Task::Memoize(id));
-                let (call, kwargs) = match o.kind {
-                    CallKind::Reduce => (Opcode::Reduce, None),
-                    CallKind::NewObj => (Opcode::Newobj, None),
-                    // NEWOBJ_EX always has its kwargs (an empty dict when the input gave
-                    // none is what CPython's pickler writes too).
-                    CallKind::NewObjEx => (Opcode::NewobjEx, Some(o.kwargs)),
-                };
-                stack.push(Task::Op(call));
-                match kwargs {
-                    Some(Some(k)) => stack.push(Task::Value(k)),
-                    Some(None) => stack.push(Task::Op(Opcode::EmptyDict)),
-                    None => {}
-                }
-                stack.push(Task::Value(o.args));
-                stack.push(Task::Value(o.callable));
+            Value::Object(_) => {
+                // Refused before anything is written (`Unwritable::Record`); should one be
+                // reached anyway, the output is refused rather than written without it.
+                self.record = true;
+                self.out.push(Opcode::None.byte());
                 return;
             }
         }

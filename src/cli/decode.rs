@@ -59,7 +59,12 @@ pub(crate) fn run(opts: &Opts) -> Result<Result<(), Error>, Fatal> {
             }
             // One line per pickle, each ending in a newline.
             Format::Repr => picklewarden::repr::write_repr(doc, &mut out)?,
-            Format::Pickle => out.write_all(&picklewarden::canonical::to_pickle(doc))?,
+            // A record or a stream has no canonical pickle: an error of the output.
+            Format::Pickle => {
+                let bytes = picklewarden::canonical::to_pickle(doc)
+                    .map_err(|e| io::Error::new(io::ErrorKind::Unsupported, e))?;
+                out.write_all(&bytes)?;
+            }
         }
         out.flush()
     })

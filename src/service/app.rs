@@ -31,6 +31,7 @@ use axum::routing::{get, post};
 use axum::{Extension, Router};
 use base64::Engine as _;
 use http_body_util::BodyExt;
+use picklewarden::canonical::Unwritable;
 use picklewarden::{Error, ErrorKind, Policy};
 use serde::Deserialize;
 use serde_json::{json, Map, Value as Json};
@@ -652,11 +653,23 @@ fn evaluate(
                 )),
                 // Base64 is 4 bytes of text per 3 of pickle: the pickle may take 3/4 of the
                 // output bound.
-                Endpoint::Decode(Format::Pickle) => Some((
-                    "pickle",
-                    picklewarden::canonical::to_pickle_until(&doc, max_output / 4 * 3, deadline)
-                        .map(|p| base64::engine::general_purpose::STANDARD.encode(p)),
-                )),
+                Endpoint::Decode(Format::Pickle) => {
+                    let bound = max_output / 4 * 3;
+                    match picklewarden::canonical::to_pickle_until(&doc, bound, deadline) {
+                        Ok(p) => Some((
+                            "pickle",
+                            Some(base64::engine::general_purpose::STANDARD.encode(p)),
+                        )),
+                        Err(e @ (Unwritable::Record | Unwritable::Stream)) => {
+                            body.insert("output_error".to_owned(), json!("no_canonical_pickle"));
+                            body.insert("output_reason".to_owned(), json!(e.to_string()));
+                            None
+                        }
+                        Err(Unwritable::TooLarge(_) | Unwritable::Deadline) => {
+                            Some(("pickle", None))
+                        }
+                    }
+                }
             };
             match text {
                 // The typed JSON is spliced in as raw text by `finish`.
