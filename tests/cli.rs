@@ -318,3 +318,72 @@ fn set_sort_keys_stay_small() {
     assert_eq!(items[1]["items"][0]["value"], "1");
     assert_eq!(items[2]["items"][0]["value"], "10");
 }
+
+/// `dis` lists the opcodes `pickletools.genops` finds, at the same offsets, with their
+/// arguments; a stream is listed pickle after pickle; a byte that is no opcode stops it with
+/// exit 1 and the offset.
+#[test]
+fn dis_lists_what_pickletools_lists() {
+    let files = [
+        GOOD,
+        "tests/corpus/good/mixed_bag.p0.c.pkl",
+        "tests/corpus/good/mixed_bag.p5.c.pkl",
+        HOSTILE,
+    ];
+    for file in files {
+        let out = run(&["dis", file], None);
+        assert_eq!(out.status.code(), Some(0), "{file}: {}", text(&out.stderr));
+        let ours: Vec<(u64, String)> = text(&out.stdout)
+            .lines()
+            .filter(|l| !l.is_empty())
+            .map(|l| {
+                let (offset, rest) = l.split_once(':').unwrap();
+                let name = rest.split_whitespace().next().unwrap().to_owned();
+                (offset.trim().parse().unwrap(), name)
+            })
+            .collect();
+        let theirs = common::python(
+            "import pickletools, sys\n\
+             for op, arg, pos in pickletools.genops(open(sys.argv[1], 'rb').read()):\n\
+             \x20   print(pos, op.name)",
+            &[file],
+        );
+        let theirs: Vec<(u64, String)> = theirs
+            .lines()
+            .map(|l| {
+                let (p, n) = l.split_once(' ').unwrap();
+                (p.parse().unwrap(), n.to_owned())
+            })
+            .collect();
+        assert_eq!(ours, theirs, "{file}");
+    }
+    let listing = text(&run(&["dis", HOSTILE], None).stdout);
+    assert!(
+        listing.contains("       2: GLOBAL 'os' 'system'\n"),
+        "{listing}"
+    );
+    assert!(
+        listing.contains("      14:     SHORT_BINUNICODE 'id'\n"),
+        "{listing}"
+    );
+
+    let stream = run(&["dis", "-"], Some(b"K\x01.\x80\x02\x8a\x02\x00\x80."));
+    assert_eq!(stream.status.code(), Some(0));
+    assert_eq!(
+        text(&stream.stdout),
+        "       0: BININT1 1\n       2: STOP\n\n       3: PROTO 2\n       5: LONG1 -32768\n       9: STOP\n"
+    );
+    let bad = run(&["dis", "-"], Some(b"N\xff."));
+    assert_eq!(bad.status.code(), Some(1));
+    assert_eq!(text(&bad.stdout), "       0: NONE\n");
+    assert!(
+        text(&bad.stderr).contains("unknown_opcode"),
+        "{}",
+        text(&bad.stderr)
+    );
+    assert!(
+        text(&bad.stderr).contains("offset 1"),
+        "{}",
+        text(&bad.stderr)
+    );
+}
