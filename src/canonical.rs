@@ -51,10 +51,7 @@
 //! it gives a value equal to, and shaped like, `pickle.loads` of the input (`tests/canonical.rs`
 //! checks both on every good corpus file that is neither a stream nor holds a record).
 //!
-//! Known differences, all in what a policy accepts and CPython shares or not: globals are
-//! compared by the names written (a protocol-2 dict with keys `__builtin__.set` and
-//! `builtins.set` has two keys, which the output writes as one name, so its decode has one);
-//! shared empty tuples are written with a memo entry each (CPython has one `()`), so a
+//! Known differences, all in what a policy accepts and CPython shares or not: shared empty tuples are written with a memo entry each (CPython has one `()`), so a
 //! document of more than `max_memo_entries` of them decodes only under a higher limit; a
 //! frozenset is written with all its items on the stack (as CPython's pickler writes it), so
 //! one of more than `max_stack_len` items does too.
@@ -434,11 +431,10 @@ impl<'d> Writer<'d, '_> {
                 self.out.extend_from_slice(&(b.len() as u64).to_le_bytes());
                 self.out.extend_from_slice(b);
             }
-            Value::Global(g) if g.fix_imports => {
-                let (module, name) = python3_name(&g.module, &g.name);
+            Value::Global(g) => {
+                let (module, name) = g.python3_name();
                 self.global(module, name);
             }
-            Value::Global(g) => self.global(&g.module, &g.name),
             Value::List(items) => {
                 self.out.push(Opcode::EmptyList.byte());
                 self.memoize_if_shared(id);

@@ -438,8 +438,9 @@ impl<S: BuildHasher> KeyOps<'_, '_, S> {
             Value::Bytes(b) => return Ok(Some(self.hash_bytes(id, 6, b))),
             Value::Global(g) => {
                 h.write_u8(7);
-                g.module.hash(&mut h);
-                g.name.hash(&mut h);
+                let (module, name) = g.python3_name();
+                module.hash(&mut h);
+                name.hash(&mut h);
             }
             Value::Object(_) => {
                 h.write_u8(8);
@@ -632,7 +633,7 @@ impl<S: BuildHasher> KeyOps<'_, '_, S> {
                 (Value::None, Value::None) => true,
                 (Value::Str(p), Value::Str(q)) => self.bytes_eq(x, y, p.as_bytes(), q.as_bytes()),
                 (Value::Bytes(p), Value::Bytes(q)) => self.bytes_eq(x, y, p, q),
-                (Value::Global(p), Value::Global(q)) => p.module == q.module && p.name == q.name,
+                (Value::Global(p), Value::Global(q)) => p.python3_name() == q.python3_name(),
                 (Value::Tuple(p), Value::Tuple(q)) => {
                     if p.len() != q.len() {
                         return false;

@@ -234,6 +234,20 @@ pub struct Global<'a> {
     pub(crate) fix_imports: bool,
 }
 
+impl Global<'_> {
+    /// The (module, name) CPython 3 finds this global under: as written, except that one read
+    /// at protocol 0-2 has the Python 3 name `find_class` maps it to there
+    /// ([`crate::canonical::python3_name`]). Two globals are one dict key or set item when these
+    /// agree, as CPython finds one object for `__builtin__.set` at protocol 2 and `builtins.set`.
+    pub fn python3_name(&self) -> (&str, &str) {
+        if self.fix_imports {
+            crate::compat::python3_name(&self.module, &self.name)
+        } else {
+            (&self.module, &self.name)
+        }
+    }
+}
+
 /// The items of a dict in insertion order, after Python's key equality (`1`, `1.0` and `True`
 /// are one key; the first key object is kept, the last value wins). Held in the node itself
 /// (no box: one allocation per dict); the hash index the decoder needs for a dict of more

@@ -909,3 +909,32 @@ h\x00\x8c\x08builtins\x8c\x03set\x93h\x00\x85R\x87.";
     assert_ne!(items[2], items[1]);
     assert!(matches!(value(&doc, items[2]), Value::Set(s) if s.items.len() == 2));
 }
+
+/// At protocols 0-2 CPython finds `__builtin__.set` as `builtins.set` (`fix_imports`), so a dict
+/// whose keys are both holds one key (the first, with the last value), as a set of both holds
+/// one item. At protocol 3 the names are taken as written.
+#[test]
+fn python2_and_python3_names_of_one_global_are_one_key() {
+    let policy = Policy::data();
+    let dict: &[u8] = b"\x80\x02}(c__builtin__\nset\nK\x01cbuiltins\nset\nK\x02u.";
+    let cpython = python(
+        "import pickle, sys\nd = pickle.loads(bytes.fromhex(sys.argv[1]))\nprint(len(d), d[set])",
+        &[&common::hex_encode(dict)],
+    );
+    assert_eq!(cpython.trim(), "1 2");
+    let doc = decode(dict, &policy);
+    assert_eq!(
+        to_typed_json(&doc),
+        format!(
+            "{FMT}{{\"type\":\"dict\",\"items\":[[{{\"type\":\"global\",\"module\":\"__builtin__\",\
+             \"name\":\"set\"}},{{\"type\":\"int\",\"value\":\"2\"}}]]}}}}"
+        )
+    );
+    let set: &[u8] = b"\x80\x02(c__builtin__\nset\ncbuiltins\nset\n\x91.";
+    let doc = decode(set, &policy);
+    assert!(matches!(root(&doc).1, Value::FrozenSet(s) if s.items.len() == 1));
+    // Protocol 3: no mapping, two keys (CPython cannot import `__builtin__` there at all).
+    let p3: &[u8] = b"\x80\x03}(c__builtin__\nset\nK\x01cbuiltins\nset\nK\x02u.";
+    let doc = decode(p3, &policy);
+    assert!(matches!(root(&doc).1, Value::Dict(d) if d.items.len() == 2));
+}
