@@ -10,7 +10,9 @@
 //!
 //! The form, opcode names as CPython's `Lib/pickletools.py` spells them:
 //! - `PROTO 5`, then the value, then `STOP`; no FRAME (framing is optional from protocol 4
-//!   on, PEP 3154; every CPython since 3.8 reads protocol 5, PEP 574).
+//!   on, PEP 3154; every CPython since 3.8 reads protocol 5, PEP 574). A stream document is
+//!   one such pickle per root, back to back, sharing one memo, as `pickle.Unpickler.load()`
+//!   called again on the same file reads them.
 //! - None, bool: `NONE`, `NEWTRUE` / `NEWFALSE`. int: `BININT1` (0..=255), `BININT2`
 //!   (..=65535), `BININT` (32-bit signed), else `LONG1` / `LONG4` with the fewest
 //!   two's-complement bytes, as CPython's `encode_long` writes them. float: `BINFLOAT` (the
@@ -41,9 +43,9 @@
 //!
 //! Two kinds of document have no canonical pickle ([`Unwritable`]): one holding a record object
 //! (the record keeps what its object holds at the end, not the calls and their order that made
-//! it, so CPython would run other code on the output than on the input), and a stream of
-//! several pickles (a later pickle can change an earlier one's values through the shared memo,
-//! and the document holds only the end). A review helper found both by replaying records and
+//! it, so CPython would run other code on the output than on the input), and a stream in
+//! which a later pickle changed a value of an earlier one through the shared memo (the
+//! document holds only the end, [`Document::changed_earlier`]). A review helper found both by replaying records and
 //! streams through CPython.
 //!
 //! Decoding the output under the policy that decoded the document gives the same typed JSON,
@@ -92,11 +94,12 @@ pub enum Unwritable {
          input made it"
     )]
     Record,
-    /// The document is a stream of more than one pickle. A later pickle can change a value of
-    /// an earlier one through the shared memo, and the document holds only the end result, so
-    /// the first pickle written back would show what CPython's first `load()` had not seen.
+    /// The document is a stream in which a later pickle changed a value an earlier one made,
+    /// through the shared memo ([`Document::changed_earlier`]). The document holds only the
+    /// end result, so the earlier pickle written back would show what CPython's `load()` of it
+    /// had not seen.
     #[error(
-        "the input is a stream of several pickles, whose values a later pickle may change \
+        "the input is a stream in which a later pickle changes a value of an earlier one \
          through the shared memo"
     )]
     Stream,
@@ -108,8 +111,8 @@ pub enum Unwritable {
     Deadline,
 }
 
-/// The canonical pickle of `doc`, one pickle `PROTO 5 ... STOP` (see the module documentation
-/// for the form).
+/// The canonical pickle of `doc`: `PROTO 5 ... STOP`, one such pickle per root of a stream,
+/// sharing one memo (see the module documentation for the form).
 ///
 /// Its size is about that of the decoded values, which `max_alloc_bytes` bounds, not that of
 /// the input: a pickle can make many values from one shared one (`[bytearray(b)] * k` made by
@@ -152,7 +155,7 @@ fn write_document(
     max_bytes: usize,
     deadline: Option<Instant>,
 ) -> Result<Vec<u8>, Unwritable> {
-    if doc.roots.len() > 1 {
+    if doc.roots.len() > 1 && doc.changed_earlier {
         return Err(Unwritable::Stream);
     }
     let (refs, _) = reachable_refs(&doc.nodes, &doc.roots);

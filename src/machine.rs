@@ -189,6 +189,7 @@ impl<'a, 'p> Decoder<'a, 'p> {
         m.stream = true;
         let mut roots = Vec::new();
         loop {
+            m.pickle_start = m.nodes.len();
             roots.push(m.run()?);
             m.r.end_pickle()?;
             m.proto = 0;
@@ -333,6 +334,12 @@ struct Machine<'a, 'p> {
     /// Whether the input is a stream of pickles: the depth check then runs once, over every
     /// root, after the last one.
     stream: bool,
+    /// The arena's length when the current pickle of a stream began: values below it were
+    /// made by an earlier pickle.
+    pickle_start: usize,
+    /// A pickle of a stream changed a value an earlier one made (APPEND, SETITEM, ADDITEMS or
+    /// BUILD on it, reached through the shared memo): [`Document::changed_earlier`].
+    changed_earlier: bool,
     /// Values created, shared ones included (`max_nodes` counts them all, as before values
     /// were shared, so the limit does not depend on which values happen to be shared).
     created: u64,
@@ -685,6 +692,8 @@ impl<'a, 'p> Machine<'a, 'p> {
             hasher: RandomState::new(),
             buffers: buffers.map(VecDeque::from),
             stream: false,
+            pickle_start: 0,
+            changed_earlier: false,
         })
     }
 
@@ -706,7 +715,15 @@ impl<'a, 'p> Machine<'a, 'p> {
             roots,
             stream,
             values: self.created,
+            changed_earlier: self.changed_earlier,
         }
+    }
+
+    /// Notes that `target` is about to change: when an earlier pickle of the stream made it,
+    /// the document remembers that a later pickle changed it.
+    #[inline]
+    fn touch(&mut self, target: NodeId) {
+        self.changed_earlier |= target.index() < self.pickle_start;
     }
 
     #[cold]
@@ -1617,6 +1634,7 @@ impl<'a, 'p> Machine<'a, 'p> {
     fn build(&mut self) -> Result<()> {
         let state = self.pop()?;
         let target = self.top()?;
+        self.touch(target);
         let rule = match self.get(target)? {
             Value::Object(o) => self.rule_of(o.callable)?,
             _ => return Err(self.err(ErrorKind::BuildNotAllowed)),
@@ -1983,26 +2001,31 @@ impl<'a, 'p> Machine<'a, 'p> {
             O::Append => {
                 let start = self.top_group(1)?;
                 let target = self.below(start)?;
+                self.touch(target);
                 self.extend(target, start)?;
             }
             O::Appends => {
                 let start = self.group()?;
                 let target = self.below(start)?;
+                self.touch(target);
                 self.extend(target, start)?;
             }
             O::Setitem => {
                 let start = self.top_group(2)?;
                 let target = self.below(start)?;
+                self.touch(target);
                 self.set_items(target, start)?;
             }
             O::Setitems => {
                 let start = self.group()?;
                 let target = self.below(start)?;
+                self.touch(target);
                 self.set_items(target, start)?;
             }
             O::Additems => {
                 let start = self.group()?;
                 let target = self.below(start)?;
+                self.touch(target);
                 let slot = self.get_mut(target)?;
                 if !matches!(slot, Value::Set(_)) {
                     return Err(self.err(ErrorKind::TypeMismatch("ADDITEMS target is not a set")));

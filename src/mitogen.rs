@@ -538,6 +538,7 @@ pub fn decode_payload<'a>(
             roots: Vec::new(),
             stream: true,
             values: 0,
+            changed_earlier: false,
         })),
         PayloadKind::Pickles => Decoder::new(payload, policy)
             .limits(limits)

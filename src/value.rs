@@ -393,6 +393,8 @@ pub struct Document<'a> {
     pub(crate) stream: bool,
     /// Values created while decoding, shared ones included (so at least `nodes.len()`).
     pub(crate) values: u64,
+    /// A later pickle of the stream changed a value an earlier one made.
+    pub(crate) changed_earlier: bool,
 }
 
 impl<'a> Document<'a> {
@@ -416,6 +418,15 @@ impl<'a> Document<'a> {
     /// Whether the document was decoded as a stream (several pickles sharing one memo).
     pub fn is_stream(&self) -> bool {
         self.stream
+    }
+
+    /// Whether a pickle of the stream changed a value that an earlier pickle made (APPEND,
+    /// APPENDS, SETITEM, SETITEMS, ADDITEMS or BUILD on a value reached through the shared
+    /// memo). The document then holds each value as the last pickle left it, which is not what
+    /// CPython's `load()` of the earlier pickle returned at the time (`crate::canonical` refuses
+    /// such a stream). Always `false` for a single pickle.
+    pub fn changed_earlier(&self) -> bool {
+        self.changed_earlier
     }
 
     /// The value of the (first) pickle.

@@ -540,8 +540,9 @@ fn check_reports_sha256_globals_and_repr() {
             &[&b64, &common::hex_encode(&pkl)],
         );
         assert_eq!(same.trim(), "True True");
-        // A stream of several pickles has none: the verdict says why.
-        let stream = b"\x80\x02]q\x00K\x07a.\x80\x02h\x00.".to_vec();
+        // A stream whose second pickle appends to the first one's list has none: the verdict
+        // says why.
+        let stream = b"\x80\x02]q\x00K\x07a.\x80\x02h\x00K\x08a0N.".to_vec();
         let r = c.post("/v1/decode?format=pickle&stream=true", stream).await;
         let j = r.json();
         assert_eq!((r.status, &j["verdict"]), (200, &Json::from("accepted")));
