@@ -158,7 +158,15 @@ fn write_document(
     if doc.roots.len() > 1 && doc.changed_earlier {
         return Err(Unwritable::Stream);
     }
-    let (refs, _) = reachable_refs(&doc.nodes, &doc.roots);
+    let (mut refs, _) = reachable_refs(&doc.nodes, &doc.roots);
+    // A container on a cycle is memoized even when one reference reaches it: the list of
+    // `t = ([t],)` is written inside `t`, then again inside the copy of `t` its own items make,
+    // and only its memo entry ends that (a review helper's 15-byte pickle wrote without end).
+    for (r, on) in refs.iter_mut().zip(on_cycles(&doc.nodes, &doc.roots)) {
+        if on {
+            *r = (*r).max(2);
+        }
+    }
     // Reachable nodes are those with an in-degree (a root counts one).
     let record = doc
         .nodes
@@ -611,6 +619,130 @@ impl<'d> Writer<'d, '_> {
             self.out.extend_from_slice(&n.to_le_bytes());
         }
         self.out.extend_from_slice(bytes);
+    }
+}
+
+/// Which arena nodes lie on a cycle of containers that the roots reach: those in a strongly
+/// connected component of more than one node, or with an edge to themselves (Tarjan's
+/// algorithm, on an explicit stack: a frame per open node, never the call stack).
+fn on_cycles(nodes: &[Value<'_>], roots: &[NodeId]) -> Vec<bool> {
+    let n = nodes.len();
+    let mut t = Tarjan {
+        index: vec![UNSEEN; n],
+        low: vec![0; n],
+        on_stack: vec![false; n],
+        stack: Vec::new(),
+        next: 0,
+    };
+    let mut cyclic = vec![false; n];
+    let mut frames: Vec<(usize, usize)> = Vec::new();
+    let container = |i: usize| nodes.get(i).is_some_and(Value::is_container);
+    for &root in roots {
+        let r = root.index();
+        if !container(r) || t.index.get(r) != Some(&UNSEEN) {
+            continue;
+        }
+        t.open(r);
+        frames.push((r, 0));
+        while let Some(&mut (v, ref mut k)) = frames.last_mut() {
+            if let Some(w) = nodes.get(v).and_then(|value| nth_child(value, *k)) {
+                *k += 1;
+                let w = w.index();
+                if !container(w) {
+                    continue;
+                }
+                if w == v {
+                    if let Some(c) = cyclic.get_mut(v) {
+                        *c = true;
+                    }
+                }
+                match t.index.get(w).copied() {
+                    Some(UNSEEN) => {
+                        t.open(w);
+                        frames.push((w, 0));
+                    }
+                    Some(iw) if t.on_stack.get(w) == Some(&true) => t.lower(v, iw),
+                    _ => {}
+                }
+                continue;
+            }
+            frames.pop();
+            let lv = t.low.get(v).copied().unwrap_or(0);
+            if let Some(&(u, _)) = frames.last() {
+                t.lower(u, lv);
+            }
+            if Some(&lv) == t.index.get(v) {
+                // v roots a component: the stack from v up holds it.
+                let at = t
+                    .stack
+                    .iter()
+                    .rposition(|&x| x == v)
+                    .unwrap_or(t.stack.len());
+                let members = t.stack.len() - at;
+                for &x in t.stack.get(at..).unwrap_or_default() {
+                    if let Some(o) = t.on_stack.get_mut(x) {
+                        *o = false;
+                    }
+                    if members > 1 {
+                        if let Some(c) = cyclic.get_mut(x) {
+                            *c = true;
+                        }
+                    }
+                }
+                t.stack.truncate(at);
+            }
+        }
+    }
+    cyclic
+}
+
+/// Not visited yet, in [`Tarjan::index`].
+const UNSEEN: u32 = u32::MAX;
+
+/// The state of [`on_cycles`]' walk: each node's visit order and lowest reachable visit order,
+/// and the nodes of the components still open.
+struct Tarjan {
+    index: Vec<u32>,
+    low: Vec<u32>,
+    on_stack: Vec<bool>,
+    stack: Vec<usize>,
+    next: u32,
+}
+
+impl Tarjan {
+    fn open(&mut self, v: usize) {
+        if let Some(i) = self.index.get_mut(v) {
+            *i = self.next;
+        }
+        if let Some(l) = self.low.get_mut(v) {
+            *l = self.next;
+        }
+        if let Some(o) = self.on_stack.get_mut(v) {
+            *o = true;
+        }
+        self.next = self.next.saturating_add(1);
+        self.stack.push(v);
+    }
+
+    fn lower(&mut self, v: usize, to: u32) {
+        if let Some(l) = self.low.get_mut(v) {
+            *l = (*l).min(to);
+        }
+    }
+}
+
+/// The `k`-th node `value` refers to (a dict's key then value), as
+/// [`Value::for_each_child`] orders them; `None` past the last.
+fn nth_child(value: &Value<'_>, k: usize) -> Option<NodeId> {
+    match value {
+        Value::List(items) | Value::Tuple(items) => items.get(k).copied(),
+        Value::Set(s) | Value::FrozenSet(s) => s.items.get(k).copied(),
+        Value::Dict(d) => d
+            .items
+            .get(k / 2)
+            .map(|&(key, v)| if k.is_multiple_of(2) { key } else { v }),
+        // Records are refused before the walk (`Unwritable::Record`).
+        _ => None,
     }
 }
 

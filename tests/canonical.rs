@@ -340,3 +340,61 @@ print(a == b, b[0] is b[1], b[2][0] is b[0])
         Err(canonical::Unwritable::Stream)
     );
 }
+
+/// Cycles that pass through a tuple and a container reached by one reference only (`t = ([t],)`,
+/// a review helper's 15-byte pickle, which the writer wrote without end): the containers on a
+/// cycle are memoized, and CPython reads back the same graph (every object in the same place,
+/// compared by a walk that numbers objects as it first meets them).
+#[test]
+fn cycles_through_tuples_end_and_keep_their_shape() {
+    let make = r#"
+import pickle, sys
+cases = []
+l = []; t = (l,); l.append(t); cases.append(t)
+cases.append([t])
+d = {}; t2 = (1, d); d['k'] = t2; cases.append(t2)
+l3 = []; u = (l3,); T = (u,); l3.append(T); cases.append(T)
+a = []; b = []; t4 = (a, b); a.append(t4); b.append(t4); cases.append(t4)
+s = []; t3 = (s, s); s.append(t3); cases.append(t3)
+l5 = []; t5 = (l5, [list(range(5))], 'x' * 300); l5.append(t5); cases.append(t5)
+st = set(); f = frozenset({(1, 2)}); fl = []; t6 = (f, fl, frozenset({f})); fl.append(t6); cases.append(t6)
+proto = int(sys.argv[1])
+print(" ".join(pickle.dumps(c, proto).hex() for c in cases))
+"#;
+    let shape = r#"
+import pickle, sys
+def shape(root):
+    seen, out, work = {}, [], [root]
+    while work:
+        x = work.pop()
+        if isinstance(x, (int, float, str, bytes, type(None))):
+            out.append(repr(x)); continue
+        if id(x) in seen:
+            out.append(('ref', seen[id(x)])); continue
+        seen[id(x)] = len(seen)
+        out.append(type(x).__name__)
+        items = list(x.items()) if isinstance(x, dict) else sorted(x, key=repr) if isinstance(x, (set, frozenset)) else list(x)
+        for i in reversed(items):
+            work.extend(reversed(i) if isinstance(x, dict) else [i])
+    return out
+a = pickle.loads(bytes.fromhex(sys.argv[1])); b = pickle.loads(bytes.fromhex(sys.argv[2]))
+print(shape(a) == shape(b))
+"#;
+    let policy = Policy::data();
+    for proto in ["2", "4"] {
+        let hexes = python(make, &[proto]);
+        for (i, hex) in hexes.split_whitespace().enumerate() {
+            let input = common::hex_decode(hex);
+            let doc = decode(&input, &policy, false);
+            let out = canonical::to_pickle(&doc).unwrap();
+            let again = decode(&out, &policy, false);
+            assert_eq!(
+                json::to_typed_json(&again),
+                json::to_typed_json(&doc),
+                "case {i}, protocol {proto}"
+            );
+            let verdict = python(shape, &[hex, &common::hex_encode(&out)]);
+            assert_eq!(verdict.trim(), "True", "case {i}, protocol {proto}");
+        }
+    }
+}
