@@ -5,7 +5,7 @@
 //! instead of the peer's: they name no global but `builtins.complex` and those the policy
 //! allowed as values, carry none of the input's opcodes, memo indices,
 //! frames, padding or dead values, and set a memo entry only for a value reached more than once
-//! (indices 0, 1, 2, ... in order), so a consumer's own unpickler meets none of the input's
+//! or on a cycle (indices 0, 1, 2, ... in order), so a consumer's own unpickler meets none of the input's
 //! tricks (a far LONG_BINPUT index, a huge declared length, values popped unseen).
 //!
 //! The form, opcode names as CPython's `Lib/pickletools.py` spells them:
@@ -37,9 +37,12 @@
 //!   the Python 3 name CPython's `find_class` maps it to there ([`python3_name`]:
 //!   `__builtin__.set` -> `builtins.set`), since at protocol 5 it maps nothing. Decoding the
 //!   output then gives that name; the policy must allow it (the shipped ones list both).
-//! - A value reached more than once is followed by `MEMOIZE` where it is first written (a list,
-//!   dict or set right after it is made, so that a cycle through it can refer to it) and is
-//!   `BINGET` / `LONG_BINGET` after.
+//! - A value reached more than once, and a container on a cycle (even one reached by a single
+//!   reference: the list of `t = ([t],)`), is followed by `MEMOIZE` where it is first written (a
+//!   list, dict or set right after it is made, so that a cycle through it can refer to it) and
+//!   is `BINGET` / `LONG_BINGET` after. When a tuple on a cycle is written again from inside
+//!   itself, the items of that outer copy that are on no cycle are written a second time
+//!   before `POP` throws them away.
 //!
 //! Two kinds of document have no canonical pickle ([`Unwritable`]): one holding a record object
 //! (the record keeps what its object holds at the end, not the calls and their order that made
