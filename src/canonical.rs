@@ -1,5 +1,6 @@
-//! Canonical pickle output: a decoded [`Document`] written back as a protocol-5 pickle that
-//! holds only what the document holds, in one fixed form whatever the input's form was.
+//! Canonical pickle output: a decoded [`Document`] written back as a protocol-5 pickle (or,
+//! for Python 2 and Mitogen, a protocol-2 one: [`Protocol::V2`]) that holds only what the
+//! document holds, in one fixed form whatever the input's form was.
 //!
 //! A service that checks pickles for another (DESIGN's second user) can hand on these bytes
 //! instead of the peer's: they name no global but `builtins.complex` and those the policy
@@ -44,12 +45,18 @@
 //!   itself, the items of that outer copy that are on no cycle are written a second time
 //!   before `POP` throws them away.
 //!
+//! - A record object: its global (as a global value above), its argument tuple, then `REDUCE`
+//!   (or `NEWOBJ` for one NEWOBJ made), as CPython's `save_reduce` writes a `__reduce__`
+//!   result. The calls are made in the output's order, which may differ from the input's.
+//!
 //! Two kinds of document have no canonical pickle ([`Unwritable`]): one holding a record object
-//! (the record keeps what its object holds at the end, not the calls and their order that made
-//! it, so CPython would run other code on the output than on the input), and a stream in
-//! which a later pickle changed a value of an earlier one through the shared memo (the
-//! document holds only the end, [`Document::changed_earlier`]). A review helper found both by replaying records and
-//! streams through CPython.
+//! that is more than its call (changed by BUILD, APPEND or SETITEM after it, made by
+//! NEWOBJ_EX, INST or OBJ, or called with a container that changed after the call,
+//! [`Document::records_replayable`]: the record keeps what its object holds at the end, not
+//! the calls and their order, so CPython would run other code on the output than on the
+//! input), and a stream in which a later pickle changed a value of an earlier one through the
+//! shared memo (the document holds only the end, [`Document::changed_earlier`]). A review
+//! helper found both by replaying records and streams through CPython.
 //!
 //! Decoding the output under the policy that decoded the document gives the same typed JSON,
 //! but for the Python 2 names of globals read at protocols 0-2, and CPython's `pickle.loads` of
@@ -69,15 +76,45 @@ use std::time::Instant;
 use num_bigint::BigInt;
 
 use crate::clock::Clock;
-pub use crate::compat::python3_name;
+pub use crate::compat::{python2_name, python3_name};
 use crate::json::reachable_refs;
 use crate::opcode::Opcode;
-use crate::value::{lookup, Document, NodeId, Value};
+use crate::value::{lookup, CallKind, Document, NodeId, Value};
 
 /// The protocol of the output ([`Opcode::Proto`]'s argument): 5, which every CPython since 3.8
 /// reads, for `BYTEARRAY8`; the other opcodes written are protocol 4's (`STACK_GLOBAL`,
 /// `MEMOIZE`, `EMPTY_SET` / `ADDITEMS`, `FROZENSET`) and older.
 pub const PROTOCOL: u8 = 5;
+
+/// The form of a canonical pickle.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Protocol {
+    /// Protocol 5, the form the module documentation gives ([`to_pickle`]).
+    #[default]
+    V5,
+    /// Protocol 2, as Python 3's pickler writes it for Python 2 and for Mitogen (whose
+    /// Python 3 side pickles at protocol 2 and whose `Message._find_global` knows only
+    /// `_codecs.encode` and `__builtin__.bytes` for bytes): `PROTO 2`, `BINPUT` /
+    /// `LONG_BINPUT` for the memo, str as `BINUNICODE`, bytes as `_codecs.encode(<latin-1
+    /// text>, 'latin1')` (`__builtin__.bytes()` when empty), bytearray as
+    /// `__builtin__.bytearray(<that bytes>)`, set and frozenset as `__builtin__.set([...])` /
+    /// `__builtin__.frozenset([...])`, complex as `__builtin__.complex(re, im)`, every global
+    /// by `GLOBAL` under its Python 2 name ([`python2_name`]), each of those globals and the
+    /// text `'latin1'` memoized where first written. These are the forms of CPython 3.11's
+    /// `pickle.dumps(value, 2)`; ints, floats, lists, dicts, tuples and records are as at
+    /// protocol 5.
+    V2,
+}
+
+impl Protocol {
+    /// The protocol number (`PROTO`'s argument): 5 or 2.
+    pub fn number(self) -> u8 {
+        match self {
+            Protocol::V5 => 5,
+            Protocol::V2 => 2,
+        }
+    }
+}
 
 /// Items per `APPENDS`, `SETITEMS` or `ADDITEMS`: CPython's `Pickler._BATCHSIZE`.
 const BATCH: usize = 1000;
@@ -88,15 +125,30 @@ const NO_MEMO: u32 = u32::MAX;
 /// Why a document has no canonical pickle, or why writing it stopped.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum Unwritable {
-    /// The document holds a record object. A record keeps the call that made it and only what
-    /// its object holds at the end (the last BUILD's state, its list and dict items, not their
-    /// order, nor what INST or OBJ would have called), so writing it back would make CPython
-    /// run other code than the input made it run.
+    /// The document holds a record object that cannot be written back as the call that made
+    /// it: one changed after the call (BUILD, APPEND or SETITEM on it: the record keeps only
+    /// the last state and the items, not their order), made by NEWOBJ_EX, INST or OBJ, or
+    /// called with a list, dict, set or record that changed after the call
+    /// ([`Document::records_replayable`]). Writing it back would make CPython run other code
+    /// than the input made it run.
     #[error(
         "the value holds a record object, which a canonical pickle cannot write back as the \
          input made it"
     )]
     Record,
+    /// The value holds something the protocol asked for cannot write as it is: at protocol 2,
+    /// a str or bytes of 4 GiB or more (BINUNICODE has a 4-byte length), a global whose name
+    /// is not ASCII or holds a newline (GLOBAL is a text line), or one CPython's protocol-2
+    /// names would change (`builtins.FileNotFoundError` is written `exceptions.OSError`,
+    /// [`python2_name`]), or a set or frozenset on a cycle (at protocol 2 it is made by a call
+    /// after its items, so a cycle through it cannot be closed).
+    #[error("the value holds {what}, which a protocol-{protocol} pickle cannot write as it is")]
+    Protocol {
+        /// The protocol asked for.
+        protocol: u8,
+        /// What it cannot write.
+        what: &'static str,
+    },
     /// The document is a stream in which a later pickle changed a value an earlier one made,
     /// through the shared memo ([`Document::changed_earlier`]). The document holds only the
     /// end result, so the earlier pickle written back would show what CPython's `load()` of it
@@ -153,8 +205,31 @@ pub fn to_pickle_until(
     write_document(doc, max_bytes, Some(deadline))
 }
 
+/// The canonical pickle of `doc` in the form `protocol` names, giving up past `max_bytes`
+/// ([`to_pickle_limited`]) or `deadline` ([`to_pickle_until`]).
+///
+/// # Errors
+/// As [`to_pickle_until`], and [`Unwritable::Protocol`] for a value `protocol` cannot write.
+pub fn to_pickle_with(
+    doc: &Document<'_>,
+    protocol: Protocol,
+    max_bytes: usize,
+    deadline: Option<Instant>,
+) -> Result<Vec<u8>, Unwritable> {
+    write_pickle(doc, protocol, max_bytes, deadline)
+}
+
 fn write_document(
     doc: &Document<'_>,
+    max_bytes: usize,
+    deadline: Option<Instant>,
+) -> Result<Vec<u8>, Unwritable> {
+    write_pickle(doc, Protocol::V5, max_bytes, deadline)
+}
+
+fn write_pickle(
+    doc: &Document<'_>,
+    protocol: Protocol,
     max_bytes: usize,
     deadline: Option<Instant>,
 ) -> Result<Vec<u8>, Unwritable> {
@@ -165,18 +240,42 @@ fn write_document(
     // A container on a cycle is memoized even when one reference reaches it: the list of
     // `t = ([t],)` is written inside `t`, then again inside the copy of `t` its own items make,
     // and only its memo entry ends that (a review helper's 15-byte pickle wrote without end).
-    for (r, on) in refs.iter_mut().zip(on_cycles(&doc.nodes, &doc.roots)) {
+    for ((r, on), v) in refs
+        .iter_mut()
+        .zip(on_cycles(&doc.nodes, &doc.roots))
+        .zip(&doc.nodes)
+    {
         if on {
             *r = (*r).max(2);
+            match v {
+                // A record is never on a cycle when it can be written back (what its
+                // arguments reached did not change after the call); refuse one that is.
+                Value::Object(_) => return Err(Unwritable::Record),
+                Value::Set(_) | Value::FrozenSet(_) if protocol == Protocol::V2 => {
+                    return Err(Unwritable::Protocol {
+                        protocol: 2,
+                        what: "a set or frozenset on a cycle",
+                    })
+                }
+                _ => {}
+            }
         }
     }
     // Reachable nodes are those with an in-degree (a root counts one).
-    let record = doc
-        .nodes
-        .iter()
-        .zip(&refs)
-        .any(|(v, &r)| r > 0 && matches!(v, Value::Object(_)));
-    if record {
+    let unreplayable = doc.nodes.iter().zip(&refs).any(|(v, &r)| {
+        r > 0
+            && match v {
+                Value::Object(o) => {
+                    !doc.records_replayable
+                        || o.kind == CallKind::NewObjEx
+                        || o.state.is_some()
+                        || !o.listitems.is_empty()
+                        || !o.dictitems.is_empty()
+                }
+                _ => false,
+            }
+    });
+    if unreplayable {
         return Err(Unwritable::Record);
     }
     let mut w = Writer {
@@ -184,12 +283,13 @@ fn write_document(
         refs,
         memo: Vec::new(),
         next_memo: 0,
-        complex: NO_MEMO,
+        fixed: [NO_MEMO; FIXED],
+        proto: protocol,
         out: Vec::new(),
         max_bytes,
         clock: Clock::new(deadline),
         work: 0,
-        record: false,
+        failed: None,
     };
     // A memo index per node, set for the nodes written with MEMOIZE only; the arena is
     // already allocated, so this is at most 4 bytes for each of its nodes.
@@ -198,12 +298,13 @@ fn write_document(
     }
     w.memo.resize(doc.nodes.len(), NO_MEMO);
     for &root in &doc.roots {
-        w.out.extend_from_slice(&[Opcode::Proto.byte(), PROTOCOL]);
+        w.out
+            .extend_from_slice(&[Opcode::Proto.byte(), protocol.number()]);
         w.write(root)?;
         w.out.push(Opcode::Stop.byte());
     }
-    if w.record {
-        return Err(Unwritable::Record);
+    if let Some(e) = w.failed {
+        return Err(e);
     }
     if w.out.len() > max_bytes {
         return Err(Unwritable::TooLarge(max_bytes));
@@ -232,6 +333,16 @@ enum Task<'d> {
     },
     /// Items written one after another, nothing around them (a tuple's or frozenset's).
     Seq { items: &'d [NodeId], next: usize },
+    /// A call whose callable and arguments are written (a record, or at protocol 2 a set or
+    /// frozenset): `op` (REDUCE or NEWOBJ), then the memo entry if it is shared. (None of
+    /// these is ever on a cycle, [`write_pickle`], so it cannot have been memoized meanwhile.)
+    /// `list_argument`: the argument written is one list, to be made the argument tuple
+    /// (`TUPLE1`) first.
+    Call {
+        id: NodeId,
+        op: Opcode,
+        list_argument: bool,
+    },
     /// A tuple or frozenset whose items are written: close it, or, when it was memoized
     /// meanwhile (reached again from inside itself), throw the items away and fetch it.
     Close {
@@ -248,16 +359,32 @@ struct Writer<'d, 'a> {
     /// The memo index of each node written with MEMOIZE, or [`NO_MEMO`].
     memo: Vec<u32>,
     next_memo: u32,
-    /// Memo index of `builtins.complex` once written.
-    complex: u32,
+    /// The memo index of each [`Fixed`] global or text once written.
+    fixed: [u32; FIXED],
+    proto: Protocol,
     out: Vec<u8>,
     max_bytes: usize,
     clock: Clock,
     /// Values written so far, by which the clock is looked at.
     work: u64,
-    /// A record object was met (never: [`write_document`] refuses them first).
-    record: bool,
+    /// Why the output cannot be finished, once found (a value the protocol cannot write).
+    failed: Option<Unwritable>,
 }
+
+/// The globals (and the one text) the writer itself names, each written once and memoized.
+#[derive(Clone, Copy)]
+enum Fixed {
+    Complex,
+    Encode,
+    Bytes,
+    ByteArray,
+    Set,
+    FrozenSet,
+    Latin1,
+}
+
+/// How many [`Fixed`] there are.
+const FIXED: usize = 7;
 
 impl<'d> Writer<'d, '_> {
     /// Writes one root; stops past `max_bytes` or the deadline.
@@ -335,6 +462,17 @@ impl<'d> Writer<'d, '_> {
                         });
                         stack.push(Task::Value(item));
                     }
+                }
+                Task::Call {
+                    id,
+                    op,
+                    list_argument,
+                } => {
+                    if list_argument {
+                        self.out.push(Opcode::Tuple1.byte());
+                    }
+                    self.out.push(op.byte());
+                    self.memoize_if_shared(id);
                 }
                 Task::Close { id, items, op } => {
                     if let Some(index) = self.memo_of(id) {
@@ -421,24 +559,29 @@ impl<'d> Writer<'d, '_> {
             Value::Int(i) => self.int(*i),
             Value::BigInt(b) => self.big_int(b),
             Value::Float(f) => self.float(*f),
-            Value::Str(s) => self.counted(
-                s.as_bytes(),
-                [
-                    Opcode::ShortBinunicode,
-                    Opcode::Binunicode,
-                    Opcode::Binunicode8,
-                ],
-            ),
+            Value::Str(s) => self.text(s.as_bytes()),
+            Value::Bytes(b) if self.proto == Protocol::V2 => self.bytes2(b),
             Value::Bytes(b) => self.counted(
                 b,
                 [Opcode::ShortBinbytes, Opcode::Binbytes, Opcode::Binbytes8],
             ),
             Value::Complex(re, im) => {
-                self.complex = self.builtin(self.complex, "complex");
+                self.fixed(Fixed::Complex);
                 self.float(*re);
                 self.float(*im);
                 self.out
                     .extend_from_slice(&[Opcode::Tuple2.byte(), Opcode::Reduce.byte()]);
+            }
+            Value::ByteArray(b) if self.proto == Protocol::V2 => {
+                // `bytearray(_codecs.encode(text, 'latin1'))`, or `bytearray()`.
+                self.fixed(Fixed::ByteArray);
+                if b.is_empty() {
+                    self.out.push(Opcode::EmptyTuple.byte());
+                } else {
+                    self.bytes2(b);
+                    self.out.push(Opcode::Tuple1.byte());
+                }
+                self.out.push(Opcode::Reduce.byte());
             }
             Value::ByteArray(b) => {
                 self.out.push(Opcode::Bytearray8.byte());
@@ -453,6 +596,23 @@ impl<'d> Writer<'d, '_> {
                 self.out.push(Opcode::EmptyList.byte());
                 self.memoize_if_shared(id);
                 stack.extend(self.open_batch(items, 0, Opcode::Appends, true));
+                return;
+            }
+            Value::Set(s) | Value::FrozenSet(s) if self.proto == Protocol::V2 => {
+                // `__builtin__.set([items])`: the list is the call's argument only, never
+                // memoized (nothing else reaches it).
+                self.fixed(if matches!(v, Value::Set(_)) {
+                    Fixed::Set
+                } else {
+                    Fixed::FrozenSet
+                });
+                self.out.push(Opcode::EmptyList.byte());
+                stack.push(Task::Call {
+                    id,
+                    op: Opcode::Reduce,
+                    list_argument: true,
+                });
+                stack.extend(self.open_batch(&s.items, 0, Opcode::Appends, true));
                 return;
             }
             Value::Set(s) => {
@@ -499,11 +659,25 @@ impl<'d> Writer<'d, '_> {
                 });
                 return;
             }
-            Value::Object(_) => {
-                // Refused before anything is written (`Unwritable::Record`); should one be
-                // reached anyway, the output is refused rather than written without it.
-                self.record = true;
-                self.out.push(Opcode::None.byte());
+            Value::Object(o) => {
+                // `callable(*args)` (REDUCE) or `cls.__new__(cls, *args)` (NEWOBJ), as
+                // CPython's `save_reduce` writes them; records that are more than that call
+                // were refused before anything was written (`Unwritable::Record`).
+                let op = match o.kind {
+                    CallKind::Reduce => Opcode::Reduce,
+                    CallKind::NewObj => Opcode::Newobj,
+                    CallKind::NewObjEx => {
+                        self.failed = Some(Unwritable::Record);
+                        return;
+                    }
+                };
+                stack.push(Task::Call {
+                    id,
+                    op,
+                    list_argument: false,
+                });
+                stack.push(Task::Value(o.args));
+                stack.push(Task::Value(o.callable));
                 return;
             }
         }
@@ -520,10 +694,25 @@ impl<'d> Writer<'d, '_> {
         if let Some(slot) = self.memo.get_mut(id.index()).filter(|m| **m == NO_MEMO) {
             if shared {
                 *slot = self.next_memo;
-                self.next_memo += 1;
-                self.out.push(Opcode::Memoize.byte());
+                self.put();
             }
         }
+    }
+
+    /// Sets the next memo index to the value on top: MEMOIZE at protocol 5, `BINPUT` /
+    /// `LONG_BINPUT` of the index at protocol 2 (MEMOIZE is protocol 4's); gives the index.
+    fn put(&mut self) -> u32 {
+        let index = self.next_memo;
+        self.next_memo += 1;
+        match (self.proto, u8::try_from(index)) {
+            (Protocol::V5, _) => self.out.push(Opcode::Memoize.byte()),
+            (Protocol::V2, Ok(i)) => self.out.extend_from_slice(&[Opcode::Binput.byte(), i]),
+            (Protocol::V2, Err(_)) => {
+                self.out.push(Opcode::LongBinput.byte());
+                self.out.extend_from_slice(&index.to_le_bytes());
+            }
+        }
+        index
     }
 
     /// BINGET or LONG_BINGET of memo index `index`.
@@ -537,32 +726,117 @@ impl<'d> Writer<'d, '_> {
         }
     }
 
-    /// `builtins.NAME`: written and memoized the first time (`memo` is [`NO_MEMO`]), fetched
-    /// after; gives its memo index.
-    fn builtin(&mut self, memo: u32, name: &str) -> u32 {
-        if memo != NO_MEMO {
+    /// A global (or the text `'latin1'`) the writer names itself: written and memoized the
+    /// first time, fetched after.
+    fn fixed(&mut self, which: Fixed) {
+        let slot = which as usize;
+        if let Some(&memo) = self.fixed.get(slot).filter(|&&m| m != NO_MEMO) {
             self.get(memo);
-            return memo;
+            return;
         }
-        self.global("builtins", name);
-        self.out.push(Opcode::Memoize.byte());
-        self.next_memo += 1;
-        self.next_memo - 1
+        match which {
+            Fixed::Latin1 => self.text(b"latin1"),
+            Fixed::Encode => self.global("_codecs", "encode"),
+            Fixed::Complex => self.global("builtins", "complex"),
+            Fixed::Bytes => self.global("builtins", "bytes"),
+            Fixed::ByteArray => self.global("builtins", "bytearray"),
+            Fixed::Set => self.global("builtins", "set"),
+            Fixed::FrozenSet => self.global("builtins", "frozenset"),
+        }
+        let index = self.put();
+        if let Some(m) = self.fixed.get_mut(slot) {
+            *m = index;
+        }
     }
 
-    /// STACK_GLOBAL of `module` and `name`.
+    /// The global CPython 3 finds as `module.name` (its Python 3 name): STACK_GLOBAL at
+    /// protocol 5; at protocol 2, GLOBAL of its Python 2 name ([`python2_name`]), as CPython's
+    /// pickler writes it there, when that name is ASCII, holds no newline and reads back as
+    /// the same global.
     fn global(&mut self, module: &str, name: &str) {
-        for text in [module, name] {
-            self.counted(
-                text.as_bytes(),
+        if self.proto == Protocol::V5 {
+            for text in [module, name] {
+                self.text(text.as_bytes());
+            }
+            self.out.push(Opcode::StackGlobal.byte());
+            return;
+        }
+        let (m2, n2) = python2_name(module, name);
+        let line = |t: &str| t.is_ascii() && !t.contains('\n');
+        if !(line(m2) && line(n2)) || python3_name(m2, n2) != (module, name) {
+            self.fail("a global that has no protocol-2 name reading back as itself");
+            return;
+        }
+        self.out.push(Opcode::Global.byte());
+        for t in [m2, n2] {
+            self.out.extend_from_slice(t.as_bytes());
+            self.out.push(b'\n');
+        }
+    }
+
+    /// Notes that the output cannot be finished (the first reason is kept).
+    fn fail(&mut self, what: &'static str) {
+        self.failed.get_or_insert(Unwritable::Protocol {
+            protocol: self.proto.number(),
+            what,
+        });
+    }
+
+    /// A str's UTF-8: SHORT_BINUNICODE, BINUNICODE or BINUNICODE8 at protocol 5, BINUNICODE at
+    /// protocol 2 (the others are protocol 4's).
+    fn text(&mut self, utf8: &[u8]) {
+        match (self.proto, u32::try_from(utf8.len())) {
+            (Protocol::V5, _) => self.counted(
+                utf8,
                 [
                     Opcode::ShortBinunicode,
                     Opcode::Binunicode,
                     Opcode::Binunicode8,
                 ],
-            );
+            ),
+            (Protocol::V2, Ok(n)) => {
+                self.out.push(Opcode::Binunicode.byte());
+                self.out.extend_from_slice(&n.to_le_bytes());
+                self.out.extend_from_slice(utf8);
+            }
+            (Protocol::V2, Err(_)) => self.fail("a str of 4 GiB or more"),
         }
-        self.out.push(Opcode::StackGlobal.byte());
+    }
+
+    /// bytes at protocol 2: `_codecs.encode(<latin-1 text>, 'latin1')` (BINUNICODE of each
+    /// byte as the code point of the same value), or `__builtin__.bytes()` when empty, as
+    /// CPython's `save_bytes` writes them below protocol 3.
+    fn bytes2(&mut self, b: &[u8]) {
+        if b.is_empty() {
+            self.fixed(Fixed::Bytes);
+            self.out
+                .extend_from_slice(&[Opcode::EmptyTuple.byte(), Opcode::Reduce.byte()]);
+            return;
+        }
+        let high = b.iter().filter(|&&c| c >= 0x80).count();
+        let Some(n) = b
+            .len()
+            .checked_add(high)
+            .and_then(|n| u32::try_from(n).ok())
+        else {
+            self.fail("a bytes whose latin-1 text is 4 GiB or more");
+            return;
+        };
+        self.fixed(Fixed::Encode);
+        self.out.push(Opcode::Binunicode.byte());
+        self.out.extend_from_slice(&n.to_le_bytes());
+        self.out.reserve(n as usize);
+        for &c in b {
+            if c < 0x80 {
+                self.out.push(c);
+            } else {
+                self.out
+                    .extend_from_slice(&[0xc0 | (c >> 6), 0x80 | (c & 0x3f)]);
+            }
+        }
+        self.fixed(Fixed::Latin1);
+        self.out
+            .extend_from_slice(&[Opcode::Tuple2.byte(), Opcode::Reduce.byte()]);
     }
 
     /// `ops[0]` with a 1-byte length when `data` is shorter than 256 bytes, `ops[1]` with a

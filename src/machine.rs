@@ -340,6 +340,15 @@ struct Machine<'a, 'p> {
     /// A pickle of a stream changed a value an earlier one made (APPEND, SETITEM, ADDITEMS or
     /// BUILD on it, reached through the shared memo): [`Document::changed_earlier`].
     changed_earlier: bool,
+    /// The containers a record's arguments reached when it was made (the record objects
+    /// among them included): a later APPEND, SETITEM, ADDITEMS or BUILD on one of them changes
+    /// what CPython's call received, which the record does not show
+    /// ([`Document::records_replayable`]).
+    called_with: HashSet<NodeId>,
+    /// No record of the document can be written back as the call that made it: one was made by
+    /// INST or OBJ (which CPython runs as `cls.__new__(cls)` when there is no argument, not as
+    /// a REDUCE), or a value in [`Machine::called_with`] changed after the call.
+    records_unreplayable: bool,
     /// Values created, shared ones included (`max_nodes` counts them all, as before values
     /// were shared, so the limit does not depend on which values happen to be shared).
     created: u64,
@@ -694,6 +703,8 @@ impl<'a, 'p> Machine<'a, 'p> {
             stream: false,
             pickle_start: 0,
             changed_earlier: false,
+            called_with: HashSet::new(),
+            records_unreplayable: false,
         })
     }
 
@@ -716,6 +727,7 @@ impl<'a, 'p> Machine<'a, 'p> {
             stream,
             values: self.created,
             changed_earlier: self.changed_earlier,
+            records_replayable: !self.records_unreplayable,
         }
     }
 
@@ -724,6 +736,27 @@ impl<'a, 'p> Machine<'a, 'p> {
     #[inline]
     fn touch(&mut self, target: NodeId) {
         self.changed_earlier |= target.index() < self.pickle_start;
+        if !self.called_with.is_empty() && self.called_with.contains(&target) {
+            self.records_unreplayable = true;
+        }
+    }
+
+    /// Adds the containers `args` reaches (through lists, tuples, dicts, sets, frozensets and
+    /// record objects) to [`Machine::called_with`]. A container already there is not walked
+    /// again: what it reached was added with it, and anything added under it since touched
+    /// it or one below it. So every node is walked at most once in a whole decode, and the
+    /// walk uses an explicit stack.
+    fn note_call_arguments(&mut self, args: NodeId) -> Result<()> {
+        let mut todo = vec![args];
+        while let Some(id) = todo.pop() {
+            if id.is_shared() || !self.get(id)?.is_container() || !self.called_with.insert(id) {
+                continue;
+            }
+            // The set's entry, charged as the allocation budget charges the arena.
+            self.charge(2 * mem::size_of::<NodeId>() as u64)?;
+            self.get(id)?.for_each_child(|c| todo.push(c));
+        }
+        Ok(())
     }
 
     #[cold]
@@ -1401,6 +1434,13 @@ impl<'a, 'p> Machine<'a, 'p> {
                             self.sealed.entry(id).or_insert(callable);
                         }
                     }
+                }
+                if inst {
+                    self.records_unreplayable = true;
+                }
+                self.note_call_arguments(args)?;
+                if let Some(k) = kwargs {
+                    self.note_call_arguments(k)?;
                 }
                 let object = Object {
                     kind,

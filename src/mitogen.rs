@@ -22,6 +22,7 @@
 use std::borrow::Cow;
 use std::fmt;
 
+use crate::canonical::{self, Unwritable};
 use crate::error::{Category, Error, ErrorKind};
 use crate::limits::Limits;
 use crate::machine::Decoder;
@@ -252,6 +253,15 @@ pub enum FrameError {
     },
     /// The payload was refused; the error's offset is absolute in the stream.
     Payload(Error),
+    /// The payload was accepted but has no canonical pickle ([`Frame::canonical`]): a record
+    /// that is more than its call, a stream whose later pickle changed an earlier value, a
+    /// value protocol 2 cannot write, or a rewritten payload over the maximum message size.
+    NoCanonical {
+        /// Why.
+        reason: Unwritable,
+        /// Absolute offset of the header.
+        offset: u64,
+    },
 }
 
 impl FrameError {
@@ -263,6 +273,7 @@ impl FrameError {
             FrameError::TooLarge { .. } => "message_too_large",
             FrameError::Truncated { .. } => "truncated",
             FrameError::Payload(e) => e.kind().name(),
+            FrameError::NoCanonical { .. } => "no_canonical_pickle",
         }
     }
 
@@ -273,6 +284,11 @@ impl FrameError {
             FrameError::TooLarge { .. } => Category::LimitExceeded,
             FrameError::Truncated { .. } => Category::Truncated,
             FrameError::Payload(e) => e.category(),
+            FrameError::NoCanonical {
+                reason: Unwritable::TooLarge(_) | Unwritable::Deadline,
+                ..
+            } => Category::LimitExceeded,
+            FrameError::NoCanonical { .. } => Category::PolicyDenied,
         }
     }
 
@@ -281,7 +297,8 @@ impl FrameError {
         match self {
             FrameError::BadEnc { offset, .. }
             | FrameError::TooLarge { offset, .. }
-            | FrameError::Truncated { offset, .. } => *offset,
+            | FrameError::Truncated { offset, .. }
+            | FrameError::NoCanonical { offset, .. } => *offset,
             FrameError::Payload(e) => e.offset(),
         }
     }
@@ -315,6 +332,10 @@ impl fmt::Display for FrameError {
                 "stream ends inside the frame at offset {offset} ({offset:#x}; {have} of {need} bytes)"
             ),
             FrameError::Payload(e) => write!(f, "{e}"),
+            FrameError::NoCanonical { reason, offset } => write!(
+                f,
+                "the frame at offset {offset} ({offset:#x}) has no canonical pickle: {reason}"
+            ),
         }
     }
 }
@@ -345,6 +366,48 @@ impl Frame {
     /// Absolute offset of the first payload byte.
     pub fn payload_offset(&self) -> u64 {
         self.offset + HEADER_LEN as u64
+    }
+
+    /// The frame as a bastion hands it on when it rewrites what it accepted: for a payload of
+    /// pickles, `content` (this frame's [`Frame::decode`]) written back as one canonical
+    /// protocol-2 pickle per value sharing one memo ([`canonical::Protocol::V2`], the form
+    /// Mitogen's Python 3 side writes and its `_find_global` reads), behind the same header
+    /// with the new length; binary, raw and dead messages as received. The parent's unpickler
+    /// then reads bytes picklewarden wrote, not the child's: none of the child's opcodes, memo
+    /// indices or declared lengths (a far `LONG_BINPUT` that CPython 3.11 sizes its memo by,
+    /// a BINBYTES length it allocates before reading) reach it.
+    ///
+    /// # Errors
+    /// [`FrameError::NoCanonical`] when the document has no canonical pickle
+    /// ([`canonical::Unwritable`]), or when the rewritten payload is over
+    /// `max_message_bytes` (Mitogen's `max_message_size`: the parent would refuse it).
+    pub fn canonical(
+        &self,
+        content: &Content<'_>,
+        max_message_bytes: u64,
+    ) -> Result<Vec<u8>, FrameError> {
+        let Content::Values(doc) = content else {
+            return Ok(self.bytes.clone());
+        };
+        let max = usize::try_from(max_message_bytes).unwrap_or(usize::MAX);
+        let no = |reason| FrameError::NoCanonical {
+            reason,
+            offset: self.offset,
+        };
+        let payload =
+            canonical::to_pickle_with(doc, canonical::Protocol::V2, max, None).map_err(no)?;
+        let length = u32::try_from(payload.len())
+            .ok()
+            .filter(|&n| u64::from(n) <= max_message_bytes)
+            .ok_or_else(|| no(Unwritable::TooLarge(max)))?;
+        let header = Header {
+            length,
+            ..self.header
+        };
+        let mut out = Vec::with_capacity(HEADER_LEN + payload.len());
+        out.extend_from_slice(&header.to_bytes());
+        out.extend_from_slice(&payload);
+        Ok(out)
     }
 
     /// Decodes the payload (see [`decode_payload`]); error offsets are absolute in the stream.
@@ -539,6 +602,7 @@ pub fn decode_payload<'a>(
             stream: true,
             values: 0,
             changed_earlier: false,
+            records_replayable: true,
         })),
         PayloadKind::Pickles => Decoder::new(payload, policy)
             .limits(limits)

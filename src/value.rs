@@ -395,6 +395,9 @@ pub struct Document<'a> {
     pub(crate) values: u64,
     /// A later pickle of the stream changed a value an earlier one made.
     pub(crate) changed_earlier: bool,
+    /// Every record can be written back as the call that made it
+    /// ([`Document::records_replayable`]).
+    pub(crate) records_replayable: bool,
 }
 
 impl<'a> Document<'a> {
@@ -427,6 +430,17 @@ impl<'a> Document<'a> {
     /// such a stream). Always `false` for a single pickle.
     pub fn changed_earlier(&self) -> bool {
         self.changed_earlier
+    }
+
+    /// Whether every record object of the document holds exactly what the call that made it
+    /// received: none was made by INST or OBJ (which CPython runs as `cls.__new__(cls)`
+    /// when there is no argument), and no list, dict, set or record its arguments reached was
+    /// changed (APPEND, SETITEM, ADDITEMS, BUILD) after the call, so that CPython's call, made
+    /// again on the values the document holds, receives what it received the first time
+    /// (`crate::canonical` writes records back only then). `true` for a document without
+    /// records.
+    pub fn records_replayable(&self) -> bool {
+        self.records_replayable
     }
 
     /// The value of the (first) pickle.

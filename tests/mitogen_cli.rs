@@ -176,6 +176,56 @@ fn filter_drop_passes_the_rest_unchanged() {
     assert_eq!(String::from_utf8(out.stderr).unwrap().lines().count(), 2);
 }
 
+/// `filter --canonical` hands on picklewarden's protocol-2 rewrite of each accepted pickle
+/// frame behind the same header (new length), raw and dead frames as received; a payload of
+/// several pickles sharing the memo stays several pickles sharing it; a frame with no
+/// canonical pickle is refused as a refused frame is.
+#[test]
+fn filter_canonical_rewrites_the_pickles_of_accepted_frames() {
+    // pickle.dumps(('ab', 'ab'), 2) spelled with a far LONG_BINPUT (the CPython 3.11 memo
+    // DoS shape), then a second pickle of the same payload fetching the memo entry.
+    let far = b"\x80\x02X\x02\x00\x00\x00abr\x00\x00\x00\x02j\x00\x00\x00\x02\x86.\x80\x02j\x00\x00\x00\x02.";
+    let mut s = frame(0x4d4a, 1000, 0, GOOD);
+    s.extend(frame(0x4d4a, 1001, 0, far));
+    s.extend(frame(0x4d49, 102, 0, b"mitogen\x0020\x00hi"));
+    s.extend(frame(0x4d49, 1003, 999, b"Channel closed"));
+    let out = run(&["filter", "--mitogen", "--framed", "--canonical"], &s);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    // [b'ab', 'x', 1]: the bytes as _codecs.encode, whose global and 'latin1' text are
+    // memoized for the next bytes; nothing else is (nothing is shared).
+    let good = b"\x80\x02](c_codecs\nencode\nq\x00X\x02\x00\x00\x00abX\x06\x00\x00\x00latin1q\x01\x86RX\x01\x00\x00\x00xK\x01e.";
+    // ('ab', 'ab') with the text in memo entry 0, then the second pickle's BINGET 0.
+    let two = b"\x80\x02X\x02\x00\x00\x00abq\x00h\x00\x86.\x80\x02h\x00.";
+    let mut want = frame(0x4d4a, 1000, 0, good);
+    want.extend(frame(0x4d4a, 1001, 0, two));
+    want.extend(frame(0x4d49, 102, 0, b"mitogen\x0020\x00hi"));
+    want.extend(frame(0x4d49, 1003, 999, b"Channel closed"));
+    assert_eq!(
+        out.stdout,
+        want,
+        "{}",
+        String::from_utf8_lossy(&out.stdout).escape_debug()
+    );
+    // Without --canonical the frames pass as received.
+    let out = run(&["filter", "--mitogen", "--framed"], &s);
+    assert_eq!(out.stdout, s);
+    // Kwargs({'a': l}) with l appended to after the call (Mitogen's Kwargs copied the dict
+    // holding the empty list; the record holds the list as it ended) has none: refused, the
+    // stream cut off.
+    let changed = b"\x80\x02]q\x000}q\x01X\x01\x00\x00\x00ah\x00s0cmitogen.core\nKwargs\nh\x01\x85Rh\x00K\x01a0.";
+    let mut s = frame(0x4d4a, 1000, 0, GOOD);
+    s.extend(frame(0x4d4a, 1001, 0, changed));
+    let out = run(&["filter", "--mitogen", "--framed"], &s);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let out = run(&["filter", "--mitogen", "--framed", "--canonical"], &s);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert_eq!(out.stdout, frame(0x4d4a, 1000, 0, good));
+    let e = &events(&out)[0];
+    assert_eq!(e["kind"], "no_canonical_pickle");
+    assert_eq!(e["category"], "policy_denied");
+    assert_eq!(e["offset"], (26 + GOOD.len()) as u64);
+}
+
 #[test]
 fn lone_payload_decodes_as_a_stream_under_the_mitogen_policy() {
     let mut two = GOOD.to_vec();

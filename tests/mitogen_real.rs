@@ -77,6 +77,17 @@ fn calls_through_guard_decode_as_mitogen_unpickles_them() {
     assert_eq!(r["audit_events"].as_array().unwrap().len(), 0, "{r}");
 }
 
+/// `guard --canonical`: the parent reads picklewarden's protocol-2 rewrite of every reply
+/// (the calls' results are checked on the parent's side), and every rewritten frame reads in
+/// Mitogen's own unpickler as the child's frame does (`mitogen_drive.py canonical`).
+#[test]
+fn calls_through_a_canonical_guard_read_as_the_childs_frames() {
+    let Some(r) = drive("canonical") else { return };
+    assert_eq!(r["calls"], "ok", "{r}");
+    assert!(r["rewritten"].as_u64().unwrap() >= 11, "{r}");
+    assert_eq!(r["audit_events"].as_array().unwrap().len(), 0, "{r}");
+}
+
 #[test]
 fn guard_cuts_off_a_child_sending_os_system() {
     let Some(r) = drive("evil") else { return };

@@ -292,21 +292,48 @@ pub fn check_input(data: &[u8], buffers: Option<&[&[u8]]>) {
     }
 }
 
-/// The canonical pickle of an accepted document (src/canonical.rs) decodes under the same
-/// policy to the same typed JSON and is its own canonical form. Allowed to differ: a global
-/// read at protocol 0-2 that has another Python 3 name (written under that name, which the
-/// policy may not allow), a complex (written with `builtins.complex`, which the policy may not
-/// list beside `__builtin__.complex`), and the memo and input limits (sharing made with DUP takes a memo
-/// entry in the canonical form, and the form may be a few bytes a value longer).
+/// The canonical pickle of an accepted document (src/canonical.rs), at protocols 5 and 2,
+/// decodes under the same policy to the same typed JSON and is its own canonical form. Allowed
+/// to differ: a global written under another name than it was read (a global read at
+/// protocol 0-2 that has another Python 3 name, and at protocol 2 one with another Python 2
+/// name), which the policy may not allow, a complex (written with `builtins.complex`, which the
+/// policy may not list beside `__builtin__.complex`), and the memo and input limits (sharing
+/// made with DUP takes a memo entry in the canonical form, and the form may be a few bytes a
+/// value longer). At protocol 2 also the globals and limits of the calls that make bytes,
+/// bytearrays, sets and frozensets there (`_codecs.encode`, `__builtin__.set`: a node each
+/// more), and what protocol 2 cannot name.
 fn check_canonical(data: &[u8], policy: &Policy, doc: &Document<'_>, stream: bool) {
     if KNOWN_OPEN_JSON_SET_CYCLE && has_set_and_record(doc) {
         return;
     }
+    for protocol in [canonical::Protocol::V5, canonical::Protocol::V2] {
+        check_canonical_at(data, policy, doc, stream, protocol);
+    }
+}
+
+fn check_canonical_at(
+    data: &[u8],
+    policy: &Policy,
+    doc: &Document<'_>,
+    stream: bool,
+    protocol: canonical::Protocol,
+) {
+    let v2 = protocol == canonical::Protocol::V2;
     let renamed = doc.nodes().iter().any(|v| {
-        matches!(v, Value::Global(g)
-            if canonical::python3_name(&g.module, &g.name) != (&*g.module, &*g.name))
+        matches!(v, Value::Global(g) if {
+            let to = g.python3_name();
+            let to = if v2 { canonical::python2_name(to.0, to.1) } else { to };
+            to != (&*g.module, &*g.name)
+        })
     });
-    let out = match canonical::to_pickle(doc) {
+    let called = v2
+        && doc.nodes().iter().any(|v| {
+            matches!(
+                v,
+                Value::Bytes(_) | Value::ByteArray(_) | Value::Set(_) | Value::FrozenSet(_)
+            )
+        });
+    let out = match canonical::to_pickle_with(doc, protocol, usize::MAX, None) {
         Ok(out) => out,
         Err(canonical::Unwritable::Stream) => {
             assert!(
@@ -320,6 +347,7 @@ fn check_canonical(data: &[u8], policy: &Policy, doc: &Document<'_>, stream: boo
             assert!(record, "refused as holding a record, with none: {data:?}");
             return;
         }
+        Err(canonical::Unwritable::Protocol { protocol: 2, .. }) if v2 => return,
         Err(e) => panic!(
             "{}: canonical pickle without bounds: {e}: {data:?}",
             policy.name
@@ -342,7 +370,7 @@ fn check_canonical(data: &[u8], policy: &Policy, doc: &Document<'_>, stream: boo
                 );
             }
             assert_eq!(
-                canonical::to_pickle(&again).as_ref(),
+                canonical::to_pickle_with(&again, protocol, usize::MAX, None).as_ref(),
                 Ok(&out),
                 "{}: canonical pickle is not a fixed point: {data:?}",
                 policy.name
@@ -351,16 +379,16 @@ fn check_canonical(data: &[u8], policy: &Policy, doc: &Document<'_>, stream: boo
         Err(e) => {
             let allowed = match e.kind() {
                 ErrorKind::GlobalNotAllowed { .. } => {
-                    renamed || doc.nodes().iter().any(|v| matches!(v, Value::Complex(..)))
+                    renamed || called || doc.nodes().iter().any(|v| matches!(v, Value::Complex(..)))
                 }
                 ErrorKind::LimitExceeded { limit, .. } => {
-                    matches!(limit, LimitName::MaxMemoEntries | LimitName::MaxInputBytes)
+                    called || matches!(limit, LimitName::MaxMemoEntries | LimitName::MaxInputBytes)
                 }
                 _ => false,
             };
             assert!(
                 allowed,
-                "{}: canonical pickle {out:?} refused: {e}: {data:?}",
+                "{}: canonical pickle ({protocol:?}) {out:?} refused: {e}: {data:?}",
                 policy.name
             );
         }

@@ -42,6 +42,12 @@ pub(crate) struct FrameOpts {
     /// Append audit events (JSON lines) to FILE instead of writing them to stderr.
     #[arg(long, value_name = "FILE")]
     pub(crate) audit_log: Option<PathBuf>,
+    /// Hand on each accepted frame with its pickles rewritten as picklewarden's canonical
+    /// protocol-2 pickles (`picklewarden::mitogen::Frame::canonical`) instead of the child's
+    /// bytes, so the parent's unpickler reads nothing the child wrote. A frame that has no
+    /// canonical pickle is refused as a refused frame is (`no_canonical_pickle`).
+    #[arg(long)]
+    pub(crate) canonical: bool,
 }
 
 /// Loads a policy by built-in name or file, as `--policy` of `check` and `decode` does.
@@ -63,6 +69,8 @@ pub(crate) struct Checker {
     pub(crate) policy: Policy,
     pub(crate) limits: Limits,
     pub(crate) stream_name: &'static str,
+    /// Frames are handed on rewritten ([`Frame::canonical`]), up to this payload size.
+    pub(crate) canonical: Option<u64>,
 }
 
 impl Checker {
@@ -72,18 +80,29 @@ impl Checker {
             policy,
             limits,
             stream_name,
+            canonical: opts.canonical.then_some(opts.max_message_bytes),
         })
     }
 
     /// Decodes a frame's payload; on refusal writes the audit event and returns the error.
-    pub(crate) fn check(&self, frame: &Frame, action: OnReject) -> Result<(), FrameError> {
-        match frame.decode(&self.policy, self.limits) {
-            Ok(_) => Ok(()),
-            Err(e) => {
-                self.audit(Some(&frame.header), frame.offset, &e, action);
-                Err(e)
-            }
+    /// Gives the frame rewritten when frames are handed on canonical, else `None` (hand it on
+    /// as received).
+    pub(crate) fn check(
+        &self,
+        frame: &Frame,
+        action: OnReject,
+    ) -> Result<Option<Vec<u8>>, FrameError> {
+        let verdict =
+            frame
+                .decode(&self.policy, self.limits)
+                .and_then(|content| match self.canonical {
+                    Some(max) => frame.canonical(&content, max).map(Some),
+                    None => Ok(None),
+                });
+        if let Err(e) = &verdict {
+            self.audit(Some(&frame.header), frame.offset, e, action);
         }
+        verdict
     }
 
     /// Writes the audit event of a refusal (tracing, JSON lines on stderr).
@@ -470,12 +489,12 @@ pub(crate) fn relay_frames(
             match reader.next_frame() {
                 Ok(Some(frame)) => {
                     let verdict = match frame.header.payload_kind() {
-                        PayloadKind::Binary | PayloadKind::Raw => Ok(()),
+                        PayloadKind::Binary | PayloadKind::Raw => Ok(None),
                         _ => checker.check(&frame, on_reject),
                     };
                     match verdict {
-                        Ok(()) => {
-                            output.write_all(frame.as_bytes())?;
+                        Ok(rewritten) => {
+                            output.write_all(rewritten.as_deref().unwrap_or(frame.as_bytes()))?;
                             output.flush()?;
                         }
                         Err(_) if on_reject == OnReject::Drop => {}

@@ -660,7 +660,11 @@ fn evaluate(
                             "pickle",
                             Some(base64::engine::general_purpose::STANDARD.encode(p)),
                         )),
-                        Err(e @ (Unwritable::Record | Unwritable::Stream)) => {
+                        Err(
+                            e @ (Unwritable::Record
+                            | Unwritable::Stream
+                            | Unwritable::Protocol { .. }),
+                        ) => {
                             body.insert("output_error".to_owned(), json!("no_canonical_pickle"));
                             body.insert("output_reason".to_owned(), json!(e.to_string()));
                             None

@@ -8,6 +8,11 @@ the pinned mitogen). Every blocking step has a timeout.
       unpickler gives, compared as canonical typed JSON. Prints a JSON summary.
   mitogen_drive.py evil PICKLEWARDEN DIR    the child sends a frame calling os.system: the
       guard must cut the child off before the parent reads it; prints a JSON summary.
+  mitogen_drive.py canonical PICKLEWARDEN DIR   the calls of `calls` through `guard
+      --canonical` (the parent reads picklewarden's protocol-2 rewrite of every reply), then
+      the captured replies through `filter --mitogen --framed --canonical`: every rewritten
+      frame keeps its header but for the length, holds only protocol-2 opcodes, and Mitogen's
+      own unpickler reads it as it reads the child's frame. Prints a JSON summary.
 """
 import io
 import json
@@ -174,8 +179,8 @@ def compare_direction(pw, path, start):
     return {"frames": len(lines), "kinds": kinds}
 
 
-def run_calls(pw, capture):
-    broker, router, ctx = start(pw, capture)
+def run_calls(pw, capture, extra=()):
+    broker, router, ctx = start(pw, capture, extra)
     try:
         results = {}
         assert call(ctx, F.nothing) is None
@@ -206,6 +211,35 @@ def run_calls(pw, capture):
     results["up"] = compare_direction(pw, os.path.join(capture, "up.bin"), ec2)
     results["down"] = compare_direction(pw, os.path.join(capture, "down.bin"), preamble)
     results["audit_events"] = audit_events(capture)
+    return results
+
+
+def run_canonical(pw, capture):
+    import pickletools
+    results = run_calls(pw, capture, ("--canonical",))
+    up = open(os.path.join(capture, "up.bin"), "rb").read()
+    ec2 = up.index(b"MITO002\n") + len(b"MITO002\n")
+    got = subprocess.run([pw, "filter", "--mitogen", "--framed", "--canonical"],
+                         input=up[ec2:], capture_output=True, timeout=TIMEOUT)
+    assert got.returncode == 0, got.stderr.decode()
+    before, after = frames(up, ec2), frames(got.stdout, 0)
+    assert len(before) == len(after), (len(before), len(after))
+    rewritten = 0
+    for (off, f, d), (_, f2, d2) in zip(before, after):
+        assert f[:6] == f2[:6], (off, f, f2)
+        a, b = oracle_line(0, f, d), oracle_line(0, f2, d2)
+        a["header"].pop("length"), b["header"].pop("length")
+        assert a == b, "frame at %d: %s\n%s" % (off, json.dumps(a)[:2000], json.dumps(b)[:2000])
+        if "values" in a and d2:
+            rewritten += 1
+            pos = 0
+            while pos < len(d2):
+                ops = list(pickletools.genops(d2[pos:]))
+                assert ops[0][0].name == "PROTO" and ops[0][1] == 2, ops[0]
+                newer = {op.name for op, _, _ in ops if op.proto > 2}
+                assert not newer, (off, newer)
+                pos += ops[-1][2] + 1
+    results["rewritten"] = rewritten
     return results
 
 
@@ -243,7 +277,8 @@ def main():
     logging.basicConfig(level=logging.ERROR)
     mode, pw, capture = sys.argv[1:4]
     os.makedirs(capture, exist_ok=True)
-    result = run_calls(pw, capture) if mode == "calls" else run_evil(pw, capture)
+    run = {"calls": run_calls, "evil": run_evil, "canonical": run_canonical}[mode]
+    result = run(pw, capture)
     print(json.dumps(result))
     sys.stdout.flush()
     os._exit(0)
