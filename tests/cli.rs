@@ -205,6 +205,27 @@ fn decode_writes_a_canonical_pickle() {
         "{}",
         text(&changed.stderr)
     );
+    // --protocol 2: the library's protocol-2 form; --protocol without --format pickle is a
+    // usage error.
+    let two = run(
+        &["decode", "--format", "pickle", "--protocol", "2", GOOD],
+        None,
+    );
+    assert_eq!(two.status.code(), Some(0), "{}", text(&two.stderr));
+    assert_eq!(
+        two.stdout,
+        picklewarden::canonical::to_pickle_with(
+            &doc,
+            picklewarden::canonical::Protocol::V2,
+            usize::MAX,
+            None
+        )
+        .unwrap()
+    );
+    assert_eq!(&two.stdout[..2], b"\x80\x02");
+    let bad = run(&["decode", "--protocol", "2", GOOD], None);
+    assert_eq!(bad.status.code(), Some(2), "{}", text(&bad.stderr));
+    assert!(text(&bad.stderr).contains("--format pickle"));
 }
 
 /// `decode` writes its text as it is made (`json::write_typed_json`, `repr::write_repr`): a

@@ -540,6 +540,23 @@ fn check_reports_sha256_globals_and_repr() {
             &[&b64, &common::hex_encode(&pkl)],
         );
         assert_eq!(same.trim(), "True True");
+        // At protocol 2: the same value, only protocol-2 opcodes.
+        let r = c
+            .post("/v1/decode?format=pickle&protocol=2", pkl.clone())
+            .await;
+        let b64 = r.json()["pickle"].as_str().unwrap().to_owned();
+        let same = common::python(
+            "import base64, pickle, pickletools, sys\n\
+             c = base64.b64decode(sys.argv[1])\n\
+             print(c[:2] == b'\\x80\\x02', pickle.loads(c) == pickle.loads(bytes.fromhex(sys.argv[2])),\n\
+             \x20     max(op.proto for op, _, _ in pickletools.genops(c)))",
+            &[&b64, &common::hex_encode(&pkl)],
+        );
+        assert_eq!(same.trim(), "True True 2");
+        for bad in ["format=pickle&protocol=3", "format=json&protocol=2"] {
+            let r = c.post(&format!("/v1/decode?{bad}"), pkl.clone()).await;
+            assert_eq!(r.status, 400, "{bad}");
+        }
         // A stream whose second pickle appends to the first one's list has none: the verdict
         // says why.
         let stream = b"\x80\x02]q\x00K\x07a.\x80\x02h\x00K\x08a0N.".to_vec();
@@ -1638,7 +1655,7 @@ fn python_client_example_works() {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    assert_eq!(lines.len(), 4, "{text}");
+    assert_eq!(lines.len(), 5, "{text}");
     assert_eq!(lines[0]["verdict"], "accepted");
     assert_eq!(lines[1]["verdict"], "refused");
     assert_eq!(lines[1]["kind"], "global_not_allowed");
@@ -1646,5 +1663,9 @@ fn python_client_example_works() {
     assert_eq!(
         lines[3],
         serde_json::json!({"canonical_equal": true, "protocol": 5})
+    );
+    assert_eq!(
+        lines[4],
+        serde_json::json!({"canonical_equal": true, "protocol": 2})
     );
 }

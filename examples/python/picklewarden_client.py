@@ -60,12 +60,15 @@ def decode(sock_path, data, policy=None):
     return _post(sock_path, "decode", data, policy=policy, format="json")
 
 
-def canonical(sock_path, data, policy=None):
-    """The canonical pickle of `data` (bytes) when the policy accepts it, else None: protocol 5,
-    only what the policy allowed, none of the input's own opcodes. pickle.loads() of it gives
-    the value pickle.loads(data) would, without the peer's bytes ever reaching the unpickler
-    (a record's class must still be importable, and is called as pickle calls it)."""
-    verdict = _post(sock_path, "decode", data, policy=policy, format="pickle")
+def canonical(sock_path, data, policy=None, protocol=None):
+    """The canonical pickle of `data` (bytes) when the policy accepts it, else None: protocol 5
+    (or `protocol=2`, as Python 3 writes it for Python 2 and Mitogen), only what the policy
+    allowed, none of the input's own opcodes. pickle.loads() of it gives the value
+    pickle.loads(data) would, without the peer's bytes ever reaching the unpickler (a record's
+    class must still be importable, and is called as pickle calls it). None also when the
+    value has no canonical pickle (the answer's "output_error" is "no_canonical_pickle")."""
+    verdict = _post(sock_path, "decode", data, policy=policy, format="pickle",
+                    protocol=protocol)
     if verdict["verdict"] != "accepted" or "pickle" not in verdict:
         return None
     return base64.b64decode(verdict["pickle"])
@@ -127,8 +130,9 @@ def main():
     print(json.dumps(check(sock_path, pickle.dumps(Exploit()))))
     verdict = decode(sock_path, pickle.dumps(value))
     print(json.dumps({"value": from_typed_json(verdict["document"]["value"])}))
-    clean = canonical(sock_path, pickle.dumps(value, protocol=2))
-    print(json.dumps({"canonical_equal": pickle.loads(clean) == value, "protocol": clean[1]}))
+    for protocol in (None, 2):
+        clean = canonical(sock_path, pickle.dumps(value, protocol=2), protocol=protocol)
+        print(json.dumps({"canonical_equal": pickle.loads(clean) == value, "protocol": clean[1]}))
 
 
 if __name__ == "__main__":

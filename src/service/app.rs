@@ -31,7 +31,7 @@ use axum::routing::{get, post};
 use axum::{Extension, Router};
 use base64::Engine as _;
 use http_body_util::BodyExt;
-use picklewarden::canonical::Unwritable;
+use picklewarden::canonical::{Protocol, Unwritable};
 use picklewarden::{Error, ErrorKind, Policy};
 use serde::Deserialize;
 use serde_json::{json, Map, Value as Json};
@@ -143,6 +143,8 @@ pub(crate) fn router(state: Arc<AppState>) -> Router {
 struct Params {
     policy: Option<String>,
     format: Option<String>,
+    /// The canonical pickle's protocol (`format=pickle` only): 5 (default) or 2.
+    protocol: Option<u8>,
     #[serde(default)]
     stream: bool,
 }
@@ -157,7 +159,7 @@ enum Endpoint {
 enum Format {
     Json,
     Repr,
-    Pickle,
+    Pickle(Protocol),
 }
 
 impl Endpoint {
@@ -244,7 +246,20 @@ async fn handle(
                 match p.format.as_deref() {
                     None | Some("json") => Endpoint::Decode(Format::Json),
                     Some("repr") => Endpoint::Decode(Format::Repr),
-                    Some("pickle") => Endpoint::Decode(Format::Pickle),
+                    Some("pickle") => match p.protocol {
+                        None | Some(5) => Endpoint::Decode(Format::Pickle(Protocol::V5)),
+                        Some(2) => Endpoint::Decode(Format::Pickle(Protocol::V2)),
+                        Some(n) => {
+                            let msg = format!("unknown protocol {n} (2, 5)");
+                            let o = Outcome::http_error(
+                                StatusCode::BAD_REQUEST,
+                                "bad_request",
+                                "-",
+                                msg,
+                            );
+                            return finish(&st, peer, Endpoint::Decode(Format::Json), o, start);
+                        }
+                    },
                     Some(other) => {
                         let shown: String = other.chars().take(64).collect();
                         let msg = format!("unknown format {shown:?} (json, repr, pickle)");
@@ -254,6 +269,11 @@ async fn handle(
                     }
                 }
             };
+            if p.protocol.is_some() && !matches!(endpoint, Endpoint::Decode(Format::Pickle(_))) {
+                let msg = "protocol applies to /v1/decode?format=pickle only".to_owned();
+                let o = Outcome::http_error(StatusCode::BAD_REQUEST, "bad_request", "-", msg);
+                return finish(&st, peer, endpoint, o, start);
+            }
             if is_check && p.format.is_some() {
                 let msg = "format applies to /v1/decode only".to_owned();
                 let o = Outcome::http_error(StatusCode::BAD_REQUEST, "bad_request", "-", msg);
@@ -653,9 +673,15 @@ fn evaluate(
                 )),
                 // Base64 is 4 bytes of text per 3 of pickle: the pickle may take 3/4 of the
                 // output bound.
-                Endpoint::Decode(Format::Pickle) => {
+                Endpoint::Decode(Format::Pickle(protocol)) => {
                     let bound = max_output / 4 * 3;
-                    match picklewarden::canonical::to_pickle_until(&doc, bound, deadline) {
+                    let written = picklewarden::canonical::to_pickle_with(
+                        &doc,
+                        protocol,
+                        bound,
+                        Some(deadline),
+                    );
+                    match written {
                         Ok(p) => Some((
                             "pickle",
                             Some(base64::engine::general_purpose::STANDARD.encode(p)),
