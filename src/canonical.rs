@@ -3,10 +3,13 @@
 //! document holds, in one fixed form whatever the input's form was.
 //!
 //! A service that checks pickles for another (DESIGN's second user) can hand on these bytes
-//! instead of the peer's: they name no global but `builtins.complex` and those the policy
-//! allowed as values, carry none of the input's opcodes, memo indices,
-//! frames, padding or dead values, and set a memo entry only for a value reached more than once
-//! or on a cycle (indices 0, 1, 2, ... in order), so a consumer's own unpickler meets none of the input's
+//! instead of the peer's: they name no global but those the policy allowed and the few the
+//! form itself names (`builtins.complex`; at protocol 2 also `_codecs.encode` and
+//! `__builtin__.bytes`, `bytearray`, `set`, `frozenset`, `complex`), carry none of the input's
+//! opcodes, memo indices, frames, padding or dead values (but for the calls of records it
+//! popped: CPython made them), and set a memo entry only for a value reached more than once
+//! or on a cycle (indices 0, 1, 2, ... in order; at protocol 2 also for each of those named
+//! globals and the text `'latin1'`), so a consumer's own unpickler meets none of the input's
 //! tricks (a far LONG_BINPUT index, a huge declared length, values popped unseen).
 //!
 //! The form, opcode names as CPython's `Lib/pickletools.py` spells them:
@@ -44,27 +47,38 @@
 //!   is `BINGET` / `LONG_BINGET` after. When a tuple on a cycle is written again from inside
 //!   itself, the items of that outer copy that are on no cycle are written a second time
 //!   before `POP` throws them away.
-//!
 //! - A record object: its global (as a global value above), its argument tuple, then `REDUCE`
 //!   (or `NEWOBJ` for one NEWOBJ made), as CPython's `save_reduce` writes a `__reduce__`
-//!   result. The calls are made in the output's order, which may differ from the input's.
+//!   result. Every record the input made, reached by the value or not, is written at the start
+//!   of the pickle that made it, in the order the input made the calls, memoized when the
+//!   value reaches it and popped, so that CPython makes the same calls in the same order, each
+//!   once (Mitogen's `_unpickle_context` hands out the first Context its Router made for an
+//!   id, so the order decides the name).
+//! - At protocol 2 ([`Protocol::V2`]) the forms its documentation gives.
 //!
-//! Two kinds of document have no canonical pickle ([`Unwritable`]): one holding a record object
+//! Three kinds of document have no canonical pickle ([`Unwritable`]): one holding a record object
 //! that is more than its call (changed by BUILD, APPEND or SETITEM after it, made by
 //! NEWOBJ_EX, INST or OBJ, or called with a container that changed after the call,
 //! [`Document::records_replayable`]: the record keeps what its object holds at the end, not
 //! the calls and their order, so CPython would run other code on the output than on the
 //! input), and a stream in which a later pickle changed a value of an earlier one through the
-//! shared memo (the document holds only the end, [`Document::changed_earlier`]). A review
-//! helper found both by replaying records and streams through CPython.
+//! shared memo (the document holds only the end, [`Document::changed_earlier`]); a review
+//! helper found both by replaying records and streams through CPython. And at protocol 2, one
+//! holding a value that protocol cannot write as it is ([`Unwritable::Protocol`]).
 //!
 //! Decoding the output under the policy that decoded the document gives the same typed JSON,
-//! but for the Python 2 names of globals read at protocols 0-2, and CPython's `pickle.loads` of
-//! it gives a value equal to, and shaped like, `pickle.loads` of the input (`tests/canonical.rs`
-//! checks both on every good corpus file that is neither a stream nor holds a record).
+//! but for the names of globals written under another name (the Python 3 name of one read at
+//! protocols 0-2; at protocol 2 its Python 2 name), when the policy allows what the form names
+//! (at protocol 2 `_codecs.encode` and the `__builtin__` globals above: `strict` does not).
+//! CPython's `pickle.loads` of it gives a value equal to, and shaped like, `pickle.loads` of
+//! the input, as the newest CPython reads the input: where CPython 3.11 reads number text
+//! otherwise (INT `010` as octal 8, INT `+1` as True; see `src/machine.rs`), the output holds
+//! picklewarden's reading. `tests/canonical.rs` checks both on every good corpus file that
+//! has a canonical pickle, at both protocols.
 //!
-//! Known differences, all in what a policy accepts and CPython shares or not: shared empty tuples are written with a memo entry each (CPython has one `()`), so a
-//! document of more than `max_memo_entries` of them decodes only under a higher limit; a
+//! Known differences, all in what a policy accepts and CPython shares or not: shared empty
+//! tuples are written with a memo entry each (CPython has one `()`), so a document of more
+//! than `max_memo_entries` of them decodes only under a higher limit; at protocol 5 a
 //! frozenset is written with all its items on the stack (as CPython's pickler writes it), so
 //! one of more than `max_stack_len` items does too.
 //!
@@ -102,7 +116,12 @@ pub enum Protocol {
     /// by `GLOBAL` under its Python 2 name ([`python2_name`]), each of those globals and the
     /// text `'latin1'` memoized where first written. These are the forms of CPython 3.11's
     /// `pickle.dumps(value, 2)`; ints, floats, lists, dicts, tuples and records are as at
-    /// protocol 5.
+    /// protocol 5. A global's Python 2 name is that of the Python 3 name CPython reads it as,
+    /// so one read at protocol 0-2 may come out under another Python 2 spelling of the same
+    /// class (`__builtin__.basestring` as `__builtin__.unicode`): an unpickler whose
+    /// `find_class` matches raw names (Mitogen's) sees that spelling. The `mitogen` policies'
+    /// names all map to themselves. A nested (dotted) name is refused: below protocol 4
+    /// `find_class` looks it up with one `getattr`.
     V2,
 }
 
@@ -236,13 +255,29 @@ fn write_pickle(
     if doc.roots.len() > 1 && doc.changed_earlier {
         return Err(Unwritable::Stream);
     }
-    let (mut refs, _) = reachable_refs(&doc.nodes, &doc.roots);
+    // Every record's call is made where the input made it: in the order of the calls, in the
+    // pickle that made it, before that pickle's value, each written once (memoized when the
+    // value reaches it, popped), whether the value reaches it or not, since CPython made the
+    // call either way. Written where the value reaches it instead, calls would come in the
+    // output's order (Mitogen's `_unpickle_context` returns the Context its Router made first
+    // for an id, so the order decides the name), and a record inside a tuple on a cycle would
+    // be called again for the tuple's outer copy (both found by a review helper).
+    let records: Vec<NodeId> = doc
+        .nodes
+        .iter()
+        .enumerate()
+        .filter(|(_, v)| matches!(v, Value::Object(_)))
+        .filter_map(|(i, _)| u32::try_from(i).ok().map(NodeId))
+        .collect();
+    let mut starts: Vec<NodeId> = doc.roots.clone();
+    starts.extend(&records);
+    let (mut refs, _) = reachable_refs(&doc.nodes, &starts);
     // A container on a cycle is memoized even when one reference reaches it: the list of
     // `t = ([t],)` is written inside `t`, then again inside the copy of `t` its own items make,
     // and only its memo entry ends that (a review helper's 15-byte pickle wrote without end).
     for ((r, on), v) in refs
         .iter_mut()
-        .zip(on_cycles(&doc.nodes, &doc.roots))
+        .zip(on_cycles(&doc.nodes, &starts))
         .zip(&doc.nodes)
     {
         if on {
@@ -297,9 +332,15 @@ fn write_pickle(
         return Err(Unwritable::TooLarge(max_bytes));
     }
     w.memo.resize(doc.nodes.len(), NO_MEMO);
-    for &root in &doc.roots {
+    let mut calls = records.iter().copied().peekable();
+    for (k, &root) in doc.roots.iter().enumerate() {
         w.out
             .extend_from_slice(&[Opcode::Proto.byte(), protocol.number()]);
+        let end = doc.pickle_starts.get(k + 1).copied().unwrap_or(usize::MAX);
+        while let Some(record) = calls.next_if(|r| r.index() < end) {
+            w.write(record)?;
+            w.out.push(Opcode::Pop.byte());
+        }
         w.write(root)?;
         w.out.push(Opcode::Stop.byte());
     }
@@ -762,8 +803,10 @@ impl<'d> Writer<'d, '_> {
             return;
         }
         let (m2, n2) = python2_name(module, name);
+        // GLOBAL is a text line; below protocol 4 CPython's `find_class` looks the name up
+        // with one `getattr`, so a dotted (nested) name is not found.
         let line = |t: &str| t.is_ascii() && !t.contains('\n');
-        if !(line(m2) && line(n2)) || python3_name(m2, n2) != (module, name) {
+        if !(line(m2) && line(n2)) || n2.contains('.') || python3_name(m2, n2) != (module, name) {
             self.fail("a global that has no protocol-2 name reading back as itself");
             return;
         }

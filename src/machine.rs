@@ -190,6 +190,7 @@ impl<'a, 'p> Decoder<'a, 'p> {
         let mut roots = Vec::new();
         loop {
             m.pickle_start = m.nodes.len();
+            m.pickle_starts.push(m.pickle_start);
             roots.push(m.run()?);
             m.r.end_pickle()?;
             m.proto = 0;
@@ -337,6 +338,8 @@ struct Machine<'a, 'p> {
     /// The arena's length when the current pickle of a stream began: values below it were
     /// made by an earlier pickle.
     pickle_start: usize,
+    /// Where each pickle of a stream began in the arena (`Document::pickle_starts`).
+    pickle_starts: Vec<usize>,
     /// A pickle of a stream changed a value an earlier one made (APPEND, SETITEM, ADDITEMS or
     /// BUILD on it, reached through the shared memo): [`Document::changed_earlier`].
     changed_earlier: bool,
@@ -703,6 +706,7 @@ impl<'a, 'p> Machine<'a, 'p> {
             stream: false,
             pickle_start: 0,
             changed_earlier: false,
+            pickle_starts: Vec::new(),
             called_with: HashSet::new(),
             records_unreplayable: false,
         })
@@ -728,6 +732,7 @@ impl<'a, 'p> Machine<'a, 'p> {
             values: self.created,
             changed_earlier: self.changed_earlier,
             records_replayable: !self.records_unreplayable,
+            pickle_starts: if stream { self.pickle_starts } else { vec![0] },
         }
     }
 

@@ -603,6 +603,7 @@ pub fn decode_payload<'a>(
             values: 0,
             changed_earlier: false,
             records_replayable: true,
+            pickle_starts: Vec::new(),
         })),
         PayloadKind::Pickles => Decoder::new(payload, policy)
             .limits(limits)

@@ -398,6 +398,10 @@ pub struct Document<'a> {
     /// Every record can be written back as the call that made it
     /// ([`Document::records_replayable`]).
     pub(crate) records_replayable: bool,
+    /// The arena index at which each pickle's values begin, one per root (`[0]` for a
+    /// single pickle): the canonical writer makes each record's call in the pickle that made
+    /// it.
+    pub(crate) pickle_starts: Vec<usize>,
 }
 
 impl<'a> Document<'a> {

@@ -392,7 +392,8 @@ fn protocol_2_form_is_exact() {
 
 /// What protocol 2 cannot write is refused, never written as something else: a global whose
 /// Python 2 name reads back as another (`builtins.FileNotFoundError` is written
-/// `exceptions.OSError` by CPython's pickler), and a global whose name holds a newline.
+/// `exceptions.OSError` by CPython's pickler), a global whose name holds a newline, and a
+/// nested (dotted) name (found by a review helper).
 #[test]
 fn protocol_2_refuses_what_it_cannot_name() {
     let toml = r#"
@@ -407,9 +408,19 @@ module = "a"
 name = "b\nc"
 constructor = "record"
 forms = []
+[[global]]
+module = "a"
+name = "Outer.Inner"
+constructor = "record"
+forms = []
 "#;
     let policy = Policy::from_toml_str(toml).unwrap();
-    for (module, name) in [("builtins", "FileNotFoundError"), ("a", "b\nc")] {
+    // A dotted name: below protocol 4 `find_class` does one getattr and does not find it.
+    for (module, name) in [
+        ("builtins", "FileNotFoundError"),
+        ("a", "b\nc"),
+        ("a", "Outer.Inner"),
+    ] {
         let mut input = vec![0x80, 4];
         for t in [module, name] {
             input.extend([0x8c, t.len() as u8]);
@@ -426,6 +437,58 @@ forms = []
             }),
             "{name}"
         );
+    }
+}
+
+/// CPython makes the calls of the canonical pickle's records as it makes the input's: the same
+/// calls in the same order, each once, a record the value does not reach included (a class
+/// that logs its calls, in `__main__`). Found by a review helper: calls in the output's order
+/// (Mitogen's Router hands out the first Context it made for an id, so the order decides the
+/// name) and a record in a tuple on a cycle called again for the tuple's outer copy.
+#[test]
+fn records_are_called_as_the_input_calls_them() {
+    let toml =
+        "name = \"t\"\n[[global]]\nmodule = \"__main__\"\nname = \"K\"\nconstructor = \"record\"\n";
+    let policy = Policy::from_toml_str(toml).unwrap();
+    let k = "635f5f6d61696e5f5f0a4b0a"; // GLOBAL '__main__ K'
+    let cases = [
+        // K('b') made, memoized and popped; then [K('a'), K('b')].
+        format!(
+            "8002 {k} 5801000000 62 85 52 7100 30 5d 7101 28 {k} 5801000000 61 85 52 6800 65 2e"
+        ),
+        // T = (K(1), L) with L = [T]: a tuple on a cycle holding a record; the value is T.
+        format!("8002 5d 7100 {k} 4b01 85 52 6800 86 7101 61 30 6801 2e"),
+        // K('z') made and popped: the value is None, the call was made.
+        format!("8002 {k} 5801000000 7a 85 52 30 4e 2e"),
+    ];
+    let check = r#"
+import pickle, sys
+log = []
+class K:
+    def __init__(self, *a):
+        log.append(a)
+        self.a = a
+    def __repr__(self):
+        return 'K%r' % (self.a,)
+def load(hex):
+    del log[:]
+    v = pickle.loads(bytes.fromhex(hex))
+    return repr(v), list(log)
+a, b = load(sys.argv[1]), load(sys.argv[2])
+assert a == b, (a, b)
+print("ok", a[1])
+"#;
+    for hex in &cases {
+        let input = common::hex_decode(&hex.replace(' ', ""));
+        let doc = decode(&input, &policy, false);
+        for protocol in [canonical::Protocol::V5, canonical::Protocol::V2] {
+            let out = canonical::to_pickle_with(&doc, protocol, usize::MAX, None).unwrap();
+            let verdict = python(
+                check,
+                &[&common::hex_encode(&input), &common::hex_encode(&out)],
+            );
+            assert!(verdict.starts_with("ok ["), "{hex} {protocol:?}: {verdict}");
+        }
     }
 }
 
@@ -449,7 +512,8 @@ constructor = "record"
         (
             "list of two records",
             &format!("80045d28 {r}4b0185 52 {r}4b0185 52 65 2e"),
-            Some("80055d28 8c016d8c0152 93 4b0185 52 8c016d8c0152 93 4b0185 52 65 2e"),
+            // Each call made before the list, as the input made them, memoized, popped.
+            Some("8005 8c016d8c0152 93 4b0185 52 94 30 8c016d8c0152 93 4b0185 52 94 30 5d28 6800 6801 65 2e"),
         ),
         // R(d) with d = {} changed after the call: CPython's R got an empty dict.
         (
@@ -467,13 +531,13 @@ constructor = "record"
         (
             "argument changed before the call",
             &format!("8004 7d 94 4b01 4b02 73 30 {r} 6800 85 52 2e"),
-            Some("8005 8c016d8c0152 93 7d 4b01 4b02 73 85 52 2e"),
+            Some("8005 8c016d8c0152 93 7d 4b01 4b02 73 85 52 94 30 6800 2e"),
         ),
         // NEWOBJ: cls.__new__(cls, 1).
         (
             "NEWOBJ",
             &format!("8004 {r} 4b0185 81 2e"),
-            Some("8005 8c016d8c0152 93 4b0185 81 2e"),
+            Some("8005 8c016d8c0152 93 4b0185 81 94 30 6800 2e"),
         ),
         // BUILD on the record: its state is not its call.
         ("BUILD", &format!("8004 {r} 29 52 7d 62 2e"), None),

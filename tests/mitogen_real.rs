@@ -85,6 +85,13 @@ fn calls_through_a_canonical_guard_read_as_the_childs_frames() {
     let Some(r) = drive("canonical") else { return };
     assert_eq!(r["calls"], "ok", "{r}");
     assert!(r["rewritten"].as_u64().unwrap() >= 11, "{r}");
+    // The calls of the rewrite come in the child's order: the Router's first Context for id 5
+    // is the one named 'b', as from the child's own frame.
+    assert_eq!(
+        r["context_order"],
+        serde_json::json!([[5, "b"], [5, "b"], true]),
+        "{r}"
+    );
     assert_eq!(r["audit_events"].as_array().unwrap().len(), 0, "{r}");
 }
 

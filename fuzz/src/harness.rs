@@ -846,7 +846,13 @@ fn read_frames(stream: &[u8], sizes: &[usize]) -> Vec<String> {
                     let policy = mitogen_policy();
                     let mut summary = format!("frame@{}:{}", next, bytes.len());
                     for limits in [policy.limits, tight_limits(&policy.limits)] {
-                        match frame.decode(policy, limits) {
+                        let decoded = frame.decode(policy, limits);
+                        if limits == policy.limits {
+                            if let Ok(content) = &decoded {
+                                check_frame_canonical(&frame, content, policy);
+                            }
+                        }
+                        match decoded {
                             Ok(Content::Values(doc)) => {
                                 if !(KNOWN_OPEN_JSON_SET_CYCLE && has_set_and_record(&doc)) {
                                     let text = json::to_typed_json(&doc);
@@ -889,6 +895,68 @@ fn read_frames(stream: &[u8], sizes: &[usize]) -> Vec<String> {
         Err(e) => out.push(format!("end {}@{}", e.kind_name(), e.offset())),
     }
     out
+}
+
+/// `Frame::canonical` (what `filter --canonical` hands on): one frame, the header but for the
+/// length, and a payload that decodes under the same policy to the same typed JSON (or, for a
+/// frame that is not pickles, the frame as received). Allowed: no canonical pickle
+/// (`FrameError::NoCanonical`), and a limit the rewrite passes (bytes become a call of
+/// `_codecs.encode` at protocol 2, a few nodes more).
+fn check_frame_canonical(
+    frame: &picklewarden::mitogen::Frame,
+    content: &picklewarden::mitogen::Content<'_>,
+    policy: &Policy,
+) {
+    use picklewarden::mitogen::{Content, FrameError, FrameReader};
+    let out = match frame.canonical(content, 4 * FRAME_MAX) {
+        Ok(out) => out,
+        Err(FrameError::NoCanonical { offset, .. }) => {
+            assert_eq!(offset, frame.offset, "NoCanonical offset");
+            return;
+        }
+        Err(e) => panic!("Frame::canonical: {e}"),
+    };
+    let Content::Values(doc) = content else {
+        assert_eq!(
+            out,
+            frame.as_bytes(),
+            "a frame without pickles is handed on as received"
+        );
+        return;
+    };
+    let mut reader = FrameReader::with_max_message_bytes(4 * FRAME_MAX);
+    reader.push(&out);
+    let again = match reader.next_frame() {
+        Ok(Some(f)) => f,
+        other => panic!("the rewritten frame does not read back: {other:?}"),
+    };
+    assert_eq!(
+        again.as_bytes().len(),
+        out.len(),
+        "one frame, nothing after"
+    );
+    let mut header = again.header;
+    header.length = frame.header.length;
+    assert_eq!(header, frame.header, "the header but for the length");
+    let mut limits = policy.limits;
+    limits.max_input_bytes = 4 * FRAME_MAX;
+    match again.decode(policy, limits) {
+        Ok(Content::Values(doc2)) => {
+            if !(KNOWN_OPEN_JSON_SET_CYCLE && has_set_and_record(doc)) {
+                assert_eq!(
+                    json::to_typed_json(&doc2),
+                    json::to_typed_json(doc),
+                    "the rewritten frame decodes to other values: {out:?}"
+                );
+            }
+        }
+        Ok(other) => panic!("the rewritten frame is not pickles: {other:?}"),
+        Err(e) => assert_eq!(
+            e.category(),
+            Category::LimitExceeded,
+            "the rewritten frame is refused: {e}: {out:?}"
+        ),
+    }
 }
 
 /// The parts of [`check_error`] that do not need the input (payload errors are shifted).

@@ -240,7 +240,42 @@ def run_canonical(pw, capture):
                 assert not newer, (off, newer)
                 pos += ops[-1][2] + 1
     results["rewritten"] = rewritten
+    results["context_order"] = context_order(pw)
     return results
+
+
+def context_order(pw):
+    """A child's payload that makes Context 5 named 'b' (kept in the memo, popped), then the
+    list [Context 5 named 'a', that Context]. A parent's Router hands out the Context it made
+    first for an id, so the order of the calls decides the names: the rewrite must make the
+    calls in the child's order (found by a review helper)."""
+    ctx = b"cmitogen.core\n_unpickle_context\n"
+
+    def call(i, name):
+        return (ctx + b"J" + struct.pack("<i", i) + b"X" + struct.pack("<I", len(name)) + name
+                + b"\x86R")
+    payload = (b"\x80\x02" + call(5, b"b") + b"q\x000" + b"]q\x01(" + call(5, b"a")
+               + b"h\x00e.")
+    frame = HEADER.pack(0x4d4a, 0, 1, 1, 101, 0, len(payload)) + payload
+    got = subprocess.run([pw, "filter", "--mitogen", "--framed", "--canonical"], input=frame,
+                         capture_output=True, timeout=TIMEOUT)
+    assert got.returncode == 0, got.stderr.decode()
+    out = got.stdout[26:]
+    assert out != payload
+    broker = mitogen.core.Broker()
+    seen = []
+    try:
+        router = mitogen.core.Router(broker)
+        for data in (payload, out):
+            router._context_by_id.clear()
+            msg = mitogen.core.Message(data=data, enc=0x4d4a, handle=101)
+            msg.router = router
+            v = msg.unpickle(throw=False)
+            seen.append([[c.context_id, c.name] for c in v] + [v[0] is v[1]])
+    finally:
+        stop(broker)
+    assert seen[0] == seen[1], seen
+    return seen[1]
 
 
 def audit_events(capture):
