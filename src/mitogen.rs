@@ -262,6 +262,17 @@ pub enum FrameError {
         /// Absolute offset of the header.
         offset: u64,
     },
+    /// The canonical rewrite of an accepted frame is refused by the policy that accepted the
+    /// frame ([`Frame::canonical`]): it needs a global the policy does not allow (a set the
+    /// child made with protocol 4's EMPTY_SET is `__builtin__.set([...])` at protocol 2, which
+    /// the `mitogen` policy, like Mitogen's `_find_global`, does not allow), or passes a limit.
+    /// The error's offset is relative to the rewritten payload.
+    CanonicalRefused {
+        /// The refusal of the rewrite.
+        error: Error,
+        /// Absolute offset of the header.
+        offset: u64,
+    },
 }
 
 impl FrameError {
@@ -273,7 +284,9 @@ impl FrameError {
             FrameError::TooLarge { .. } => "message_too_large",
             FrameError::Truncated { .. } => "truncated",
             FrameError::Payload(e) => e.kind().name(),
-            FrameError::NoCanonical { .. } => "no_canonical_pickle",
+            FrameError::NoCanonical { .. } | FrameError::CanonicalRefused { .. } => {
+                "no_canonical_pickle"
+            }
         }
     }
 
@@ -289,6 +302,7 @@ impl FrameError {
                 ..
             } => Category::LimitExceeded,
             FrameError::NoCanonical { .. } => Category::PolicyDenied,
+            FrameError::CanonicalRefused { error, .. } => error.category(),
         }
     }
 
@@ -298,7 +312,8 @@ impl FrameError {
             FrameError::BadEnc { offset, .. }
             | FrameError::TooLarge { offset, .. }
             | FrameError::Truncated { offset, .. }
-            | FrameError::NoCanonical { offset, .. } => *offset,
+            | FrameError::NoCanonical { offset, .. }
+            | FrameError::CanonicalRefused { offset, .. } => *offset,
             FrameError::Payload(e) => e.offset(),
         }
     }
@@ -335,6 +350,11 @@ impl fmt::Display for FrameError {
             FrameError::NoCanonical { reason, offset } => write!(
                 f,
                 "the frame at offset {offset} ({offset:#x}) has no canonical pickle: {reason}"
+            ),
+            FrameError::CanonicalRefused { error, offset } => write!(
+                f,
+                "the canonical pickle of the frame at offset {offset} ({offset:#x}) is refused by \
+                 the policy (offsets in the rewrite): {error}"
             ),
         }
     }
@@ -377,13 +397,20 @@ impl Frame {
     /// indices or declared lengths (a far `LONG_BINPUT` that CPython 3.11 sizes its memo by,
     /// a BINBYTES length it allocates before reading) reach it.
     ///
+    /// The rewrite is decoded again under `policy` and `limits` (those that accepted the
+    /// frame) before it is given, so that it is handed on only if it is accepted as the
+    /// child's frame was.
+    ///
     /// # Errors
     /// [`FrameError::NoCanonical`] when the document has no canonical pickle
     /// ([`canonical::Unwritable`]), or when the rewritten payload is over
-    /// `max_message_bytes` (Mitogen's `max_message_size`: the parent would refuse it).
+    /// `max_message_bytes` (Mitogen's `max_message_size`: the parent would refuse it);
+    /// [`FrameError::CanonicalRefused`] when `policy` and `limits` refuse the rewrite.
     pub fn canonical(
         &self,
         content: &Content<'_>,
+        policy: &Policy,
+        limits: Limits,
         max_message_bytes: u64,
     ) -> Result<Vec<u8>, FrameError> {
         let Content::Values(doc) = content else {
@@ -404,6 +431,12 @@ impl Frame {
             length,
             ..self.header
         };
+        if let Err(error) = decode_payload(&header, &payload, policy, limits) {
+            return Err(FrameError::CanonicalRefused {
+                error,
+                offset: self.offset,
+            });
+        }
         let mut out = Vec::with_capacity(HEADER_LEN + payload.len());
         out.extend_from_slice(&header.to_bytes());
         out.extend_from_slice(&payload);

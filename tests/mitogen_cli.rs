@@ -224,6 +224,38 @@ fn filter_canonical_rewrites_the_pickles_of_accepted_frames() {
     assert_eq!(e["kind"], "no_canonical_pickle");
     assert_eq!(e["category"], "policy_denied");
     assert_eq!(e["offset"], (26 + GOOD.len()) as u64);
+    // A set made with protocol 4's EMPTY_SET and ADDITEMS names no global, and `mitogen`
+    // accepts it; its protocol-2 form is `__builtin__.set([...])`, which `mitogen` (like
+    // Mitogen's _find_global) does not allow: the rewrite is refused, not handed on (found by
+    // the mitogen_frames fuzz target).
+    let set = b"\x80\x04\x8f(K\x00K\x01\x90.";
+    let mut s = frame(0x4d4a, 1000, 0, GOOD);
+    s.extend(frame(0x4d4a, 1001, 0, set));
+    let out = run(&["filter", "--mitogen", "--framed"], &s);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let out = run(&["filter", "--mitogen", "--framed", "--canonical"], &s);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert_eq!(out.stdout, frame(0x4d4a, 1000, 0, good));
+    let e = &events(&out)[0];
+    assert_eq!(e["kind"], "no_canonical_pickle");
+    assert_eq!(e["category"], "policy_denied");
+    assert!(
+        e["reason"].as_str().unwrap().contains("__builtin__.set"),
+        "{e}"
+    );
+    // Under mitogen-plus, which allows __builtin__.set, the rewrite is handed on.
+    let out = run(
+        &[
+            "filter",
+            "--mitogen",
+            "--framed",
+            "--canonical",
+            "--policy",
+            "mitogen-plus",
+        ],
+        &s,
+    );
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
 }
 
 #[test]

@@ -96,7 +96,9 @@ impl Checker {
             frame
                 .decode(&self.policy, self.limits)
                 .and_then(|content| match self.canonical {
-                    Some(max) => frame.canonical(&content, max).map(Some),
+                    Some(max) => frame
+                        .canonical(&content, &self.policy, self.limits, max)
+                        .map(Some),
                     None => Ok(None),
                 });
         if let Err(e) = &verdict {
