@@ -948,14 +948,17 @@ impl<'d> Writer<'d, '_> {
 fn latin1_to_utf8(b: &[u8], len: usize, out: &mut Vec<u8>) {
     let start = out.len();
     out.resize(start + len + 1, 0);
-    if let Some(mut dst) = out.get_mut(start..) {
+    if let Some(dst) = out.get_mut(start..) {
+        let mut j = 0usize;
         for &c in b {
-            let high = usize::from(c >> 7);
-            if let Some([first, second, ..]) = dst.get_mut(..2) {
-                *first = if high == 1 { 0xc0 | (c >> 6) } else { c };
-                *second = 0x80 | (c & 0x3f);
+            let high = c >> 7;
+            // The lead byte 0xC2 / 0xC3 of a byte of 0x80 and above, else the byte itself.
+            let first = c ^ (high * (c ^ (0xc0 | (c >> 6))));
+            if let Some([x, y]) = dst.get_mut(j..j + 2) {
+                *x = first;
+                *y = 0x80 | (c & 0x3f);
             }
-            dst = dst.get_mut(1 + high..).unwrap_or_default();
+            j += 1 + usize::from(high);
         }
     }
     out.truncate(start + len);
