@@ -431,11 +431,15 @@ impl<'d> Writer<'d, '_> {
     /// Writes one root; stops past `max_bytes` or the deadline.
     fn write(&mut self, root: NodeId) -> Result<(), Unwritable> {
         let mut stack: Vec<Task<'d>> = vec![Task::Value(root)];
+        // A few tasks per level of nesting, and a value nests at most once in itself (a tuple
+        // on a cycle, written again inside itself): past this the walk is not ending, which a
+        // missed cycle once caused (a review helper), and it stops rather than fill memory.
+        let max_tasks = self.nodes.len().saturating_mul(8).saturating_add(64);
         while let Some(task) = stack.pop() {
             match task {
                 Task::Value(id) => {
                     self.work += 1;
-                    if self.out.len() > self.max_bytes {
+                    if self.out.len() > self.max_bytes || stack.len() > max_tasks {
                         return Err(Unwritable::TooLarge(self.max_bytes));
                     }
                     if self.clock.passed_after(self.work) {
@@ -1083,7 +1087,31 @@ fn nth_child(value: &Value<'_>, k: usize) -> Option<NodeId> {
             .items
             .get(k / 2)
             .map(|&(key, v)| if k.is_multiple_of(2) { key } else { v }),
-        // Records are refused before the walk (`Unwritable::Record`).
+        // A record: its callable, arguments and keyword arguments, then what was done to it
+        // after (the writer refuses a record that has any, but the walk must still see a
+        // cycle through it: a review helper's `Kwargs({'a': t})` with `t = ([t],)`, whose list
+        // was reached only through the record's arguments, was never memoized and written
+        // without end).
+        Value::Object(o) => {
+            let mut n = 0;
+            for id in [Some(o.callable), Some(o.args), o.kwargs, o.state]
+                .into_iter()
+                .flatten()
+            {
+                if n == k {
+                    return Some(id);
+                }
+                n += 1;
+            }
+            let k = k - n;
+            if let Some(&id) = o.listitems.get(k) {
+                return Some(id);
+            }
+            let k = k - o.listitems.len();
+            o.dictitems
+                .get(k / 2)
+                .map(|&(key, v)| if k.is_multiple_of(2) { key } else { v })
+        }
         _ => None,
     }
 }
