@@ -391,7 +391,7 @@ impl Frame {
     /// The frame as a bastion hands it on when it rewrites what it accepted: for a payload of
     /// pickles, `content` (this frame's [`Frame::decode`]) written back as one canonical
     /// protocol-2 pickle per value sharing one memo ([`canonical::Protocol::V2`], the form
-    /// Mitogen's Python 3 side writes and its `_find_global` reads), behind the same header
+    /// Mitogen's Python 3 side writes), behind the same header
     /// with the new length; binary, raw and dead messages as received. The parent's unpickler
     /// then reads bytes picklewarden wrote, not the child's: none of the child's opcodes, memo
     /// indices or declared lengths (a far `LONG_BINPUT` that CPython 3.11 sizes its memo by,
