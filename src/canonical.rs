@@ -157,7 +157,8 @@ pub enum Unwritable {
     Record,
     /// The value holds something the protocol asked for cannot write as it is: at protocol 2,
     /// a str or bytes of 4 GiB or more (BINUNICODE has a 4-byte length), a global whose name
-    /// is not ASCII or holds a newline (GLOBAL is a text line), or one CPython's protocol-2
+    /// is not ASCII or holds a newline (GLOBAL is a text line) or is nested (dotted: below
+    /// protocol 4 `find_class` looks it up with one `getattr`), or one CPython's protocol-2
     /// names would change (`builtins.FileNotFoundError` is written `exceptions.OSError`,
     /// [`python2_name`]), or a set or frozenset on a cycle (at protocol 2 it is made by a call
     /// after its items, so a cycle through it cannot be closed).
