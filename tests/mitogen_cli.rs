@@ -213,32 +213,28 @@ fn filter_canonical_rewrites_the_pickles_of_accepted_frames() {
     // holding the empty list; the record holds the list as it ended) has none: refused, the
     // stream cut off.
     let changed = b"\x80\x02]q\x000}q\x01X\x01\x00\x00\x00ah\x00s0cmitogen.core\nKwargs\nh\x01\x85Rh\x00K\x01a0.";
-    let mut s = frame(0x4d4a, 1000, 0, GOOD);
-    s.extend(frame(0x4d4a, 1001, 0, changed));
-    let out = run(&["filter", "--mitogen", "--framed"], &s);
-    assert_eq!(out.status.code(), Some(0), "{out:?}");
-    let out = run(&["filter", "--mitogen", "--framed", "--canonical"], &s);
-    assert_eq!(out.status.code(), Some(1), "{out:?}");
-    assert_eq!(out.stdout, frame(0x4d4a, 1000, 0, good));
-    let e = &events(&out)[0];
-    assert_eq!(e["kind"], "no_canonical_pickle");
-    assert_eq!(e["category"], "policy_denied");
-    assert_eq!(e["offset"], (26 + GOOD.len()) as u64);
+    // GOOD, then `payload`: accepted as received, refused with --canonical after GOOD's
+    // rewrite; the audit event.
+    let refused_when_canonical = |payload: &[u8]| {
+        let mut s = frame(0x4d4a, 1000, 0, GOOD);
+        s.extend(frame(0x4d4a, 1001, 0, payload));
+        let out = run(&["filter", "--mitogen", "--framed"], &s);
+        assert_eq!(out.status.code(), Some(0), "{out:?}");
+        let out = run(&["filter", "--mitogen", "--framed", "--canonical"], &s);
+        assert_eq!(out.status.code(), Some(1), "{out:?}");
+        assert_eq!(out.stdout, frame(0x4d4a, 1000, 0, good));
+        let e = events(&out).remove(0);
+        assert_eq!(e["kind"], "no_canonical_pickle");
+        assert_eq!(e["category"], "policy_denied");
+        assert_eq!(e["offset"], (26 + GOOD.len()) as u64);
+        (s, e)
+    };
+    refused_when_canonical(changed);
     // A set made with protocol 4's EMPTY_SET and ADDITEMS names no global, and `mitogen`
     // accepts it; its protocol-2 form is `__builtin__.set([...])`, which `mitogen` (like
     // Mitogen's _find_global) does not allow: the rewrite is refused, not handed on (found by
     // the mitogen_frames fuzz target).
-    let set = b"\x80\x04\x8f(K\x00K\x01\x90.";
-    let mut s = frame(0x4d4a, 1000, 0, GOOD);
-    s.extend(frame(0x4d4a, 1001, 0, set));
-    let out = run(&["filter", "--mitogen", "--framed"], &s);
-    assert_eq!(out.status.code(), Some(0), "{out:?}");
-    let out = run(&["filter", "--mitogen", "--framed", "--canonical"], &s);
-    assert_eq!(out.status.code(), Some(1), "{out:?}");
-    assert_eq!(out.stdout, frame(0x4d4a, 1000, 0, good));
-    let e = &events(&out)[0];
-    assert_eq!(e["kind"], "no_canonical_pickle");
-    assert_eq!(e["category"], "policy_denied");
+    let (s, e) = refused_when_canonical(b"\x80\x04\x8f(K\x00K\x01\x90.");
     assert!(
         e["reason"].as_str().unwrap().contains("__builtin__.set"),
         "{e}"
