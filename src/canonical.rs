@@ -197,7 +197,7 @@ pub enum Unwritable {
 /// [`Unwritable::Record`] or [`Unwritable::Stream`] for a document the form cannot write back
 /// as CPython would have read the input.
 pub fn to_pickle(doc: &Document<'_>) -> Result<Vec<u8>, Unwritable> {
-    write_document(doc, usize::MAX, None)
+    write_pickle(doc, Protocol::V5, usize::MAX, None)
 }
 
 /// As [`to_pickle`], but gives up ([`Unwritable::TooLarge`]) once the output passes
@@ -208,7 +208,7 @@ pub fn to_pickle(doc: &Document<'_>) -> Result<Vec<u8>, Unwritable> {
 /// # Errors
 /// As [`to_pickle`], and [`Unwritable::TooLarge`].
 pub fn to_pickle_limited(doc: &Document<'_>, max_bytes: usize) -> Result<Vec<u8>, Unwritable> {
-    write_document(doc, max_bytes, None)
+    write_pickle(doc, Protocol::V5, max_bytes, None)
 }
 
 /// As [`to_pickle_limited`], and also gives up ([`Unwritable::Deadline`]) once `deadline` has
@@ -222,7 +222,7 @@ pub fn to_pickle_until(
     max_bytes: usize,
     deadline: Instant,
 ) -> Result<Vec<u8>, Unwritable> {
-    write_document(doc, max_bytes, Some(deadline))
+    write_pickle(doc, Protocol::V5, max_bytes, Some(deadline))
 }
 
 /// The canonical pickle of `doc` in the form `protocol` names, giving up past `max_bytes`
@@ -237,14 +237,6 @@ pub fn to_pickle_with(
     deadline: Option<Instant>,
 ) -> Result<Vec<u8>, Unwritable> {
     write_pickle(doc, protocol, max_bytes, deadline)
-}
-
-fn write_document(
-    doc: &Document<'_>,
-    max_bytes: usize,
-    deadline: Option<Instant>,
-) -> Result<Vec<u8>, Unwritable> {
-    write_pickle(doc, Protocol::V5, max_bytes, deadline)
 }
 
 fn write_pickle(
@@ -297,21 +289,17 @@ fn write_pickle(
             }
         }
     }
-    // Reachable nodes are those with an in-degree (a root counts one).
-    let unreplayable = doc.nodes.iter().zip(&refs).any(|(v, &r)| {
-        r > 0
-            && match v {
-                Value::Object(o) => {
-                    !doc.records_replayable
-                        || o.kind == CallKind::NewObjEx
-                        || o.state.is_some()
-                        || !o.listitems.is_empty()
-                        || !o.dictitems.is_empty()
-                }
-                _ => false,
-            }
+    // Every record is written (above), so every record must be its call alone.
+    let unreplayable = records.iter().any(|&id| match lookup(&doc.nodes, id) {
+        Some(Value::Object(o)) => {
+            o.kind == CallKind::NewObjEx
+                || o.state.is_some()
+                || !o.listitems.is_empty()
+                || !o.dictitems.is_empty()
+        }
+        _ => false,
     });
-    if unreplayable {
+    if !records.is_empty() && (!doc.records_replayable || unreplayable) {
         return Err(Unwritable::Record);
     }
     let mut w = Writer {
