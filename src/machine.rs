@@ -32,7 +32,7 @@ use crate::memo::Memo;
 use crate::opcode::{Opcode, BININT_ARG};
 use crate::policy::{ArgType, Constructor, Policy, Python2Str, TextEncoding};
 use crate::reader::{binint_at, Reader};
-use crate::scan::{ScanReport, Scanner, HANDED_TEXT_BYTES};
+use crate::scan::{ScanReport, Scanner};
 use crate::text::{self, NumberError, ParsedInt};
 use crate::value::{
     lookup, CallKind, DictItems, Document, Global, NodeId, Object, PyStr, Scratch, SetItems, Value,
@@ -131,23 +131,13 @@ impl<'a, 'p> Decoder<'a, 'p> {
         self
     }
 
-    /// The scan pass: validates opcodes, frames, MARKs, the memo and every global and call
-    /// against the policy before the build pass creates any value.
-    /// Returns upper bounds on what the build will create (from the opcode counts) and the
-    /// texts the scan validated ([`Scanner::run_for_build`]).
-    fn validate(&self, stream: bool) -> Result<(Bound, Vec<&'a str>)> {
-        let (report, texts) = self.scan(stream);
-        report.result?;
-        Ok((Bound::of(&report.opcode_counts), texts))
-    }
-
-    fn scan(&self, stream: bool) -> (ScanReport, Vec<&'a str>) {
+    fn scan(&self, stream: bool) -> ScanReport {
         Scanner::new(self.input, self.policy)
             .limits(self.limits)
             .stream(stream)
             .buffers(self.buffers.as_ref().map(Vec::len))
             .deadline(self.deadline)
-            .run_for_build()
+            .run()
     }
 
     /// Decodes as [`Decoder::decode`] (or [`Decoder::decode_stream`] when `stream`), and also
@@ -158,29 +148,56 @@ impl<'a, 'p> Decoder<'a, 'p> {
     /// The first refusal of the scan or the build, as `decode` returns it. The report's own
     /// `result` is the scan's verdict alone.
     pub fn decode_with_report(self, stream: bool) -> (Result<Document<'a>>, ScanReport) {
-        let (report, texts) = self.scan(stream);
+        let report = self.scan(stream);
         if let Err(e) = &report.result {
             let e = e.clone();
             return (Err(e), report);
         }
         let bound = Bound::of(&report.opcode_counts);
-        (self.build(bound, texts, stream), report)
+        (self.build(Some(bound), stream), report)
     }
 
-    fn build(self, bound: Bound, texts: Vec<&'a str>, stream: bool) -> Result<Document<'a>> {
+    /// The decode in one pass (the machine makes every check the scan makes, and more), and,
+    /// only when it refuses, the scan: a refusal the scan finds is the one reported, as it was
+    /// when the scan ran first, so that the error of an input does not depend on whether the
+    /// decode or `scan` met it (`fuzz/src/harness.rs` `check_scan_build_agree`). Either way an
+    /// accepted input was accepted by every check of both passes.
+    fn decode_one_pass(self, stream: bool) -> Result<Document<'a>> {
+        let scanner = Scanner::new(self.input, self.policy)
+            .limits(self.limits)
+            .stream(stream)
+            .buffers(self.buffers.as_ref().map(Vec::len))
+            .deadline(self.deadline);
+        match self.build(None, stream) {
+            Ok(doc) => Ok(doc),
+            Err(e) => {
+                scanner.run().result?;
+                Err(e)
+            }
+        }
+    }
+
+    /// The build: executes the opcodes into a document. `bound` is the scan's count of what
+    /// it makes, when the scan ran first (the arena is then reserved once); without it the
+    /// arena starts from a guess from the input's length and grows.
+    fn build(self, bound: Option<Bound>, stream: bool) -> Result<Document<'a>> {
         let mut m = Machine::new(self.input, self.policy, self.limits, self.buffers)?;
         m.clock = Clock::new(self.deadline);
         if let Ok(mut c) = m.hash_cache.try_borrow_mut() {
             c.clock = m.clock;
         }
-        m.texts = texts;
         m.nodes = self.arena;
         m.nodes.clear();
-        m.reserve_nodes(bound.nodes);
+        // Without the scan's count: about one node per 8 bytes of input (small objects at
+        // protocol 4 make one per 12, a list of ints one per 7); more grows the arena.
+        let nodes = bound.map_or(self.input.len() as u64 / 8, |b| b.nodes);
+        m.reserve_nodes(nodes);
         // A walk's path holds each container once, plus a leaf: with no more containers than
-        // this, the depth check never walks, and heights are not worth keeping.
-        m.heights =
-            Heights::new(bound.containers.saturating_add(1) > self.limits.max_nesting_depth);
+        // this, the depth check never walks, and heights are not worth keeping. Without the
+        // scan's count, they are kept.
+        m.heights = Heights::new(
+            bound.is_none_or(|b| b.containers.saturating_add(1) > self.limits.max_nesting_depth),
+        );
         if !stream {
             let root = m.run()?;
             m.r.expect_end()?;
@@ -208,8 +225,7 @@ impl<'a, 'p> Decoder<'a, 'p> {
     /// # Errors
     /// Any refusal, with its kind, offset and opcode.
     pub fn decode(self) -> Result<Document<'a>> {
-        let (bound, texts) = self.validate(false)?;
-        self.build(bound, texts, false)
+        self.decode_one_pass(false)
     }
 
     /// Decodes every pickle in the input, one after another, sharing one memo; the input must
@@ -218,8 +234,7 @@ impl<'a, 'p> Decoder<'a, 'p> {
     /// # Errors
     /// Any refusal; an empty input is [`ErrorKind::Truncated`].
     pub fn decode_stream(self) -> Result<Document<'a>> {
-        let (bound, texts) = self.validate(true)?;
-        self.build(bound, texts, true)
+        self.decode_one_pass(true)
     }
 }
 
@@ -370,10 +385,6 @@ struct Machine<'a, 'p> {
     /// The containers' heights, a bound on the depth check's walk (src/depth.rs); kept only
     /// when the scan counted more opcodes that make containers than `max_nesting_depth`.
     heights: Heights,
-    /// Text payloads the scan validated, in stream order ([`Scanner::run_for_build`]), and
-    /// the first not yet used.
-    texts: Vec<&'a str>,
-    next_text: usize,
     /// The lists and dicts an argument schema checked (a `record` call's arguments, and its
     /// empty NEWOBJ_EX keyword arguments), with the global called: they may not change after
     /// the call, or what the schema checked would no longer be what the record holds (A46).
@@ -687,8 +698,6 @@ impl<'a, 'p> Machine<'a, 'p> {
             containers: 0,
             heights: Heights::default(),
             has_sets: false,
-            texts: Vec::new(),
-            next_text: 0,
             indexes: HashMap::new(),
             hash_cache: HashCache::default(),
             sealed: HashMap::new(),
@@ -1255,32 +1264,9 @@ impl<'a, 'p> Machine<'a, 'p> {
     }
 
     fn unicode(&mut self, bytes: &'a [u8]) -> Result<()> {
-        let s = match self.handed_text(bytes) {
-            Some(s) => PyStr::Utf8(Cow::Borrowed(s)),
-            None => text::decode_utf8_surrogatepass(bytes)
-                .map_err(|_| self.err(ErrorKind::InvalidUtf8))?,
-        };
+        let s =
+            text::decode_utf8_surrogatepass(bytes).map_err(|_| self.err(ErrorKind::InvalidUtf8))?;
         self.push_new(Value::Str(s), 0)
-    }
-
-    /// The text the scan validated for exactly `bytes` (the same address and length in the
-    /// input), if it handed one over; texts before `bytes` are passed by. Shorter texts, and
-    /// texts with lone surrogates, were not handed over: the caller validates them.
-    #[inline]
-    fn handed_text(&mut self, bytes: &[u8]) -> Option<&'a str> {
-        if bytes.len() < HANDED_TEXT_BYTES {
-            return None;
-        }
-        while let Some(&s) = self.texts.get(self.next_text) {
-            if s.as_ptr() > bytes.as_ptr() {
-                return None;
-            }
-            self.next_text += 1;
-            if std::ptr::eq(s.as_bytes(), bytes) {
-                return Some(s);
-            }
-        }
-        None
     }
 
     // Inlined into `run`, as it was before `run` grew past the compiler's own choice (the
@@ -2392,14 +2378,14 @@ mod tests {
         }
     }
 
-    /// Texts of at least `HANDED_TEXT_BYTES` that the scan validated reach the build without a
-    /// second validation; the rest (short, or with a lone surrogate) are validated by the
-    /// build, in any interleaving, and every value is the text itself.
+    /// Texts are validated by the one pass that builds them: valid UTF-8 is borrowed from
+    /// the input, text with a lone surrogate is kept as its `surrogatepass` bytes, and
+    /// invalid UTF-8 is refused, in any interleaving and at any length.
     #[test]
-    fn texts_validated_by_the_scan_are_handed_to_the_build() {
-        let long_ascii = "a".repeat(HANDED_TEXT_BYTES);
-        let long_utf8 = "\u{e9}\u{20ac}".repeat(HANDED_TEXT_BYTES);
-        let mut surrogates = b"x".repeat(HANDED_TEXT_BYTES);
+    fn texts_are_validated_and_borrowed_by_the_build() {
+        let long_ascii = "a".repeat(64);
+        let long_utf8 = "\u{e9}\u{20ac}".repeat(64);
+        let mut surrogates = b"x".repeat(64);
         surrogates.extend_from_slice(b"\xed\xa0\x80");
         let texts: [&[u8]; 6] = [
             long_ascii.as_bytes(),
@@ -2410,35 +2396,18 @@ mod tests {
             long_ascii.as_bytes(),
         ];
         // [text, ...] at protocol 4: EMPTY_LIST MARK (BINUNICODE text)* APPENDS STOP.
-        let mut p = b"\x80\x04](".to_vec();
-        let mut at = Vec::new();
-        for t in texts {
-            p.push(b'X');
-            p.extend_from_slice(&(t.len() as u32).to_le_bytes());
-            at.push(p.len()..p.len() + t.len());
-            p.extend_from_slice(t);
-        }
-        p.extend_from_slice(b"e.");
+        let list = |texts: &[&[u8]]| {
+            let mut p = b"\x80\x04](".to_vec();
+            for t in texts {
+                p.push(b'X');
+                p.extend_from_slice(&(t.len() as u32).to_le_bytes());
+                p.extend_from_slice(t);
+            }
+            p.extend_from_slice(b"e.");
+            p
+        };
+        let p = list(&texts);
         let policy = Policy::data();
-        let (report, handed) = Scanner::new(&p, &policy).run_for_build();
-        assert!(report.result.is_ok());
-        assert_eq!(
-            handed,
-            [long_ascii.as_str(), long_utf8.as_str(), long_ascii.as_str()]
-        );
-        // The build takes each for exactly its own payload: not for equal bytes elsewhere
-        // (the first text's bytes outside the input), in order.
-        let mut m = Machine::new(&p, &policy, policy.limits, None).unwrap();
-        m.texts = handed.clone();
-        assert_eq!(m.handed_text(long_ascii.as_bytes()), None);
-        let mut m = Machine::new(&p, &policy, policy.limits, None).unwrap();
-        m.texts = handed.clone();
-        let payload = |i: usize| &p[at[i].clone()];
-        let used: Vec<bool> = (0..texts.len())
-            .map(|i| m.handed_text(payload(i)).is_some())
-            .collect();
-        assert_eq!(used, [true, false, false, true, false, true]);
-        assert_eq!(m.next_text, 3);
         let doc = decode(&p, &policy).unwrap();
         let Some(Value::List(items)) = doc.root().and_then(|r| doc.get(r)) else {
             panic!("not a list");
@@ -2455,11 +2424,17 @@ mod tests {
             doc.get(items[2]),
             Some(Value::Str(PyStr::Surrogates(_)))
         ));
-        // A handed text is the input's own bytes, borrowed.
+        // Valid text is the input's own bytes, borrowed.
         assert!(matches!(
             doc.get(items[3]),
             Some(Value::Str(PyStr::Utf8(Cow::Borrowed(s)))) if s.as_ptr() > p.as_ptr()
         ));
+        // A lone continuation byte, short or long, is refused at its opcode.
+        for bad in [&b"\x80"[..], &[b"a".repeat(100), b"\xc3".to_vec()].concat()] {
+            let p = list(&[b"ok", bad]);
+            let e = decode(&p, &policy).unwrap_err();
+            assert_eq!((e.kind().name(), e.offset()), ("invalid_utf8", 11));
+        }
     }
 
     #[test]

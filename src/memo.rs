@@ -4,6 +4,17 @@
 
 use std::collections::{HashMap, TryReserveError};
 
+use crate::value::NodeId;
+
+/// Bytes charged per dense slot: what the decode's memo holds there (`Option<NodeId>`),
+/// whichever pass's memo grows. The scan's symbols are larger, but its verdict on
+/// `max_alloc_bytes` must be the decode's (the decode runs in one pass and scans only to
+/// report a refusal), so both charge what the decode's memo takes.
+const DENSE_SLOT_BYTES: usize = std::mem::size_of::<Option<NodeId>>();
+/// Bytes charged per sparse slot, as [`DENSE_SLOT_BYTES`]: an entry of index and node id, and
+/// the hash table's control byte.
+const SPARSE_SLOT_BYTES: usize = std::mem::size_of::<(u64, NodeId)>() + 1;
+
 /// Memo entries of type `T` (node ids in the build pass, symbols in the scan pass).
 pub(crate) struct Memo<T> {
     dense: Vec<Option<T>>,
@@ -30,9 +41,10 @@ impl<T: Copy> Memo<T> {
         }
     }
 
-    /// Sets an entry; returns the bytes the memo's tables grew by (by capacity: what they
-    /// took from the allocator, a dense slot per index and a hash-table entry of index, value
-    /// and control byte per sparse slot), which the callers charge. The dense part grows only
+    /// Sets an entry; returns the bytes the memo's tables grew by (by capacity, a dense slot
+    /// per index and a hash-table entry of index, node id and control byte per sparse slot, as
+    /// the decode's memo takes them from the allocator: [`DENSE_SLOT_BYTES`]), which the
+    /// callers charge. The dense part grows only
     /// to cover indices below twice the number of entries (plus 256), so its size stays linear
     /// in the entries actually set. Every growth is fallible: when memory runs out the memo is
     /// unchanged and the error is returned (an infallible one aborted the process: two
@@ -67,7 +79,7 @@ impl<T: Copy> Memo<T> {
         }
         let before = self.sparse.capacity();
         self.sparse.try_reserve(1)?;
-        let grown = (self.sparse.capacity() - before) * (std::mem::size_of::<(u64, T)>() + 1);
+        let grown = (self.sparse.capacity() - before) * SPARSE_SLOT_BYTES;
         let new = self.sparse.insert(index, value).is_none();
         self.count += u64::from(new);
         Ok(grown as u64)
@@ -81,7 +93,7 @@ impl<T: Copy> Memo<T> {
             return Ok(0);
         }
         self.dense.try_reserve(more)?;
-        Ok(((self.dense.capacity() - before) * std::mem::size_of::<Option<T>>()) as u64)
+        Ok(((self.dense.capacity() - before) * DENSE_SLOT_BYTES) as u64)
     }
 
     /// Whether setting `index` would add an entry.

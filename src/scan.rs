@@ -18,7 +18,6 @@
 //! A scan alone is also picklewarden's scan-only mode: a verdict, the first error, the globals
 //! referenced and the opcode counts, in one pass and without allocating values.
 
-use std::borrow::Cow;
 use std::time::Instant;
 
 use crate::clock::Clock;
@@ -29,12 +28,11 @@ use crate::opcode::{Opcode, SCALAR_ARG};
 use crate::policy::{Constructor, Policy, Python2Str, TextEncoding};
 use crate::reader::Reader;
 use crate::text::{self, NumberError};
-use crate::value::{CallKind, PyStr};
+use crate::value::CallKind;
 
-/// Text payloads at least this long that the scan validated as UTF-8 are handed to the build
-/// ([`Scanner::run_for_build`]), which then does not validate them again. Shorter ones are
-/// validated by both passes: for them a hand-off would cost about what it saves.
-pub(crate) const HANDED_TEXT_BYTES: usize = 64;
+/// Text payloads shorter than this are checked for ASCII first (most keys and names), which is
+/// a few instructions where the UTF-8 validation costs a call and its setup.
+const SHORT_TEXT_BYTES: usize = 64;
 
 /// How to recover the text of a str constant from the input (for STACK_GLOBAL).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -397,17 +395,6 @@ impl<'a, 'p> Scanner<'a, 'p> {
 
     /// Runs the scan.
     pub fn run(self) -> ScanReport {
-        self.run_keeping(false).0
-    }
-
-    /// Runs the scan for a build: also returns the text payloads of BINUNICODE,
-    /// SHORT_BINUNICODE and BINUNICODE8 of at least [`HANDED_TEXT_BYTES`] that it validated
-    /// as UTF-8 (without lone surrogates), in stream order, borrowed from the input.
-    pub(crate) fn run_for_build(self) -> (ScanReport, Vec<&'a str>) {
-        self.run_keeping(true)
-    }
-
-    fn run_keeping(self, keep_texts: bool) -> (ScanReport, Vec<&'a str>) {
         let mut s = Scan {
             r: Reader::new(self.input),
             policy: self.policy,
@@ -417,8 +404,6 @@ impl<'a, 'p> Scanner<'a, 'p> {
             memo: Memo::default(),
             opcodes: 0,
             buffers: self.buffers,
-            keep_texts,
-            texts: Vec::new(),
             memo_bytes: 0,
             clock: Clock::new(self.deadline),
             report: ScanReport {
@@ -432,7 +417,7 @@ impl<'a, 'p> Scanner<'a, 'p> {
         let result = s.all(self.stream);
         let mut report = s.report;
         report.result = result;
-        (report, s.texts)
+        report
     }
 }
 
@@ -454,10 +439,7 @@ struct Scan<'a, 'p> {
     memo: Memo<Sym>,
     opcodes: u64,
     buffers: Option<usize>,
-    /// Whether to keep validated texts for the build ([`Scanner::run_for_build`]).
-    keep_texts: bool,
-    texts: Vec<&'a str>,
-    /// The bytes the memo's tables took ([`Memo::put`]).
+    /// The bytes the memo's tables took, as the decode's memo takes them ([`Memo::put`]).
     memo_bytes: u64,
     /// When to stop ([`Scanner::deadline`]), looked at by opcode count.
     clock: Clock,
@@ -581,7 +563,9 @@ impl<'a> Scan<'a, '_> {
             })
         })?;
         // The scan builds nothing else of that size: its memo alone is held to the
-        // allocation budget (the build charges its own memo with the document).
+        // allocation budget, charged as the decode's memo takes it (src/memo.rs), so that
+        // the scan never refuses on the budget an input the decode accepts (the decode
+        // charges the same memo with the document).
         if grown > 0 {
             self.memo_bytes += grown;
             if self.memo_bytes > self.limits.max_alloc_bytes {
@@ -778,18 +762,9 @@ impl<'a> Scan<'a, '_> {
 
     fn utf8(&mut self, payload: &'a [u8]) -> Result<()> {
         let start = self.r.pos - payload.len();
-        // Short ASCII text (most keys and names) is valid as it is; `is_ascii` is a few
-        // instructions where `from_utf8` costs a call and its setup.
-        if payload.len() < HANDED_TEXT_BYTES && payload.is_ascii() {
-            return self.push(Sym::text(start, payload.len(), TextKind::Utf8));
-        }
-        let text = text::decode_utf8_surrogatepass(payload)
-            .map_err(|_| self.err(ErrorKind::InvalidUtf8))?;
-        if self.keep_texts && payload.len() >= HANDED_TEXT_BYTES {
-            // A failed reservation only means the build validates this text itself.
-            if let (PyStr::Utf8(Cow::Borrowed(s)), Ok(())) = (text, self.texts.try_reserve(1)) {
-                self.texts.push(s);
-            }
+        if !(payload.len() < SHORT_TEXT_BYTES && payload.is_ascii()) {
+            text::decode_utf8_surrogatepass(payload)
+                .map_err(|_| self.err(ErrorKind::InvalidUtf8))?;
         }
         self.push(Sym::text(start, payload.len(), TextKind::Utf8))
     }

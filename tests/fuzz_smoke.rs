@@ -113,13 +113,15 @@ fn open_regressions() -> Vec<PathBuf> {
         .collect()
 }
 
-/// The corpora every target replays: the test corpora, the regression files (except open
-/// bugs), the committed seeds and the fuzz corpus of `target` if present.
+/// The corpora every target replays: the test corpora, the audit's attack vectors, the
+/// regression files (except open bugs), the committed seeds and the fuzz corpus of `target` if
+/// present.
 fn replay_files(target: &str) -> Vec<PathBuf> {
     let mut v = Vec::new();
     for dir in [
         "tests/corpus/good",
         "tests/corpus/hostile",
+        "audit/vectors",
         "tests/regression",
     ] {
         v.extend(files(&root().join(dir)));

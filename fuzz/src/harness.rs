@@ -693,8 +693,11 @@ pub fn build_may_refuse_after_scan(kind: &ErrorKind) -> bool {
 }
 
 /// The `scan_build_agree` target: under every policy, default and tight limits, one pickle and
-/// a stream, (a) a scan refusal is exactly the decoder's refusal (the decoder scans first), and
-/// (b) whenever the scan accepts, the build pass refuses only on grounds the scan cannot see.
+/// a stream, (a) a scan refusal is exactly the decoder's refusal (the decoder runs in one pass
+/// and reports the scan's refusal when there is one), (b) whenever the scan accepts, the build
+/// refuses only on grounds the scan cannot see, and (c) the one-pass decode gives what the
+/// scan followed by the build gives ([`Decoder::decode_with_report`]): the same typed JSON,
+/// or the same refusal at the same offset.
 pub fn check_scan_build_agree(data: &[u8]) {
     if KNOWN_OPEN_TUPLE_DAG_HASH && may_be_tuple_dag(data) {
         return;
@@ -710,6 +713,29 @@ pub fn check_scan_build_agree(data: &[u8]) {
                 } else {
                     d.decode()
                 };
+                let (two_pass, _) = Decoder::new(data, policy)
+                    .limits(limits)
+                    .decode_with_report(stream);
+                match (&built, &two_pass) {
+                    (Ok(one), Ok(two)) => assert_eq!(
+                        picklewarden::json::to_typed_json(one),
+                        picklewarden::json::to_typed_json(two),
+                        "policy {} stream {stream}: one pass and two passes decode differently",
+                        policy.name
+                    ),
+                    (Err(one), Err(two)) => assert_eq!(
+                        (one.kind(), one.offset()),
+                        (two.kind(), two.offset()),
+                        "policy {} stream {stream}: one pass refused with {one}, two with {two}",
+                        policy.name
+                    ),
+                    (one, two) => panic!(
+                        "policy {} stream {stream}: one pass {:?}, two passes {:?}: {data:?}",
+                        policy.name,
+                        one.as_ref().err(),
+                        two.as_ref().err()
+                    ),
+                }
                 match (&report.result, &built) {
                     (Err(s), Err(b)) => {
                         check_error(data, &limits, s);
