@@ -150,7 +150,7 @@ pub(crate) fn main() -> ExitCode {
         let elapsed = t.elapsed();
         match std::hint::black_box(out) {
             Ok((doc, json)) => {
-                nodes = doc.nodes().len();
+                nodes = doc.len();
                 json_len = json.len();
                 if args.reuse {
                     scratch = doc.recycle();

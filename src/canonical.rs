@@ -93,7 +93,7 @@ use crate::clock::Clock;
 pub use crate::compat::{python2_name, python3_name};
 use crate::json::reachable_refs;
 use crate::opcode::Opcode;
-use crate::value::{lookup, CallKind, Document, NodeId, Value};
+use crate::value::{Arena, CallKind, Document, NodeId, PyBytes, Value};
 
 /// The protocol of the output ([`Opcode::Proto`]'s argument): 5, which every CPython since 3.8
 /// reads, for `BYTEARRAY8`; the other opcodes written are protocol 4's (`STACK_GLOBAL`,
@@ -256,23 +256,21 @@ fn write_pickle(
     // for an id, so the order decides the name), and a record inside a tuple on a cycle would
     // be called again for the tuple's outer copy (both found by a review helper).
     let records: Vec<NodeId> = doc
-        .nodes
-        .iter()
-        .enumerate()
-        .filter(|(_, v)| matches!(v, Value::Object(_)))
-        .filter_map(|(i, _)| u32::try_from(i).ok().map(NodeId))
+        .ids()
+        .filter(|&id| matches!(doc.get(id), Some(Value::Object(_))))
         .collect();
     let mut starts: Vec<NodeId> = doc.roots.clone();
     starts.extend(&records);
-    let (mut refs, _) = reachable_refs(&doc.nodes, &starts);
+    let (mut refs, _) = reachable_refs(&doc.arena, &starts);
     // A container on a cycle is memoized even when one reference reaches it: the list of
     // `t = ([t],)` is written inside `t`, then again inside the copy of `t` its own items make,
     // and only its memo entry ends that (a review helper's 15-byte pickle wrote without end).
-    for ((r, on), v) in refs
+    for ((r, on), id) in refs
         .iter_mut()
-        .zip(on_cycles(&doc.nodes, &starts))
-        .zip(&doc.nodes)
+        .zip(on_cycles(&doc.arena, &starts))
+        .zip(doc.ids())
     {
+        let Some(v) = doc.get(id) else { continue };
         if on {
             *r = (*r).max(2);
             match v {
@@ -290,7 +288,7 @@ fn write_pickle(
         }
     }
     // Every record is written (above), so every record must be its call alone.
-    let unreplayable = records.iter().any(|&id| match lookup(&doc.nodes, id) {
+    let unreplayable = records.iter().any(|&id| match doc.get(id) {
         Some(Value::Object(o)) => {
             o.kind == CallKind::NewObjEx
                 || o.state.is_some()
@@ -303,7 +301,7 @@ fn write_pickle(
         return Err(Unwritable::Record);
     }
     let mut w = Writer {
-        nodes: &doc.nodes,
+        arena: &doc.arena,
         refs,
         memo: Vec::new(),
         next_memo: 0,
@@ -317,10 +315,10 @@ fn write_pickle(
     };
     // A memo index per node, set for the nodes written with MEMOIZE only; the arena is
     // already allocated, so this is at most 4 bytes for each of its nodes.
-    if w.memo.try_reserve_exact(doc.nodes.len()).is_err() {
+    if w.memo.try_reserve_exact(doc.len()).is_err() {
         return Err(Unwritable::TooLarge(max_bytes));
     }
-    w.memo.resize(doc.nodes.len(), NO_MEMO);
+    w.memo.resize(doc.len(), NO_MEMO);
     let mut calls = records.iter().copied().peekable();
     for (k, &root) in doc.roots.iter().enumerate() {
         w.out
@@ -383,7 +381,7 @@ enum Task<'d> {
 }
 
 struct Writer<'d, 'a> {
-    nodes: &'d [Value<'a>],
+    arena: &'d Arena<'a>,
     /// In-degree of each node over what the roots reach ([`reachable_refs`]).
     refs: Vec<u8>,
     /// The memo index of each node written with MEMOIZE, or [`NO_MEMO`].
@@ -423,7 +421,7 @@ impl<'d> Writer<'d, '_> {
         // A few tasks per level of nesting, and a value nests at most once in itself (a tuple
         // on a cycle, written again inside itself): past this the walk is not ending, which a
         // missed cycle once caused (a review helper), and it stops rather than fill memory.
-        let max_tasks = self.nodes.len().saturating_mul(8).saturating_add(64);
+        let max_tasks = self.arena.len().saturating_mul(8).saturating_add(64);
         while let Some(task) = stack.pop() {
             match task {
                 Task::Value(id) => {
@@ -576,8 +574,8 @@ impl<'d> Writer<'d, '_> {
             self.get(index);
             return;
         }
-        let nodes = self.nodes;
-        let Some(v) = lookup(nodes, id) else {
+        let arena = self.arena;
+        let Some(v) = arena.get(id) else {
             // Not in the arena (a document never holds such an id): None, so the output
             // stays a well-formed pickle.
             self.out.push(Opcode::None.byte());
@@ -585,24 +583,24 @@ impl<'d> Writer<'d, '_> {
         };
         match v {
             Value::None => self.out.push(Opcode::None.byte()),
-            Value::Bool(b) => self.out.push(if *b {
+            Value::Bool(b) => self.out.push(if b {
                 Opcode::Newtrue.byte()
             } else {
                 Opcode::Newfalse.byte()
             }),
-            Value::Int(i) => self.int(*i),
+            Value::Int(i) => self.int(i),
             Value::BigInt(b) => self.big_int(b),
-            Value::Float(f) => self.float(*f),
+            Value::Float(f) => self.float(f),
             Value::Str(s) => self.text(s.as_bytes()),
             Value::Bytes(b) if self.proto == Protocol::V2 => self.bytes2(b),
-            Value::Bytes(b) => self.counted(
+            Value::Bytes(b) => self.counted_bytes(
                 b,
                 [Opcode::ShortBinbytes, Opcode::Binbytes, Opcode::Binbytes8],
             ),
             Value::Complex(re, im) => {
                 self.fixed(Fixed::Complex);
-                self.float(*re);
-                self.float(*im);
+                self.float(re);
+                self.float(im);
                 self.out
                     .extend_from_slice(&[Opcode::Tuple2.byte(), Opcode::Reduce.byte()]);
             }
@@ -612,7 +610,7 @@ impl<'d> Writer<'d, '_> {
                 if b.is_empty() {
                     self.out.push(Opcode::EmptyTuple.byte());
                 } else {
-                    self.bytes2(b);
+                    self.bytes2(PyBytes::raw(b));
                     self.out.push(Opcode::Tuple1.byte());
                 }
                 self.out.push(Opcode::Reduce.byte());
@@ -646,19 +644,19 @@ impl<'d> Writer<'d, '_> {
                     op: Opcode::Reduce,
                     list_argument: true,
                 });
-                stack.extend(self.open_batch(&s.items, 0, Opcode::Appends, true));
+                stack.extend(self.open_batch(s, 0, Opcode::Appends, true));
                 return;
             }
             Value::Set(s) => {
                 self.out.push(Opcode::EmptySet.byte());
                 self.memoize_if_shared(id);
-                stack.extend(self.open_batch(&s.items, 0, Opcode::Additems, false));
+                stack.extend(self.open_batch(s, 0, Opcode::Additems, false));
                 return;
             }
             Value::Dict(d) => {
                 self.out.push(Opcode::EmptyDict.byte());
                 self.memoize_if_shared(id);
-                stack.extend(self.open_pairs(&d.items, 0));
+                stack.extend(self.open_pairs(d, 0));
                 return;
             }
             Value::Tuple(items) => {
@@ -684,13 +682,10 @@ impl<'d> Writer<'d, '_> {
                 self.out.push(Opcode::Mark.byte());
                 stack.push(Task::Close {
                     id,
-                    items: s.items.len(),
+                    items: s.len(),
                     op: Opcode::Frozenset,
                 });
-                stack.push(Task::Seq {
-                    items: &s.items,
-                    next: 0,
-                });
+                stack.push(Task::Seq { items: s, next: 0 });
                 return;
             }
             Value::Object(o) => {
@@ -842,13 +837,34 @@ impl<'d> Writer<'d, '_> {
     /// bytes at protocol 2: `_codecs.encode(<latin-1 text>, 'latin1')` (BINUNICODE of each
     /// byte as the code point of the same value), or `__builtin__.bytes()` when empty, as
     /// CPython's `save_bytes` writes them below protocol 3.
-    fn bytes2(&mut self, b: &[u8]) {
+    /// Bytes the document holds as their Latin-1 text (read from protocol 2) are written as
+    /// that text, with no transcoding.
+    fn bytes2(&mut self, b: PyBytes<'_>) {
         if b.is_empty() {
             self.fixed(Fixed::Bytes);
             self.out
                 .extend_from_slice(&[Opcode::EmptyTuple.byte(), Opcode::Reduce.byte()]);
             return;
         }
+        let b = match (b.latin1_text(), b.as_slice()) {
+            (Some(text), _) => {
+                let Ok(n) = u32::try_from(text.len()) else {
+                    self.fail("a bytes whose latin-1 text is 4 GiB or more");
+                    return;
+                };
+                self.fixed(Fixed::Encode);
+                self.out.push(Opcode::Binunicode.byte());
+                self.out.extend_from_slice(&n.to_le_bytes());
+                self.out.extend_from_slice(text);
+                self.fixed(Fixed::Latin1);
+                self.out
+                    .extend_from_slice(&[Opcode::Tuple2.byte(), Opcode::Reduce.byte()]);
+                return;
+            }
+            (None, Some(b)) => b,
+            // Raw bytes are always a slice.
+            (None, None) => return,
+        };
         // Counted in u8 lanes over runs of 255 bytes, which the compiler vectorises (as the
         // decoder's `latin1_len`).
         let high: usize = b
@@ -875,7 +891,18 @@ impl<'d> Writer<'d, '_> {
     /// `ops[0]` with a 1-byte length when `data` is shorter than 256 bytes, `ops[1]` with a
     /// 4-byte length below 4 GiB, else `ops[2]` with an 8-byte length (little-endian).
     fn counted(&mut self, data: &[u8], ops: [Opcode; 3]) {
-        let len = data.len();
+        self.length(data.len(), ops);
+        self.out.extend_from_slice(data);
+    }
+
+    /// [`Writer::counted`] for a bytes value, however the document holds it.
+    fn counted_bytes(&mut self, data: PyBytes<'_>, ops: [Opcode; 3]) {
+        self.length(data.len(), ops);
+        data.for_each_chunk(|piece| self.out.extend_from_slice(piece));
+    }
+
+    /// The opcode of [`Writer::counted`] and its length argument.
+    fn length(&mut self, len: usize, ops: [Opcode; 3]) {
         if let Ok(n) = u8::try_from(len) {
             self.out.extend_from_slice(&[ops[0].byte(), n]);
         } else if let Ok(n) = u32::try_from(len) {
@@ -885,7 +912,6 @@ impl<'d> Writer<'d, '_> {
             self.out.push(ops[2].byte());
             self.out.extend_from_slice(&(len as u64).to_le_bytes());
         }
-        self.out.extend_from_slice(data);
     }
 
     fn float(&mut self, f: f64) {
@@ -960,8 +986,8 @@ fn latin1_to_utf8(b: &[u8], len: usize, out: &mut Vec<u8>) {
 /// Which arena nodes lie on a cycle of containers that the roots reach: those in a strongly
 /// connected component of more than one node, or with an edge to themselves (Tarjan's
 /// algorithm, on an explicit stack: a frame per open node, never the call stack).
-fn on_cycles(nodes: &[Value<'_>], roots: &[NodeId]) -> Vec<bool> {
-    let n = nodes.len();
+fn on_cycles(arena: &Arena<'_>, roots: &[NodeId]) -> Vec<bool> {
+    let n = arena.len();
     let mut t = Tarjan {
         index: vec![UNSEEN; n],
         low: vec![0; n],
@@ -971,7 +997,8 @@ fn on_cycles(nodes: &[Value<'_>], roots: &[NodeId]) -> Vec<bool> {
     };
     let mut cyclic = vec![false; n];
     let mut frames: Vec<(usize, usize)> = Vec::new();
-    let container = |i: usize| nodes.get(i).is_some_and(Value::is_container);
+    let node = |i: usize| arena.nodes.get(i).map(|&n| arena.view(n));
+    let container = |i: usize| node(i).is_some_and(|v| v.is_container());
     for &root in roots {
         let r = root.index();
         if !container(r) || t.index.get(r) != Some(&UNSEEN) {
@@ -980,7 +1007,7 @@ fn on_cycles(nodes: &[Value<'_>], roots: &[NodeId]) -> Vec<bool> {
         t.open(r);
         frames.push((r, 0));
         while let Some(&mut (v, ref mut k)) = frames.last_mut() {
-            if let Some(w) = nodes.get(v).and_then(|value| nth_child(value, *k)) {
+            if let Some(w) = node(v).and_then(|value| nth_child(&value, *k)) {
                 *k += 1;
                 let w = w.index();
                 if !container(w) {
@@ -1071,9 +1098,8 @@ impl Tarjan {
 fn nth_child(value: &Value<'_>, k: usize) -> Option<NodeId> {
     match value {
         Value::List(items) | Value::Tuple(items) => items.get(k).copied(),
-        Value::Set(s) | Value::FrozenSet(s) => s.items.get(k).copied(),
+        Value::Set(s) | Value::FrozenSet(s) => s.get(k).copied(),
         Value::Dict(d) => d
-            .items
             .get(k / 2)
             .map(|&(key, v)| if k.is_multiple_of(2) { key } else { v }),
         // A record: its callable, arguments and keyword arguments, then what was done to it

@@ -13,7 +13,7 @@
 //! never decides a refusal: a document it does not accept is walked.
 
 use crate::json::SetOrders;
-use crate::value::{NodeId, Value};
+use crate::value::{Arena, NodeId, Value};
 
 /// Bit 15 of an entry: the container has been given to another container as a child.
 const CONTAINED: u16 = 0x8000;
@@ -157,12 +157,12 @@ impl Heights {
 /// walked in the order typed JSON writes them (`sets`, sorted; not the order they were added),
 /// so that a value reached through two items is met first where the writer writes it.
 pub(crate) fn walk_depth(
-    nodes: &[Value<'_>],
+    arena: &Arena<'_>,
     roots: &[NodeId],
     max: u64,
     sets: Option<&SetOrders>,
 ) -> Result<(), u64> {
-    let mut seen = vec![false; nodes.len()];
+    let mut seen = vec![false; arena.len()];
     let mut work: Vec<(NodeId, u64)> = Vec::new();
     for &root in roots {
         work.push((root, 1));
@@ -174,7 +174,7 @@ pub(crate) fn walk_depth(
                 continue;
             }
             *seen = true;
-            let Some(v) = nodes.get(id.index()) else {
+            let Some(v) = arena.node(id).map(|n| arena.view(n)) else {
                 continue;
             };
             let start = work.len();
@@ -183,7 +183,7 @@ pub(crate) fn walk_depth(
                 has_children = true;
                 // Only a child that can hold children can go deeper: leaves (the bulk of
                 // most documents) are not queued, which changes nothing in the verdict.
-                if nodes.get(c.index()).is_some_and(Value::is_container) {
+                if arena.node(c).is_some_and(|n| arena.view(n).is_container()) {
                     work.push((c, depth + 1));
                 }
             };
@@ -209,7 +209,8 @@ mod tests {
     use super::*;
 
     fn list(items: &[u32]) -> Value<'static> {
-        Value::List(items.iter().map(|&i| NodeId(i)).collect())
+        let ids: Vec<NodeId> = items.iter().map(|&i| NodeId(i)).collect();
+        Value::List(Vec::leak(ids))
     }
 
     #[test]

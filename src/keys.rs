@@ -20,7 +20,7 @@ use num_bigint::BigInt;
 use num_traits::{FromPrimitive, ToPrimitive};
 
 use crate::clock::Clock;
-use crate::value::{NodeId, Value};
+use crate::value::{Arena, Node, NodeId, PyBytes, Value};
 
 /// The index of a dict or set: `(hash, position in items)` pairs.
 pub(crate) type KeyIndex = HashTable<(u64, u32)>;
@@ -65,17 +65,17 @@ fn float_num(x: f64) -> Num<'static> {
     Num::F(x)
 }
 
-fn num_of<'v>(v: &'v Value<'_>) -> Option<Num<'v>> {
+fn num_of(v: Value<'_>) -> Option<Num<'_>> {
     Some(match v {
-        Value::Bool(b) => Num::I(i64::from(*b)),
-        Value::Int(i) => Num::I(*i),
-        Value::BigInt(b) => Num::Big(Cow::Borrowed(&**b)),
-        Value::Float(x) => float_num(*x),
+        Value::Bool(b) => Num::I(i64::from(b)),
+        Value::Int(i) => Num::I(i),
+        Value::BigInt(b) => Num::Big(Cow::Borrowed(b)),
+        Value::Float(x) => float_num(x),
         Value::Complex(re, im) => {
-            if *im == 0.0 {
-                float_num(*re)
+            if im == 0.0 {
+                float_num(re)
             } else {
-                Num::C(*re, *im)
+                Num::C(re, im)
             }
         }
         _ => return None,
@@ -223,15 +223,16 @@ impl KeyCache {
 
 /// Hashing and equality over one arena with one key.
 pub(crate) struct KeyOps<'n, 'a, S> {
-    pub(crate) nodes: &'n [Value<'a>],
+    pub(crate) arena: &'n Arena<'a>,
     pub(crate) state: &'n S,
     /// Hashes kept across calls, if any (the build's; see [`HashCache`]).
     pub(crate) cache: Option<&'n HashCache>,
 }
 
 impl<S: BuildHasher> KeyOps<'_, '_, S> {
-    fn node(&self, id: NodeId) -> Option<&Value<'_>> {
-        crate::value::lookup(self.nodes, id)
+    #[inline(always)]
+    fn node(&self, id: NodeId) -> Option<Value<'_>> {
+        self.arena.get(id)
     }
 
     fn cached(&self, id: NodeId) -> Option<u64> {
@@ -325,8 +326,8 @@ impl<S: BuildHasher> KeyOps<'_, '_, S> {
                     }
                     None => {
                         let (items, tuple) = match self.node(id) {
-                            Some(Value::Tuple(items)) => (items.as_slice(), true),
-                            Some(Value::FrozenSet(s)) => (s.items.as_slice(), false),
+                            Some(Value::Tuple(items)) => (items, true),
+                            Some(Value::FrozenSet(items)) => (items, false),
                             _ => return Err(Unhashable),
                         };
                         let mut hasher = self.state.build_hasher();
@@ -389,6 +390,20 @@ impl<S: BuildHasher> KeyOps<'_, '_, S> {
         })
     }
 
+    /// [`KeyOps::hash_bytes`] of a bytes value, however it is held: the same hash for the
+    /// same bytes (the hasher is fed the bytes in pieces, which hash as the whole).
+    fn hash_py_bytes(&self, id: NodeId, bytes: PyBytes<'_>) -> u64 {
+        if let Some(b) = bytes.as_slice() {
+            return self.hash_bytes(id, 6, b);
+        }
+        self.hash_kept(id, bytes.len() >= CACHED_TEXT_BYTES, || {
+            let mut h = self.state.build_hasher();
+            h.write_u8(6);
+            bytes.for_each_chunk(|piece| h.write(piece));
+            h.finish()
+        })
+    }
+
     /// `hash()`, read from the cache and kept there when `keep` (a value whose hash costs
     /// more than the lookup).
     fn hash_kept(&self, id: NodeId, keep: bool, hash: impl FnOnce() -> u64) -> u64 {
@@ -411,7 +426,7 @@ impl<S: BuildHasher> KeyOps<'_, '_, S> {
             // ADDITEMS, took 80 times CPython's time, which keeps its hashes in the set).
             return Ok(Some(self.hash_kept(id, true, || {
                 let mut h = self.state.build_hasher();
-                hash_num(&Num::Big(Cow::Borrowed(&**b)), &mut h);
+                hash_num(&Num::Big(Cow::Borrowed(b)), &mut h);
                 h.finish()
             })));
         }
@@ -435,7 +450,7 @@ impl<S: BuildHasher> KeyOps<'_, '_, S> {
                 let b = s.as_bytes();
                 return Ok(Some(self.hash_bytes(id, 5, b)));
             }
-            Value::Bytes(b) => return Ok(Some(self.hash_bytes(id, 6, b))),
+            Value::Bytes(b) => return Ok(Some(self.hash_py_bytes(id, b))),
             Value::Global(g) => {
                 h.write_u8(7);
                 let (module, name) = g.python3_name();
@@ -460,13 +475,21 @@ impl<S: BuildHasher> KeyOps<'_, '_, S> {
     /// as fast as their hash looks up.
     #[inline]
     pub(crate) fn hashable_costly(&self, id: NodeId) -> Result<Option<u64>, Unhashable> {
+        // The commonest keys from their node, without a view: a short text, an int or float,
+        // a shared value (None, a bool, an int held in its id).
+        match self.arena.node(id) {
+            Some(Node::Str { len, .. }) if (len as usize) < CACHED_TEXT_BYTES => return Ok(None),
+            Some(Node::Int(_) | Node::Float(_)) => return Ok(None),
+            None if id.is_shared() => return Ok(None),
+            _ => {}
+        }
         match self.node(id) {
             Some(Value::Str(s)) => {
                 let b = s.as_bytes();
                 Ok((b.len() >= CACHED_TEXT_BYTES).then(|| self.hash_bytes(id, 5, b)))
             }
             Some(Value::Bytes(b)) => {
-                Ok((b.len() >= CACHED_TEXT_BYTES).then(|| self.hash_bytes(id, 6, b)))
+                Ok((b.len() >= CACHED_TEXT_BYTES).then(|| self.hash_py_bytes(id, b)))
             }
             // A big int is compared by its kept hash first too: unequal ones of up to 4 KiB
             // then cost no digit comparison, as in CPython's dict and set lookups.
@@ -504,12 +527,21 @@ impl<S: BuildHasher> KeyOps<'_, '_, S> {
         if a == b {
             return true;
         }
-        // Fast paths for the common keys; everything else walks.
-        match (self.node(a), self.node(b)) {
-            (Some(Value::Str(p)), Some(Value::Str(q))) => {
-                self.bytes_eq(a, b, p.as_bytes(), q.as_bytes())
+        // Fast paths for the common keys, from their nodes (no view); everything else walks.
+        match (self.arena.node(a), self.arena.node(b)) {
+            (Some(Node::Str { start: p, len: m }), Some(Node::Str { start: q, len: n })) => {
+                m == n && self.bytes_eq(a, b, self.arena.text(p, m), self.arena.text(q, n))
             }
-            (Some(Value::Int(x)), Some(Value::Int(y))) => x == y,
+            (Some(Node::Int(x)), Some(Node::Int(y))) => x == y,
+            // Shared values: None, the bools and the ints of 31 bits. Two distinct ones are
+            // equal only as a bool and an int (`True == 1`).
+            (None, None) => match (self.node(a), self.node(b)) {
+                (Some(Value::Int(x)), Some(Value::Int(y))) => x == y,
+                _ => self.eq_other(a, b),
+            },
+            // A shared value and a text, or an int node (never of 31 bits, so never 0 or 1).
+            (Some(Node::Str { .. } | Node::Int(_)), None)
+            | (None, Some(Node::Str { .. } | Node::Int(_))) => false,
             _ => self.eq_other(a, b),
         }
     }
@@ -529,6 +561,25 @@ impl<S: BuildHasher> KeyOps<'_, '_, S> {
             return p == q;
         }
         self.long_bytes_eq(a, b, p, q)
+    }
+
+    /// [`KeyOps::bytes_eq`] for bytes values of which one at least is held as Latin-1 text.
+    #[inline(never)]
+    fn py_bytes_eq(&self, a: NodeId, b: NodeId, p: PyBytes<'_>, q: PyBytes<'_>) -> bool {
+        if p.len() != q.len() {
+            return false;
+        }
+        if p.len() < LONG_EQUAL_BYTES {
+            return p == q;
+        }
+        if self.known_equal(a, b) {
+            return true;
+        }
+        let same = p == q;
+        if same {
+            self.remember_equal(a, b);
+        }
+        same
     }
 
     #[inline(never)]
@@ -602,15 +653,18 @@ impl<S: BuildHasher> KeyOps<'_, '_, S> {
         // a set of 8,000 distinct `(q,)` whose `q` equals the `p` of a `(p,)` it holds).
         let mut containers: Vec<(NodeId, NodeId)> = Vec::new();
         let mut work = vec![(a, b)];
+        // Pairs taken from the work list, the same node twice included: what the walk cost,
+        // which decides whether its result is remembered (two equal tuples of ints held in
+        // their ids meet only pairs of one id, none of them compared, but as many as items).
+        let mut met = 0usize;
         while let Some((x, y)) = work.pop() {
+            met += 1;
+            // Metered every WALK_CHECK pairs met (the room is overshot by at most that many).
+            if met.is_multiple_of(WALK_CHECK) && !self.walk_fits(compared.len() + work.len()) {
+                return false;
+            }
             if x == y || !compared.insert((x, y)) {
                 continue;
-            }
-            // Metered every WALK_CHECK pairs (the room is overshot by at most that many).
-            if compared.len().is_multiple_of(WALK_CHECK)
-                && !self.walk_fits(compared.len() + work.len())
-            {
-                return false;
             }
             let (Some(vx), Some(vy)) = (self.node(x), self.node(y)) else {
                 return false;
@@ -632,7 +686,10 @@ impl<S: BuildHasher> KeyOps<'_, '_, S> {
             let same = match (vx, vy) {
                 (Value::None, Value::None) => true,
                 (Value::Str(p), Value::Str(q)) => self.bytes_eq(x, y, p.as_bytes(), q.as_bytes()),
-                (Value::Bytes(p), Value::Bytes(q)) => self.bytes_eq(x, y, p, q),
+                (Value::Bytes(p), Value::Bytes(q)) => match (p.as_slice(), q.as_slice()) {
+                    (Some(p), Some(q)) => self.bytes_eq(x, y, p, q),
+                    _ => self.py_bytes_eq(x, y, p, q),
+                },
                 (Value::Global(p), Value::Global(q)) => p.python3_name() == q.python3_name(),
                 (Value::Tuple(p), Value::Tuple(q)) => {
                     if p.len() != q.len() {
@@ -642,12 +699,11 @@ impl<S: BuildHasher> KeyOps<'_, '_, S> {
                     true
                 }
                 (Value::FrozenSet(p), Value::FrozenSet(q)) => {
-                    if p.items.len() != q.items.len() {
+                    if p.len() != q.len() {
                         return false;
                     }
                     // Pair items by (hash, node id); equal sets pair up equal items.
-                    let (Some(ps), Some(qs)) =
-                        (self.sorted_by_hash(&p.items), self.sorted_by_hash(&q.items))
+                    let (Some(ps), Some(qs)) = (self.sorted_by_hash(p), self.sorted_by_hash(q))
                     else {
                         return false;
                     };
@@ -664,7 +720,7 @@ impl<S: BuildHasher> KeyOps<'_, '_, S> {
             }
         }
         // Only when the walk was long enough for a lookup to be worth its memory.
-        if compared.len() >= REMEMBER_AFTER_PAIRS {
+        if met >= REMEMBER_AFTER_PAIRS {
             for (x, y) in containers {
                 self.remember_equal(x, y);
             }
@@ -709,11 +765,10 @@ pub(crate) fn bigint_to_f64(b: &BigInt) -> Option<f64> {
 
 #[cfg(test)]
 mod tests {
-    use std::borrow::Cow;
     use std::hash::RandomState;
 
     use super::*;
-    use crate::value::{PyStr, SetItems};
+    use crate::value::Owned;
 
     /// With the cache, every hash is the hash without it; the cache keeps the tuples,
     /// frozensets and long texts it met, and a value hashed again is read from it.
@@ -721,33 +776,33 @@ mod tests {
     fn cached_hashes_are_the_hashes() {
         let long = "s".repeat(CACHED_TEXT_BYTES);
         let mut nodes = vec![
-            Value::Str(PyStr::Utf8(Cow::Owned(long))), // 0: a long text, shared
-            Value::Str(PyStr::Utf8(Cow::Borrowed("k"))), // 1: a short one
+            Owned::Str(long),       // 0: a long text, shared
+            Owned::Str("k".into()), // 1: a short one
         ];
         // 2..12: (i, text) tuples; 12..22: frozensets nested, each holding the one before.
         for i in 0..10u32 {
-            nodes.push(Value::Tuple(vec![NodeId(1), NodeId(0), NodeId(i % 2)]));
+            nodes.push(Owned::Tuple(vec![NodeId(1), NodeId(0), NodeId(i % 2)]));
         }
-        nodes.push(Value::FrozenSet(SetItems::default()));
+        nodes.push(Owned::FrozenSet(Vec::new()));
         for i in 0..9u32 {
-            nodes.push(Value::FrozenSet(SetItems {
-                items: vec![NodeId(12 + i), NodeId(2)],
-            }));
+            nodes.push(Owned::FrozenSet(vec![NodeId(12 + i), NodeId(2)]));
         }
+        let count = nodes.len() as u32;
+        let arena = Arena::of(nodes);
         let state = RandomState::new();
         let cache = HashCache::default();
         let plain = KeyOps {
-            nodes: &nodes,
+            arena: &arena,
             state: &state,
             cache: None,
         };
         let cached = KeyOps {
-            nodes: &nodes,
+            arena: &arena,
             state: &state,
             cache: Some(&cache),
         };
         for round in 0..2 {
-            for id in (0..nodes.len() as u32).map(NodeId) {
+            for id in (0..count).map(NodeId) {
                 assert_eq!(
                     cached.hash(id).unwrap(),
                     plain.hash(id).unwrap(),
@@ -761,7 +816,7 @@ mod tests {
             !kept.hashes.contains_key(&NodeId(1)),
             "short texts are not kept"
         );
-        assert!((2..nodes.len() as u32).all(|i| kept.hashes.contains_key(&NodeId(i))));
+        assert!((2..count).all(|i| kept.hashes.contains_key(&NodeId(i))));
         // Equal tuples hash alike through the cache too.
         assert_eq!(
             cached.hash(NodeId(2)).unwrap(),
@@ -775,12 +830,12 @@ mod tests {
     }
 
     fn key_ops<'n, 'a>(
-        nodes: &'n [Value<'a>],
+        arena: &'n Arena<'a>,
         state: &'n RandomState,
         cache: Option<&'n HashCache>,
     ) -> KeyOps<'n, 'a, RandomState> {
         KeyOps {
-            nodes,
+            arena,
             state,
             cache,
         }
@@ -791,15 +846,15 @@ mod tests {
     /// are told apart by hash before their digits are compared.
     #[test]
     fn big_int_hashes_are_kept() {
-        let big = |x: BigInt| Value::BigInt(Box::new(x));
+        let big = Owned::BigInt;
         let two_70: BigInt = BigInt::from(1u8) << 70u32;
-        let nodes = vec![
+        let nodes = Arena::of(vec![
             big(two_70.clone()),         // 0
             big(two_70.clone()),         // 1: equal to 0, another node
             big(two_70 + 1u8),           // 2: unequal
-            Value::Float(2f64.powi(70)), // 3: equal to 0 as a number
-            Value::Int(5),               // 4
-        ];
+            Owned::Float(2f64.powi(70)), // 3: equal to 0 as a number
+            Owned::Int(5),               // 4
+        ]);
         let (state, cache) = (RandomState::new(), HashCache::default());
         let ops = key_ops(&nodes, &state, Some(&cache));
         let plain = key_ops(&nodes, &state, None);
@@ -828,18 +883,18 @@ mod tests {
         let mut other = long.clone();
         other.pop();
         other.push('u');
-        let text = |s: &str| Value::Str(PyStr::Utf8(Cow::Owned(s.to_owned())));
-        let nodes = vec![
-            text(&long),                                         // 0
-            text(&long),                                         // 1: equal to 0
-            text(&other),                                        // 2: same length, unequal
-            text("ab"),                                          // 3
-            text("ab"),                                          // 4
-            Value::Bytes(Cow::Owned(long.clone().into_bytes())), // 5
-            Value::Bytes(Cow::Owned(long.clone().into_bytes())), // 6
-            Value::Tuple(vec![NodeId(0)]),                       // 7
-            Value::Tuple(vec![NodeId(1)]),                       // 8
-        ];
+        let text = |s: &str| Owned::Str(s.to_owned());
+        let nodes = Arena::of(vec![
+            text(&long),                             // 0
+            text(&long),                             // 1: equal to 0
+            text(&other),                            // 2: same length, unequal
+            text("ab"),                              // 3
+            text("ab"),                              // 4
+            Owned::Bytes(long.clone().into_bytes()), // 5
+            Owned::Bytes(long.clone().into_bytes()), // 6
+            Owned::Tuple(vec![NodeId(0)]),           // 7
+            Owned::Tuple(vec![NodeId(1)]),           // 8
+        ]);
         let (state, cache) = (RandomState::new(), HashCache::default());
         let ops = key_ops(&nodes, &state, Some(&cache));
         assert!(ops.eq(NodeId(0), NodeId(1)));
@@ -864,22 +919,23 @@ mod tests {
         let n = REMEMBER_AFTER_PAIRS as u32;
         // 0..2n: ints, twice over; 2n, 2n+1: two equal tuples, one of each run; 2n+2, 2n+3:
         // (t,) around each; 2n+4: a tuple that differs from t in its last item.
-        let mut nodes: Vec<Value<'_>> = (0..2 * n)
-            .map(|i| Value::Int(1000 + i64::from(i % n)))
+        let mut nodes: Vec<Owned> = (0..2 * n)
+            .map(|i| Owned::Int(1000 + i64::from(i % n)))
             .collect();
         let items: Vec<NodeId> = (0..n).map(NodeId).collect();
-        nodes.push(Value::Tuple(items.clone()));
-        nodes.push(Value::Tuple((n..2 * n).map(NodeId).collect()));
-        nodes.push(Value::Tuple(vec![NodeId(2 * n)]));
-        nodes.push(Value::Tuple(vec![NodeId(2 * n + 1)]));
+        nodes.push(Owned::Tuple(items.clone()));
+        nodes.push(Owned::Tuple((n..2 * n).map(NodeId).collect()));
+        nodes.push(Owned::Tuple(vec![NodeId(2 * n)]));
+        nodes.push(Owned::Tuple(vec![NodeId(2 * n + 1)]));
         let mut other: Vec<NodeId> = (n..2 * n).map(NodeId).collect();
         other.pop();
         other.push(NodeId(0));
-        nodes.push(Value::Tuple(other));
+        nodes.push(Owned::Tuple(other));
+        let nodes = Arena::of(nodes);
         let state = RandomState::new();
         let cache = HashCache::default();
         let ops = KeyOps {
-            nodes: &nodes,
+            arena: &nodes,
             state: &state,
             cache: Some(&cache),
         };

@@ -45,6 +45,7 @@ pub mod dis;
 pub mod error;
 pub mod json;
 mod keys;
+mod latin1;
 pub mod limits;
 mod machine;
 mod memo;
@@ -63,7 +64,7 @@ pub use machine::{decode, Decoder};
 pub use opcode::Opcode;
 pub use policy::Policy;
 pub use scan::{scan, ScanReport, Scanner};
-pub use value::{CallKind, Document, NodeId, PyStr, Scratch, Value};
+pub use value::{CallKind, Document, Global, NodeId, Object, PyBytes, PyStr, Scratch, Value};
 
 /// The big-int crate of [`Value::BigInt`], re-exported.
 pub use num_bigint;

@@ -27,7 +27,7 @@ use crate::error::{Category, Error, ErrorKind};
 use crate::limits::Limits;
 use crate::machine::Decoder;
 use crate::policy::Policy;
-use crate::value::Document;
+use crate::value::{Arena, Document, Scratch};
 
 /// Length of a message header in bytes (`struct.calcsize('>hLLLLLL')`).
 pub const HEADER_LEN: usize = 26;
@@ -630,7 +630,7 @@ pub fn decode_payload<'a>(
             Ok(Content::Dead(Cow::Borrowed(reason)))
         }
         PayloadKind::Pickles if payload.is_empty() => Ok(Content::Values(Document {
-            nodes: Vec::new(),
+            arena: Arena::new(payload, Scratch::new()),
             roots: Vec::new(),
             stream: true,
             values: 0,

@@ -123,7 +123,7 @@ impl<'s> Printer<'s> {
         Printer {
             clock: Clock::new(deadline),
             work: 0,
-            printed: vec![false; doc.nodes().len()],
+            printed: vec![false; doc.len()],
             on_path: HashSet::new(),
             limit: usize::try_from(doc.value_count())
                 .unwrap_or(usize::MAX)
@@ -211,10 +211,10 @@ impl<'s> Printer<'s> {
                     self.work += crate::json::BIG_INT_WORK;
                     let _ = write!(out, "{b}");
                 }
-                Value::Float(x) => out.push_str(&float_repr(*x)),
-                Value::Complex(re, im) => complex_repr(out, *re, *im),
-                Value::Str(s) => str_repr(out, s),
-                Value::Bytes(b) => bytes_repr(out, b, false),
+                Value::Float(x) => out.push_str(&float_repr(x)),
+                Value::Complex(re, im) => complex_repr(out, re, im),
+                Value::Str(s) => str_repr(out, &s),
+                Value::Bytes(b) => bytes_repr(out, &b.to_cow(), false),
                 Value::ByteArray(b) => {
                     out.push_str("bytearray(");
                     bytes_repr(out, b, true);
@@ -235,25 +235,25 @@ impl<'s> Printer<'s> {
                 }
                 Value::Set(s) | Value::FrozenSet(s) => {
                     let frozen = matches!(v, Value::FrozenSet(_));
-                    match (frozen, s.items.is_empty()) {
+                    match (frozen, s.is_empty()) {
                         (false, true) => out.push_str("set()"),
                         (true, true) => out.push_str("frozenset()"),
                         (false, false) => {
                             out.push('{');
                             tasks.push(Task::Raw("}"));
-                            tasks.push(Task::Items(&s.items, 0, ", "));
+                            tasks.push(Task::Items(s, 0, ", "));
                         }
                         (true, false) => {
                             out.push_str("frozenset({");
                             tasks.push(Task::Raw("})"));
-                            tasks.push(Task::Items(&s.items, 0, ", "));
+                            tasks.push(Task::Items(s, 0, ", "));
                         }
                     }
                 }
                 Value::Dict(d) => {
                     out.push('{');
                     tasks.push(Task::Raw("}"));
-                    tasks.push(Task::Pairs(&d.items, 0));
+                    tasks.push(Task::Pairs(d, 0));
                 }
                 Value::Object(o) => {
                     // <callable [__new__]args[, **kwargs][; state=..][; listitems=[..]]

@@ -638,14 +638,14 @@ impl<'a> Scan<'a, '_> {
     fn text_of(&self, start: usize, len: usize, kind: TextKind) -> Option<String> {
         let raw = self.r.input.get(start..start.checked_add(len)?)?;
         let bytes: Vec<u8> = match kind {
-            TextKind::Utf8 => text::decode_utf8_surrogatepass(raw)
-                .ok()?
-                .as_bytes()
-                .to_vec(),
+            TextKind::Utf8 => {
+                text::decode_utf8_surrogatepass(raw).ok()?;
+                raw.to_vec()
+            }
             TextKind::RawEscape => text::decode_raw_unicode_escape(raw)
                 .ok()?
-                .as_bytes()
-                .to_vec(),
+                .bytes
+                .into_owned(),
             TextKind::Py2Escaped | TextKind::Py2Raw => {
                 let unescaped = if kind == TextKind::Py2Escaped {
                     text::decode_string_escape(raw).ok()?.into_owned()

@@ -6,22 +6,30 @@ use std::borrow::Cow;
 
 use num_bigint::BigInt;
 
-use crate::value::PyStr;
+/// A str's text as a codec gives it: `surrogatepass` UTF-8 bytes, borrowed from the input
+/// when they are there as they are, and whether they hold a lone surrogate (else they are
+/// valid UTF-8).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Text<'a> {
+    pub(crate) bytes: Cow<'a, [u8]>,
+    pub(crate) surrogates: bool,
+}
 
-/// Decodes UTF-8 as CPython decodes BINUNICODE (`'utf-8', 'surrogatepass'`): lone surrogates
-/// written as 3-byte sequences (ED A0 80 to ED BF BF) are accepted. Borrows the input.
+/// Checks UTF-8 as CPython decodes BINUNICODE (`'utf-8', 'surrogatepass'`): lone surrogates
+/// written as 3-byte sequences (ED A0 80 to ED BF BF) are accepted. Returns whether the text
+/// holds one (else it is valid UTF-8).
 ///
 /// # Errors
 /// `Err(())` on any other invalid sequence.
 #[allow(clippy::result_unit_err)]
-pub fn decode_utf8_surrogatepass(bytes: &[u8]) -> Result<PyStr<'_>, ()> {
+pub(crate) fn decode_utf8_surrogatepass(bytes: &[u8]) -> Result<bool, ()> {
     // simdutf8's validation is several times faster than std's on non-ASCII text; on failure,
     // fall back to the slow path that accepts lone surrogates.
     match simdutf8::basic::from_utf8(bytes) {
-        Ok(s) => Ok(PyStr::Utf8(Cow::Borrowed(s))),
+        Ok(_) => Ok(false),
         Err(_) => {
             validate_surrogatepass(bytes)?;
-            Ok(PyStr::Surrogates(Cow::Borrowed(bytes)))
+            Ok(true)
         }
     }
 }
@@ -66,14 +74,12 @@ pub(crate) fn push_code_point(out: &mut Vec<u8>, cp: u32) -> bool {
     }
 }
 
-/// Turns `surrogatepass` UTF-8 built by the decoder into a [`PyStr`].
-pub(crate) fn owned_pystr(bytes: Vec<u8>, has_surrogates: bool) -> PyStr<'static> {
-    if has_surrogates {
-        return PyStr::Surrogates(Cow::Owned(bytes));
-    }
-    match String::from_utf8(bytes) {
-        Ok(s) => PyStr::Utf8(Cow::Owned(s)),
-        Err(e) => PyStr::Surrogates(Cow::Owned(e.into_bytes())),
+/// Turns `surrogatepass` UTF-8 built by the decoder into a [`Text`].
+pub(crate) fn owned_text(bytes: Vec<u8>, has_surrogates: bool) -> Text<'static> {
+    let surrogates = has_surrogates || simdutf8::basic::from_utf8(&bytes).is_err();
+    Text {
+        bytes: Cow::Owned(bytes),
+        surrogates,
     }
 }
 
@@ -85,10 +91,12 @@ pub(crate) fn owned_pystr(bytes: Vec<u8>, has_surrogates: bool) -> PyStr<'static
 /// # Errors
 /// `Err(())` for a truncated escape or a code point above U+10FFFF.
 #[allow(clippy::result_unit_err)]
-pub fn decode_raw_unicode_escape(bytes: &[u8]) -> Result<PyStr<'_>, ()> {
+pub(crate) fn decode_raw_unicode_escape(bytes: &[u8]) -> Result<Text<'_>, ()> {
     if bytes.is_ascii() && !bytes.contains(&b'\\') {
-        let s = std::str::from_utf8(bytes).map_err(|_| ())?;
-        return Ok(PyStr::Utf8(Cow::Borrowed(s)));
+        return Ok(Text {
+            bytes: Cow::Borrowed(bytes),
+            surrogates: false,
+        });
     }
     let mut out = Vec::with_capacity(bytes.len());
     let mut surrogates = false;
@@ -124,7 +132,7 @@ pub fn decode_raw_unicode_escape(bytes: &[u8]) -> Result<PyStr<'_>, ()> {
         i += count;
         surrogates |= push_code_point(&mut out, cp);
     }
-    Ok(owned_pystr(out, surrogates))
+    Ok(owned_text(out, surrogates))
 }
 
 /// Decodes the body of a STRING argument (quotes removed) as CPython's
@@ -463,10 +471,8 @@ mod tests {
 
     #[test]
     fn surrogatepass_accepts_lone_surrogates_only() {
-        assert!(matches!(
-            decode_utf8_surrogatepass(b"a\xed\xa0\x80b"),
-            Ok(PyStr::Surrogates(_))
-        ));
+        assert_eq!(decode_utf8_surrogatepass(b"a\xed\xa0\x80b"), Ok(true));
+        assert_eq!(decode_utf8_surrogatepass("a\u{e9}".as_bytes()), Ok(false));
         assert!(decode_utf8_surrogatepass(b"\xc0\x80").is_err());
         assert!(decode_utf8_surrogatepass(b"\xed\xa0").is_err());
         assert!(decode_utf8_surrogatepass(b"\xff").is_err());
@@ -475,14 +481,15 @@ mod tests {
     #[test]
     fn raw_unicode_escape_rules() {
         let s = decode_raw_unicode_escape(b"a\\u00e9\\U0001f600\\\\x\\").unwrap();
-        assert_eq!(s.as_str(), Some("a\u{e9}\u{1f600}\\\\x\\"));
+        assert_eq!(&*s.bytes, "a\u{e9}\u{1f600}\\\\x\\".as_bytes());
+        assert!(!s.surrogates);
         assert!(decode_raw_unicode_escape(b"\\u12").is_err());
         assert!(decode_raw_unicode_escape(b"\\U00110000").is_err());
         let s = decode_raw_unicode_escape(b"\\ud800").unwrap();
-        assert_eq!(s.as_bytes(), b"\xed\xa0\x80");
+        assert_eq!((&*s.bytes, s.surrogates), (&b"\xed\xa0\x80"[..], true));
         assert_eq!(
-            decode_raw_unicode_escape(b"\xe9").unwrap().as_str(),
-            Some("\u{e9}")
+            &*decode_raw_unicode_escape(b"\xe9").unwrap().bytes,
+            "\u{e9}".as_bytes()
         );
     }
 

@@ -1,12 +1,14 @@
-//! The decoded document: an arena of values.
+//! The decoded document: an arena of values, and the views [`Document::get`] gives of them.
 //!
-//! Values live in one `Vec` ([`Document::nodes`]); containers hold [`NodeId`]s. The memo holds
-//! node ids too, so a value reached through the memo twice is the same node (shared references
-//! and cycles are kept as the graph they are, never deep-copied). Bytes and text are borrowed
-//! from the input where the pickle holds them verbatim (`Cow::Borrowed`), so a [`Document`]
-//! lives no longer than the input bytes it was decoded from: keep both together, or turn what
-//! you need into owned data of your own (typed JSON, [`crate::json::to_typed_json`], is one
-//! owned form).
+//! Values are nodes of 16 bytes in one `Vec`; containers hold [`NodeId`]s. The memo holds node
+//! ids too, so a value reached through the memo twice is the same node (shared references and
+//! cycles are kept as the graph they are, never deep-copied). Text and bytes are offsets into
+//! the input where the pickle holds them verbatim (so a [`Document`] lives no longer than the
+//! input bytes it was decoded from: keep both together, or turn what you need into owned data
+//! of your own; typed JSON, [`crate::json::to_typed_json`], is one owned form). The items of
+//! lists, tuples, sets and dicts sit side by side in a few shared pools rather than in an
+//! allocation each. [`Document::get`] gives a [`Value`]: a small `Copy` view that borrows the
+//! document (a text as its bytes, a list as a slice of ids).
 //!
 //! # Walking a document
 //!
@@ -53,127 +55,250 @@ use std::borrow::Cow;
 
 use num_bigint::BigInt;
 
-/// The id of a value in its [`Document`]: the index of an arena slot, or one of the ids of
-/// the values every document shares (see [`NodeId::is_shared`]).
+use crate::latin1;
+
+/// The id of a value in its [`Document`]: the index of an arena node, or one of the ids of the
+/// values every document shares (see [`NodeId::is_shared`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct NodeId(pub(crate) u32);
 
-/// The smallest and largest int CPython preallocates and shares: `-_PY_NSMALLNEGINTS` and
-/// `_PY_NSMALLPOSINTS - 1` (5 and 257 in CPython 3.11's
-/// `Include/internal/pycore_global_objects.h` and 3.14's `pycore_runtime_structs.h`; CPython's
-/// main branch has raised the upper end to 1024, which changes only which equal ints are one
-/// object, never a value).
-const SMALL_INT_MIN: i64 = -5;
-const SMALL_INT_MAX: i64 = 256;
-/// None, False, True, then the small ints in order.
-const SHARED_LEN: usize = 3 + (SMALL_INT_MAX - SMALL_INT_MIN + 1) as usize;
-/// The first shared id; arena indices stay below it.
-pub(crate) const SHARED_BASE: u32 = u32::MAX - (SHARED_LEN as u32 - 1);
-/// The shared id of the int -5 (the others follow in order).
-pub(crate) const SHARED_INT_BASE: u32 = SHARED_BASE + 3;
-
-/// The shared values, built at compile time (indexing in const evaluation is checked by the
-/// compiler; the `forget` only discards the `None` each slot held before).
-#[allow(clippy::indexing_slicing)]
-static SHARED: [Value<'static>; SHARED_LEN] = {
-    let mut table = [const { Value::None }; SHARED_LEN];
-    std::mem::forget(std::mem::replace(&mut table[1], Value::Bool(false)));
-    std::mem::forget(std::mem::replace(&mut table[2], Value::Bool(true)));
-    let mut i = 3;
-    while i < SHARED_LEN {
-        let v = Value::Int(SMALL_INT_MIN + (i - 3) as i64);
-        std::mem::forget(std::mem::replace(&mut table[i], v));
-        i += 1;
-    }
-    table
-};
+/// Ids with this bit set are ints held in the id itself: the low 31 bits, two's complement.
+const IMMEDIATE_BIT: u32 = 0x8000_0000;
+/// The smallest and largest int held in an id ([`NodeId::is_shared`]).
+const IMMEDIATE_MIN: i64 = -(1 << 30);
+const IMMEDIATE_MAX: i64 = (1 << 30) - 1;
+/// The ids of `None`, `False` and `True`; arena indices stay below the first.
+pub(crate) const SHARED_BASE: u32 = 0x7FFF_FFFD;
+const FALSE_ID: u32 = SHARED_BASE + 1;
+const TRUE_ID: u32 = SHARED_BASE + 2;
 
 impl NodeId {
-    /// The position in [`Document::nodes`] (for an arena value; a shared value's index is
-    /// past the arena's end).
+    /// The id of `None`.
+    pub(crate) const NONE: NodeId = NodeId(SHARED_BASE);
+
+    /// The position of an arena node among the document's nodes (creation order, from 0; see
+    /// [`Document::len`]). A shared value's index is past the arena's end.
     pub fn index(self) -> usize {
         self.0 as usize
     }
 
     /// Whether this is one of the values every document shares instead of storing them in its
-    /// arena: `None`, `False`, `True` and the ints -5 to 256, the objects CPython itself
-    /// preallocates and shares (a list of five million small ints costs no arena slot per
-    /// item). CPython also shares `()`, `''`, `b''` and one-character Latin-1 strings; those are
-    /// arena nodes here, one per occurrence (equal in value; typed JSON allows either).
-    /// [`Document::get`] resolves shared ids; they are not in [`Document::nodes`], so index
-    /// that slice only with ids that are not shared.
+    /// arena: `None`, `False`, `True` and the ints from -2**30 to 2**30 - 1, held in the id
+    /// itself (a list of five million such ints costs no arena node per item). Equal ones are
+    /// one id. CPython preallocates and shares `None`, `False`, `True` and the ints -5 to 256;
+    /// other equal ints are separate objects there, which no output of picklewarden can tell
+    /// apart (typed JSON and the canonical pickle never refer to a shared id, they write its
+    /// value each time). CPython also shares `()`, `''`, `b''` and one-character Latin-1
+    /// strings; those are arena nodes here, one per occurrence (equal in value; typed JSON
+    /// allows either).
     pub fn is_shared(self) -> bool {
         self.0 >= SHARED_BASE
     }
 
-    /// The shared id of the int `i`, when it is one of the shared small ints.
+    /// The id of the bool `b`.
     #[inline]
-    pub(crate) fn shared_int(i: i64) -> Option<NodeId> {
-        if (SMALL_INT_MIN..=SMALL_INT_MAX).contains(&i) {
-            Some(NodeId(SHARED_BASE + 3 + (i - SMALL_INT_MIN) as u32))
+    pub(crate) fn bool(b: bool) -> NodeId {
+        NodeId(if b { TRUE_ID } else { FALSE_ID })
+    }
+
+    /// The shared id of the int `i`, when it is held in an id.
+    #[inline]
+    pub(crate) fn int(i: i64) -> Option<NodeId> {
+        if (IMMEDIATE_MIN..=IMMEDIATE_MAX).contains(&i) {
+            Some(NodeId(IMMEDIATE_BIT | (i as u32 & !IMMEDIATE_BIT)))
         } else {
             None
         }
     }
 
-    /// `i`'s place among the shared ints (0 for -5), when it is one of them: its shared id is
-    /// [`SHARED_INT_BASE`] plus that.
+    /// [`NodeId::int`] without a branch: the bits of the id that would hold `x`, and whether
+    /// it does.
+    #[inline(always)]
+    pub(crate) fn int_bits(x: i64) -> (u32, bool) {
+        let held = (x.wrapping_sub(IMMEDIATE_MIN) as u64) <= (IMMEDIATE_MAX - IMMEDIATE_MIN) as u64;
+        (IMMEDIATE_BIT | (x as u32 & !IMMEDIATE_BIT), held)
+    }
+
+    /// The value of a shared id.
     #[inline]
-    pub(crate) fn shared_int_offset(i: i64) -> Option<u32> {
-        let off = i.wrapping_sub(SMALL_INT_MIN) as u64;
-        (off <= (SMALL_INT_MAX - SMALL_INT_MIN) as u64).then_some(off as u32)
-    }
-
-    /// The shared id of `v`, when `v` is one of the shared values.
-    pub(crate) fn shared(v: &Value<'_>) -> Option<NodeId> {
-        let i = match *v {
-            Value::None => 0,
-            Value::Bool(b) => 1 + u32::from(b),
-            Value::Int(i) => return NodeId::shared_int(i),
-            _ => return None,
-        };
-        Some(NodeId(SHARED_BASE + i))
+    fn shared_value(self) -> Option<Value<'static>> {
+        if self.0 & IMMEDIATE_BIT != 0 {
+            // Sign-extend the low 31 bits.
+            return Some(Value::Int(i64::from(((self.0 << 1) as i32) >> 1)));
+        }
+        match self.0 {
+            SHARED_BASE => Some(Value::None),
+            FALSE_ID => Some(Value::Bool(false)),
+            TRUE_ID => Some(Value::Bool(true)),
+            _ => None,
+        }
     }
 }
 
-/// The value of `id` among `nodes` (an arena) or the shared values.
-pub(crate) fn lookup<'d, 'a>(nodes: &'d [Value<'a>], id: NodeId) -> Option<&'d Value<'a>> {
-    match id.0.checked_sub(SHARED_BASE) {
-        Some(i) => SHARED.get(i as usize),
-        None => nodes.get(id.index()),
+/// A Python `str`, as the document holds it: its UTF-8 bytes. Pickle can carry lone
+/// surrogates (CPython decodes BINUNICODE with `surrogatepass`), which Rust's `str` cannot
+/// hold, so such text is its `surrogatepass` UTF-8 bytes (surrogates as 3-byte sequences
+/// ED A0 80 ... ED BF BF). Each code point is encoded on its own, so two `PyStr` are equal as
+/// Python strings exactly when their bytes are equal.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PyStr<'d> {
+    bytes: &'d [u8],
+    surrogates: bool,
+}
+
+impl<'d> PyStr<'d> {
+    /// A text of `bytes`: valid UTF-8 when `surrogates` is false, else `surrogatepass` UTF-8
+    /// holding at least one lone surrogate (the decoder checked which).
+    pub(crate) fn new(bytes: &'d [u8], surrogates: bool) -> PyStr<'d> {
+        PyStr { bytes, surrogates }
     }
-}
 
-/// A Python `str`. Pickle can carry lone surrogates (CPython decodes BINUNICODE with
-/// `surrogatepass`), which Rust's `str` cannot hold, so such text is kept as its
-/// `surrogatepass` UTF-8 bytes (surrogates as 3-byte sequences ED A0 80 ... ED BF BF).
-/// Each code point is encoded on its own, so two `PyStr` are equal as Python strings exactly
-/// when their bytes are equal.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum PyStr<'a> {
-    /// Text without lone surrogates.
-    Utf8(Cow<'a, str>),
-    /// Text holding at least one lone surrogate, as `surrogatepass` UTF-8 bytes.
-    Surrogates(Cow<'a, [u8]>),
-}
-
-impl PyStr<'_> {
     /// The `surrogatepass` UTF-8 bytes of the text (plain UTF-8 when it has no surrogates).
-    pub fn as_bytes(&self) -> &[u8] {
-        match self {
-            PyStr::Utf8(s) => s.as_bytes(),
-            PyStr::Surrogates(b) => b,
+    pub fn as_bytes(&self) -> &'d [u8] {
+        self.bytes
+    }
+
+    /// The text as `&str`, or `None` when it holds a lone surrogate. The document keeps text
+    /// as bytes it validated once; this validates them again (SIMD, several GB/s), since safe
+    /// Rust has no other way to turn bytes into `&str`.
+    pub fn as_str(&self) -> Option<&'d str> {
+        if self.surrogates {
+            return None;
+        }
+        simdutf8::basic::from_utf8(self.bytes).ok()
+    }
+
+    /// Whether the text holds a lone surrogate (and so has no `&str`).
+    pub fn has_surrogates(&self) -> bool {
+        self.surrogates
+    }
+
+    /// The number of code points (each byte that is not a UTF-8 continuation byte begins one;
+    /// a surrogate is one 3-byte sequence).
+    pub fn chars_count(&self) -> usize {
+        self.bytes.iter().filter(|&&b| b & 0xC0 != 0x80).count()
+    }
+}
+
+/// A Python `bytes` value as the document holds it: bytes of the input, or text whose code
+/// points are all below U+0100 standing for its Latin-1 encoding (what protocols 0-2 write
+/// for bytes: `_codecs.encode(text, 'latin1')`, the bytes are each code point's value). The
+/// text was checked when it was decoded; its bytes are made only when they are asked for
+/// ([`PyBytes::to_cow`], [`PyBytes::for_each_chunk`]), so a decode that only checks and passes
+/// a Mitogen transfer on never transcodes it.
+#[derive(Clone, Copy, Debug)]
+pub struct PyBytes<'d> {
+    repr: BytesRepr<'d>,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum BytesRepr<'d> {
+    Raw(&'d [u8]),
+    /// UTF-8 text with code points below U+0100 only, and the number of them.
+    Latin1 {
+        text: &'d [u8],
+        len: usize,
+    },
+}
+
+impl<'d> PyBytes<'d> {
+    /// Bytes held as they are.
+    pub(crate) fn raw(bytes: &'d [u8]) -> PyBytes<'d> {
+        PyBytes {
+            repr: BytesRepr::Raw(bytes),
         }
     }
 
-    /// The text as `&str`, or `None` when it holds a lone surrogate.
-    pub fn as_str(&self) -> Option<&str> {
-        match self {
-            PyStr::Utf8(s) => Some(s),
-            PyStr::Surrogates(_) => None,
+    /// The Latin-1 encoding of `text`, valid UTF-8 of `len` code points all below U+0100.
+    pub(crate) fn latin1(text: &'d [u8], len: usize) -> PyBytes<'d> {
+        PyBytes {
+            repr: BytesRepr::Latin1 { text, len },
+        }
+    }
+
+    /// The number of bytes.
+    pub fn len(&self) -> usize {
+        match self.repr {
+            BytesRepr::Raw(b) => b.len(),
+            BytesRepr::Latin1 { len, .. } => len,
+        }
+    }
+
+    /// Whether there are no bytes.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The bytes as a slice of the document, when it holds them as they are (always, but for
+    /// the Latin-1 encoding of text that is not all ASCII: then `None`; see [`PyBytes::to_cow`]).
+    pub fn as_slice(&self) -> Option<&'d [u8]> {
+        match self.repr {
+            BytesRepr::Raw(b) => Some(b),
+            BytesRepr::Latin1 { text, len } => (text.len() == len).then_some(text),
+        }
+    }
+
+    /// The bytes: borrowed where the document holds them as they are, else made from the text
+    /// (one allocation of [`PyBytes::len`] bytes).
+    pub fn to_cow(&self) -> Cow<'d, [u8]> {
+        match self.repr {
+            BytesRepr::Raw(b) => Cow::Borrowed(b),
+            BytesRepr::Latin1 { text, len } if text.len() == len => Cow::Borrowed(text),
+            BytesRepr::Latin1 { text, len } => Cow::Owned(latin1::pack(text, len)),
+        }
+    }
+
+    /// The bytes in an owned `Vec`.
+    pub fn to_vec(&self) -> Vec<u8> {
+        self.to_cow().into_owned()
+    }
+
+    /// The UTF-8 text the bytes are the Latin-1 encoding of, when the document holds them so
+    /// (the protocol 0-2 form, `_codecs.encode(text, 'latin1')`).
+    pub fn latin1_text(&self) -> Option<&'d [u8]> {
+        match self.repr {
+            BytesRepr::Raw(_) => None,
+            BytesRepr::Latin1 { text, .. } => Some(text),
+        }
+    }
+
+    /// Calls `f` on the bytes in order, in one or more pieces that together are the bytes
+    /// (without allocating: Latin-1 text is transcoded [`latin1::CHUNK_BYTES`] at a time on
+    /// the stack). Empty bytes make no call.
+    pub fn for_each_chunk(&self, mut f: impl FnMut(&[u8])) {
+        match self.repr {
+            BytesRepr::Raw(b) => {
+                if !b.is_empty() {
+                    f(b)
+                }
+            }
+            BytesRepr::Latin1 { text, len } if text.len() == len => {
+                if !text.is_empty() {
+                    f(text)
+                }
+            }
+            BytesRepr::Latin1 { text, .. } => latin1::for_each_chunk(text, f),
         }
     }
 }
+
+impl PartialEq for PyBytes<'_> {
+    /// Byte equality, whichever way each side is held.
+    fn eq(&self, other: &PyBytes<'_>) -> bool {
+        if self.len() != other.len() {
+            return false;
+        }
+        match (self.as_slice(), other.as_slice()) {
+            (Some(a), Some(b)) => a == b,
+            (Some(raw), None) => other.latin1_text().is_some_and(|t| latin1::eq(t, raw)),
+            (None, Some(raw)) => self.latin1_text().is_some_and(|t| latin1::eq(t, raw)),
+            // Two texts, each with a code point above U+007F: equal bytes are equal text.
+            (None, None) => self.latin1_text() == other.latin1_text(),
+        }
+    }
+}
+
+impl Eq for PyBytes<'_> {}
 
 /// How a record object was made, as typed JSON's `kind` field names it ([`crate::json`],
 /// docs/typed-json.md).
@@ -248,27 +373,10 @@ impl Global<'_> {
     }
 }
 
-/// The items of a dict in insertion order, after Python's key equality (`1`, `1.0` and `True`
-/// are one key; the first key object is kept, the last value wins). Held in the node itself
-/// (no box: one allocation per dict); the hash index the decoder needs for a dict of more
-/// than 16 keys lives in the decoder only while it builds.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct DictItems {
-    /// Key-value pairs in insertion order.
-    pub items: Vec<(NodeId, NodeId)>,
-}
-
-/// The items of a set or frozenset in insertion order (duplicates under Python equality are
-/// dropped, the first kept). Held in the node itself, like [`DictItems`].
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct SetItems {
-    /// Items in insertion order.
-    pub items: Vec<NodeId>,
-}
-
-/// One decoded Python value.
-#[derive(Clone, Debug)]
-pub enum Value<'a> {
+/// One decoded Python value, as [`Document::get`] gives it: a view that borrows the document
+/// (`Copy`, at most 24 bytes).
+#[derive(Clone, Copy, Debug)]
+pub enum Value<'d> {
     /// `None`.
     None,
     /// `True` or `False`.
@@ -276,31 +384,33 @@ pub enum Value<'a> {
     /// An int that fits in 64 bits.
     Int(i64),
     /// An int outside the 64-bit range (never one that fits; ints are kept normalised).
-    BigInt(Box<BigInt>),
+    BigInt(&'d BigInt),
     /// A float (IEEE-754 binary64, NaN payloads and -0.0 kept).
     Float(f64),
     /// A complex number (real, imaginary), from `complex(re, im)`.
     Complex(f64, f64),
     /// A str.
-    Str(PyStr<'a>),
+    Str(PyStr<'d>),
     /// A bytes object.
-    Bytes(Cow<'a, [u8]>),
+    Bytes(PyBytes<'d>),
     /// A bytearray.
-    ByteArray(Vec<u8>),
-    /// A list.
-    List(Vec<NodeId>),
-    /// A tuple.
-    Tuple(Vec<NodeId>),
-    /// A dict.
-    Dict(DictItems),
-    /// A set.
-    Set(SetItems),
-    /// A frozenset.
-    FrozenSet(SetItems),
+    ByteArray(&'d [u8]),
+    /// A list: its items.
+    List(&'d [NodeId]),
+    /// A tuple: its items.
+    Tuple(&'d [NodeId]),
+    /// A dict: its key-value pairs in insertion order, after Python's key equality (`1`,
+    /// `1.0` and `True` are one key; the first key object is kept, the last value wins).
+    Dict(&'d [(NodeId, NodeId)]),
+    /// A set: its items in insertion order (duplicates under Python equality dropped, the
+    /// first kept).
+    Set(&'d [NodeId]),
+    /// A frozenset, as a set.
+    FrozenSet(&'d [NodeId]),
     /// A global used as a value (or as the callable of a record).
-    Global(Box<Global<'a>>),
+    Global(&'d Global<'d>),
     /// A record object.
-    Object(Box<Object>),
+    Object(&'d Object),
 }
 
 impl Value<'_> {
@@ -355,15 +465,17 @@ impl Value<'_> {
     /// Calls `f` on every node this value refers to, in document order (items in order; for a
     /// dict key then value; for an object callable, args, kwargs, state, listitems, dictitems).
     pub fn for_each_child(&self, mut f: impl FnMut(NodeId)) {
-        match self {
-            Value::List(items) | Value::Tuple(items) => items.iter().copied().for_each(f),
-            Value::Dict(d) => {
-                for &(k, v) in &d.items {
+        match *self {
+            Value::List(items)
+            | Value::Tuple(items)
+            | Value::Set(items)
+            | Value::FrozenSet(items) => items.iter().copied().for_each(f),
+            Value::Dict(pairs) => {
+                for &(k, v) in pairs {
                     f(k);
                     f(v);
                 }
             }
-            Value::Set(s) | Value::FrozenSet(s) => s.items.iter().copied().for_each(f),
             Value::Object(o) => {
                 f(o.callable);
                 f(o.args);
@@ -384,10 +496,205 @@ impl Value<'_> {
     }
 }
 
+/// An arena node: 16 bytes, no destructor (what needs one is in [`Arena::fat`]). Text and
+/// bytes are offsets into the input; lists, tuples, sets and frozensets are a run of
+/// [`Arena::items`], dicts of [`Arena::pairs`]; a list, set or dict that grows again once other
+/// containers were made after it moves to a `Vec` of its own (`*Vec`).
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Node {
+    Int(i64),
+    Float(f64),
+    /// Valid UTF-8 without lone surrogates, `input[start..start + len]`.
+    Str {
+        start: u32,
+        len: u32,
+    },
+    /// `surrogatepass` UTF-8 holding a lone surrogate, `input[start..start + len]`.
+    Surrogates {
+        start: u32,
+        len: u32,
+    },
+    /// Bytes, `input[start..start + len]`.
+    Bytes {
+        start: u32,
+        len: u32,
+    },
+    /// The Latin-1 encoding (`bytes` bytes) of the UTF-8 text `input[start..start + len]`.
+    Latin1 {
+        start: u32,
+        len: u32,
+        bytes: u32,
+    },
+    List {
+        start: u32,
+        len: u32,
+    },
+    Tuple {
+        start: u32,
+        len: u32,
+    },
+    Set {
+        start: u32,
+        len: u32,
+    },
+    FrozenSet {
+        start: u32,
+        len: u32,
+    },
+    Dict {
+        start: u32,
+        len: u32,
+    },
+    /// A list whose items are `Arena::vecs[i]`.
+    ListVec(u32),
+    /// A set whose items are `Arena::vecs[i]`.
+    SetVec(u32),
+    /// A dict whose pairs are `Arena::pair_vecs[i]`.
+    DictVec(u32),
+    /// `Arena::fat[i]`.
+    Fat(u32),
+}
+
+const _: () = assert!(std::mem::size_of::<Node>() == 16);
+
+/// The values too large or too rare for a [`Node`] of their own.
+#[derive(Debug)]
+pub(crate) enum Fat<'a> {
+    BigInt(BigInt),
+    Complex(f64, f64),
+    /// Text not in the input (decoded from escapes, or from Python 2 bytes), or past the
+    /// reach of a node's 32-bit offsets.
+    Str {
+        bytes: Cow<'a, [u8]>,
+        surrogates: bool,
+    },
+    /// Bytes not in the input (out-of-band buffers, copies), or past a node's reach.
+    Bytes(Cow<'a, [u8]>),
+    /// The Latin-1 encoding (`len` bytes) of UTF-8 text past a node's reach.
+    Latin1 {
+        text: &'a [u8],
+        len: usize,
+    },
+    ByteArray(Vec<u8>),
+    Global(Global<'a>),
+    Object(Object),
+}
+
+/// The values of one decode: nodes, the pools their items are in, and the input their text
+/// and bytes are offsets into.
+#[derive(Debug)]
+pub(crate) struct Arena<'a> {
+    pub(crate) input: &'a [u8],
+    pub(crate) nodes: Vec<Node>,
+    /// Items of lists, tuples, sets and frozensets, each a run.
+    pub(crate) items: Vec<NodeId>,
+    /// Pairs of dicts, each a run.
+    pub(crate) pairs: Vec<(NodeId, NodeId)>,
+    pub(crate) vecs: Vec<Vec<NodeId>>,
+    pub(crate) pair_vecs: Vec<Vec<(NodeId, NodeId)>>,
+    pub(crate) fat: Vec<Fat<'a>>,
+}
+
+/// `pool[start..start + len]`, or empty (never, for a node the decoder made).
+#[inline]
+fn run<T>(pool: &[T], start: u32, len: u32) -> &[T] {
+    let start = start as usize;
+    pool.get(start..start + len as usize).unwrap_or_default()
+}
+
+impl<'a> Arena<'a> {
+    /// An empty arena over `input`, building into `scratch`'s allocations.
+    pub(crate) fn new(input: &'a [u8], scratch: Scratch) -> Arena<'a> {
+        Arena {
+            input,
+            nodes: scratch.nodes,
+            items: scratch.items,
+            pairs: scratch.pairs,
+            vecs: Vec::new(),
+            pair_vecs: Vec::new(),
+            fat: Vec::new(),
+        }
+    }
+
+    /// The number of nodes.
+    #[inline]
+    pub(crate) fn len(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// The value of `id` (a node, or a shared value); `None` for an id past the arena.
+    #[inline]
+    pub(crate) fn get(&self, id: NodeId) -> Option<Value<'_>> {
+        match self.nodes.get(id.index()) {
+            Some(&n) => Some(self.view(n)),
+            None => id.shared_value(),
+        }
+    }
+
+    /// The node of `id`, when it is an arena node.
+    #[inline]
+    pub(crate) fn node(&self, id: NodeId) -> Option<Node> {
+        self.nodes.get(id.index()).copied()
+    }
+
+    /// `input[start..start + len]` (the text of a [`Node::Str`], [`Node::Bytes`], ...).
+    #[inline(always)]
+    pub(crate) fn text(&self, start: u32, len: u32) -> &[u8] {
+        run(self.input, start, len)
+    }
+
+    /// The view of a node.
+    #[inline]
+    pub(crate) fn view(&self, n: Node) -> Value<'_> {
+        match n {
+            Node::Int(i) => Value::Int(i),
+            Node::Float(x) => Value::Float(x),
+            Node::Str { start, len } => Value::Str(PyStr::new(self.text(start, len), false)),
+            Node::Surrogates { start, len } => Value::Str(PyStr::new(self.text(start, len), true)),
+            Node::Bytes { start, len } => Value::Bytes(PyBytes::raw(self.text(start, len))),
+            Node::Latin1 { start, len, bytes } => {
+                Value::Bytes(PyBytes::latin1(self.text(start, len), bytes as usize))
+            }
+            Node::List { start, len } => Value::List(run(&self.items, start, len)),
+            Node::Tuple { start, len } => Value::Tuple(run(&self.items, start, len)),
+            Node::Set { start, len } => Value::Set(run(&self.items, start, len)),
+            Node::FrozenSet { start, len } => Value::FrozenSet(run(&self.items, start, len)),
+            Node::Dict { start, len } => Value::Dict(run(&self.pairs, start, len)),
+            Node::ListVec(i) => Value::List(self.vecs.get(i as usize).map_or(&[], |v| v)),
+            Node::SetVec(i) => Value::Set(self.vecs.get(i as usize).map_or(&[], |v| v)),
+            Node::DictVec(i) => Value::Dict(self.pair_vecs.get(i as usize).map_or(&[], |v| v)),
+            Node::Fat(i) => match self.fat.get(i as usize) {
+                Some(Fat::BigInt(b)) => Value::BigInt(b),
+                Some(&Fat::Complex(re, im)) => Value::Complex(re, im),
+                Some(Fat::Str { bytes, surrogates }) => Value::Str(PyStr::new(bytes, *surrogates)),
+                Some(Fat::Bytes(b)) => Value::Bytes(PyBytes::raw(b)),
+                Some(&Fat::Latin1 { text, len }) => Value::Bytes(PyBytes::latin1(text, len)),
+                Some(Fat::ByteArray(b)) => Value::ByteArray(b),
+                Some(Fat::Global(g)) => Value::Global(g),
+                Some(Fat::Object(o)) => Value::Object(o),
+                None => Value::None,
+            },
+        }
+    }
+
+    /// Where `bytes` lies in the input, as a node's offsets, when it does and they fit.
+    pub(crate) fn offsets(&self, bytes: &[u8]) -> Option<(u32, u32)> {
+        let start = (bytes.as_ptr() as usize).checked_sub(self.input.as_ptr() as usize)?;
+        let inside = self
+            .input
+            .get(start..start.checked_add(bytes.len())?)
+            .is_some_and(|s| std::ptr::eq(s, bytes));
+        if !inside {
+            return None;
+        }
+        Some((u32::try_from(start).ok()?, u32::try_from(bytes.len()).ok()?))
+    }
+}
+
 /// A decoded pickle (or a stream of pickles sharing one memo): the arena and its roots.
 #[derive(Debug)]
 pub struct Document<'a> {
-    pub(crate) nodes: Vec<Value<'a>>,
+    pub(crate) arena: Arena<'a>,
     pub(crate) roots: Vec<NodeId>,
     /// Whether the input was decoded as a stream of pickles (typed JSON then writes `values`).
     pub(crate) stream: bool,
@@ -405,10 +712,30 @@ pub struct Document<'a> {
 }
 
 impl<'a> Document<'a> {
-    /// Every value created while decoding, including ones that were popped and are not
-    /// reachable from a root, except the shared values ([`NodeId::is_shared`]).
-    pub fn nodes(&self) -> &[Value<'a>] {
-        &self.nodes
+    /// The number of arena nodes: every value created while decoding, including ones that
+    /// were popped and are not reachable from a root, except the shared values
+    /// ([`NodeId::is_shared`]). Their ids are `NodeId`s of index 0 to `len() - 1`
+    /// ([`Document::ids`]).
+    pub fn len(&self) -> usize {
+        self.arena.len()
+    }
+
+    /// Whether the arena has no node (a document of shared values only, such as `None`).
+    pub fn is_empty(&self) -> bool {
+        self.arena.len() == 0
+    }
+
+    /// The ids of the arena's nodes, in the order they were made.
+    pub fn ids(&self) -> impl ExactSizeIterator<Item = NodeId> + '_ {
+        (0..self.arena.len()).map(|i| NodeId(i as u32))
+    }
+
+    /// The values of the arena's nodes, in the order they were made (the value of id
+    /// `NodeId` of index `i` is the `i`-th): every value created while decoding, including
+    /// ones that were popped and are not reachable from a root, except the shared values
+    /// ([`NodeId::is_shared`]).
+    pub fn nodes(&self) -> impl ExactSizeIterator<Item = Value<'_>> + '_ {
+        self.arena.nodes.iter().map(|&n| self.arena.view(n))
     }
 
     /// The value of each pickle, in stream order (one root unless decoded as a stream).
@@ -452,22 +779,30 @@ impl<'a> Document<'a> {
         self.roots.first().copied()
     }
 
-    /// The value at `id` (in the arena, or a shared value). Ids come from this document, so
-    /// the lookup cannot fail for them; an id from another document gives `None` when out of
-    /// range.
-    pub fn get(&self, id: NodeId) -> Option<&Value<'a>> {
-        lookup(&self.nodes, id)
+    /// The value at `id` (an arena node, or a shared value), as a view that borrows the
+    /// document. Ids come from this document, so the lookup cannot fail for them; an id from
+    /// another document gives `None` when out of range.
+    pub fn get(&self, id: NodeId) -> Option<Value<'_>> {
+        self.arena.get(id)
     }
 
-    /// Drops every value and keeps the arena's allocation, for the next decode to build into
-    /// ([`crate::Decoder::scratch`]). Costs what dropping the document costs.
+    /// Drops every value and keeps the arena's allocations (nodes and item pools), for the
+    /// next decode to build into ([`crate::Decoder::scratch`]). Costs what dropping the
+    /// document costs.
     pub fn recycle(self) -> Scratch {
-        let mut nodes = self.nodes;
+        let Arena {
+            mut nodes,
+            mut items,
+            mut pairs,
+            ..
+        } = self.arena;
         nodes.clear();
-        // An empty Vec<Value<'a>> into an empty Vec<Value<'static>>: the same layout, so
-        // collecting in place keeps the allocation (the closure never runs).
+        items.clear();
+        pairs.clear();
         Scratch {
-            nodes: nodes.into_iter().map(|_| Value::None).collect(),
+            nodes,
+            items,
+            pairs,
         }
     }
 }
@@ -475,30 +810,35 @@ impl<'a> Document<'a> {
 /// An arena left by an earlier decode ([`Document::recycle`]) for the next one to build into
 /// ([`crate::Decoder::scratch`]): its pages are already mapped, so the next decode does not
 /// page-fault its nodes in again. On these machines a fault costs about 2 us per 4 KiB page
-/// (128 nodes): a third of the time of decoding a list of 5 million ints into a fresh arena.
+/// (256 nodes).
 ///
 /// For a process that decodes one input after another (a Mitogen hop reading a stream of
-/// messages, a service). It holds the largest arena so far (32 bytes per node) until it is
-/// dropped; it changes no limit, which count values, not capacity. A refused decode drops
-/// the arena it was given.
+/// messages, a service). It holds the largest arena so far (16 bytes per node, 4 per item, 8
+/// per dict pair) until it is dropped; it changes no limit, which count values, not capacity.
+/// A refused decode drops the arena it was given.
 ///
 /// ```
 /// use picklewarden::{Decoder, Policy, Scratch, Value};
 /// let policy = Policy::data();
 /// let mut scratch = Scratch::new();
-/// // pickle.dumps([1000, 1001], 2), then pickle.dumps(1002, 2)
-/// let inputs: [&[u8]; 2] = [b"\x80\x02]q\x00(M\xe8\x03M\xe9\x03e.", b"\x80\x02M\xea\x03."];
+/// // pickle.dumps([1.5, 2.5], 2), then pickle.dumps(3.5, 2)
+/// let inputs: [&[u8]; 2] = [
+///     b"\x80\x02]q\x00(G?\xf8\x00\x00\x00\x00\x00\x00G@\x04\x00\x00\x00\x00\x00\x00e.",
+///     b"\x80\x02G@\x0c\x00\x00\x00\x00\x00\x00.",
+/// ];
 /// for input in inputs {
 ///     let doc = Decoder::new(input, &policy).scratch(scratch).decode()?;
 ///     assert!(doc.root().and_then(|r| doc.get(r)).is_some());
 ///     scratch = doc.recycle(); // drops the values, keeps the arena
 /// }
-/// assert!(scratch.capacity_bytes() >= 2 * std::mem::size_of::<Value>());
+/// assert!(scratch.capacity_bytes() >= 3 * 16);
 /// # Ok::<(), picklewarden::Error>(())
 /// ```
 #[derive(Debug, Default)]
 pub struct Scratch {
-    pub(crate) nodes: Vec<Value<'static>>,
+    pub(crate) nodes: Vec<Node>,
+    pub(crate) items: Vec<NodeId>,
+    pub(crate) pairs: Vec<(NodeId, NodeId)>,
 }
 
 impl Scratch {
@@ -509,6 +849,125 @@ impl Scratch {
 
     /// The bytes of arena it holds.
     pub fn capacity_bytes(&self) -> usize {
-        self.nodes.capacity() * std::mem::size_of::<Value<'static>>()
+        self.nodes.capacity() * std::mem::size_of::<Node>()
+            + self.items.capacity() * std::mem::size_of::<NodeId>()
+            + self.pairs.capacity() * std::mem::size_of::<(NodeId, NodeId)>()
+    }
+}
+
+/// Values to build an arena from by hand, in tests ([`Arena::of`]).
+#[cfg(test)]
+#[derive(Clone, Debug)]
+pub(crate) enum Owned {
+    Int(i64),
+    BigInt(BigInt),
+    Float(f64),
+    Str(String),
+    Bytes(Vec<u8>),
+    Tuple(Vec<NodeId>),
+    FrozenSet(Vec<NodeId>),
+}
+
+#[cfg(test)]
+impl Arena<'static> {
+    /// An arena whose node `i` is `values[i]` (text and bytes owned, items pooled).
+    pub(crate) fn of(values: Vec<Owned>) -> Arena<'static> {
+        let mut a = Arena::new(&[], Scratch::new());
+        for v in values {
+            let fat = |a: &mut Arena<'static>, f: Fat<'static>| {
+                a.fat.push(f);
+                Node::Fat(a.fat.len() as u32 - 1)
+            };
+            let items = |a: &mut Arena<'static>, items: &[NodeId]| {
+                a.items.extend_from_slice(items);
+                ((a.items.len() - items.len()) as u32, items.len() as u32)
+            };
+            let n = match v {
+                Owned::Int(i) => Node::Int(i),
+                Owned::Float(x) => Node::Float(x),
+                Owned::BigInt(b) => fat(&mut a, Fat::BigInt(b)),
+                Owned::Str(s) => fat(
+                    &mut a,
+                    Fat::Str {
+                        bytes: Cow::Owned(s.into_bytes()),
+                        surrogates: false,
+                    },
+                ),
+                Owned::Bytes(b) => fat(&mut a, Fat::Bytes(Cow::Owned(b))),
+                Owned::Tuple(v) => {
+                    let (start, len) = items(&mut a, &v);
+                    Node::Tuple { start, len }
+                }
+                Owned::FrozenSet(v) => {
+                    let (start, len) = items(&mut a, &v);
+                    Node::FrozenSet { start, len }
+                }
+            };
+            a.nodes.push(n);
+        }
+        a
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_hold_ints_of_31_bits_and_the_singletons() {
+        for i in [
+            0,
+            1,
+            -1,
+            -5,
+            256,
+            257,
+            1000,
+            IMMEDIATE_MIN,
+            IMMEDIATE_MAX,
+            -123_456_789,
+        ] {
+            let id = NodeId::int(i).unwrap();
+            assert!(id.is_shared(), "{i}");
+            assert!(
+                matches!(id.shared_value(), Some(Value::Int(j)) if j == i),
+                "{i}"
+            );
+        }
+        for i in [IMMEDIATE_MIN - 1, IMMEDIATE_MAX + 1, i64::MAX, i64::MIN] {
+            assert_eq!(NodeId::int(i), None, "{i}");
+        }
+        assert!(matches!(NodeId::NONE.shared_value(), Some(Value::None)));
+        assert!(matches!(
+            NodeId::bool(true).shared_value(),
+            Some(Value::Bool(true))
+        ));
+        assert!(matches!(
+            NodeId::bool(false).shared_value(),
+            Some(Value::Bool(false))
+        ));
+        assert!(!NodeId(SHARED_BASE - 1).is_shared());
+        assert_eq!(NodeId(SHARED_BASE - 1).shared_value().map(|_| ()), None);
+    }
+
+    #[test]
+    fn latin1_bytes_equal_raw_bytes_of_the_same_content() {
+        let all: Vec<u8> = (0..=255u8).collect();
+        let text: String = all.iter().map(|&b| char::from(b)).collect();
+        let lazy = PyBytes::latin1(text.as_bytes(), 256);
+        assert_eq!(lazy.len(), 256);
+        assert_eq!(lazy.as_slice(), None);
+        assert_eq!(lazy.to_cow().as_ref(), all.as_slice());
+        assert_eq!(lazy, PyBytes::raw(&all));
+        assert_eq!(PyBytes::raw(&all), lazy);
+        let mut other = all.clone();
+        other[200] ^= 1;
+        assert_ne!(lazy, PyBytes::raw(&other));
+        let mut pieces = Vec::new();
+        lazy.for_each_chunk(|c| pieces.extend_from_slice(c));
+        assert_eq!(pieces, all);
+        let ascii = PyBytes::latin1(b"abc", 3);
+        assert_eq!(ascii.as_slice(), Some(&b"abc"[..]));
+        assert_eq!(ascii, PyBytes::raw(b"abc"));
     }
 }

@@ -296,8 +296,8 @@ fn check_dict(n: usize) -> f64 {
     let Some(Value::Dict(d)) = doc.get(doc.root().unwrap()) else {
         panic!("not a dict");
     };
-    assert_eq!(d.items.len(), n, "keys merged that CPython keeps apart");
-    for (k, &(key, value)) in d.items.iter().enumerate().step_by(997) {
+    assert_eq!(d.len(), n, "keys merged that CPython keeps apart");
+    for (k, &(key, value)) in d.iter().enumerate().step_by(997) {
         let want = (k as u128 * MODULUS).to_string();
         let got = match doc.get(key).unwrap() {
             Value::Int(i) => i.to_string(),
@@ -305,7 +305,7 @@ fn check_dict(n: usize) -> f64 {
             other => panic!("key {k} decoded as {other:?}"),
         };
         assert_eq!(got, want, "key {k}");
-        assert!(matches!(doc.get(value), Some(Value::Int(v)) if *v == (k % 256) as i64));
+        assert!(matches!(doc.get(value), Some(Value::Int(v)) if v == (k % 256) as i64));
     }
     secs
 }
@@ -319,7 +319,7 @@ fn check_set(n: usize) -> f64 {
     let Some(Value::Set(s)) = doc.get(doc.root().unwrap()) else {
         panic!("not a set");
     };
-    assert_eq!(s.items.len(), n);
+    assert_eq!(s.len(), n);
     secs
 }
 

@@ -135,7 +135,7 @@ fn corpus_round_trip(protocol: canonical::Protocol) {
             }
             Err(canonical::Unwritable::Record) => {
                 let replayable = doc.records_replayable()
-                    && doc.nodes().iter().all(|v| match v {
+                    && doc.nodes().all(|v| match v {
                         Value::Object(o) => {
                             o.state.is_none()
                                 && o.listitems.is_empty()
@@ -157,7 +157,7 @@ fn corpus_round_trip(protocol: canonical::Protocol) {
         };
         input_bytes += bytes.len();
         output_bytes += out.len();
-        records_written += usize::from(doc.nodes().iter().any(|v| matches!(v, Value::Object(_))));
+        records_written += usize::from(doc.nodes().any(|v| matches!(v, Value::Object(_))));
         let again = Decoder::new(&out, if f.records { &records3 } else { policy });
         let redecoded = if f.stream {
             again.decode_stream()

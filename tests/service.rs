@@ -1503,18 +1503,18 @@ fn unread_responses_are_bounded_and_timed_out() {
 }
 
 /// A decode the allocator cannot satisfy under the address-space limit is refused with
-/// `allocation_failed`, and the server goes on (it used to abort): 24 M empty lists (each its
-/// own arena node, unlike `True`, which every document shares) need ~0.9 GB of arena and
-/// items, under a 1 GiB RLIMIT_AS.
+/// `allocation_failed`, and the server goes on (it used to abort): 48 M empty lists (each its
+/// own arena node of 16 bytes, unlike `True`, which every document shares, and an item of 4
+/// bytes) need ~1 GB of arena and items, under a 1 GiB RLIMIT_AS.
 #[test]
 fn allocation_failure_is_a_refusal_not_an_abort() {
     let dir = scratch("service-alloc");
     let lists = python_file(
         &dir,
         "lists.pkl",
-        "import sys; open(sys.argv[1],'wb').write(b'\\x80\\x02]'+b''.join(b'('+b']'*(1<<20)+b'e' for _ in range(24))+b'.')",
+        "import sys; open(sys.argv[1],'wb').write(b'\\x80\\x02]'+b''.join(b'('+b']'*(1<<20)+b'e' for _ in range(48))+b'.')",
     );
-    assert_eq!(lists.len(), 24 * ((1 << 20) + 2) + 4);
+    assert_eq!(lists.len(), 48 * ((1 << 20) + 2) + 4);
     let mut server = Server::start(&dir, &["--max-address-space", "1G"]);
     runtime().block_on(async {
         let mut c = Client::new(&server.sock);

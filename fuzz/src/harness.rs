@@ -319,7 +319,7 @@ fn check_canonical_at(
     protocol: canonical::Protocol,
 ) {
     let v2 = protocol == canonical::Protocol::V2;
-    let renamed = doc.nodes().iter().any(|v| {
+    let renamed = doc.nodes().any(|v| {
         matches!(v, Value::Global(g) if {
             let to = g.python3_name();
             let to = if v2 { canonical::python2_name(to.0, to.1) } else { to };
@@ -327,7 +327,7 @@ fn check_canonical_at(
         })
     });
     let called = v2
-        && doc.nodes().iter().any(|v| {
+        && doc.nodes().any(|v| {
             matches!(
                 v,
                 Value::Bytes(_) | Value::ByteArray(_) | Value::Set(_) | Value::FrozenSet(_)
@@ -343,7 +343,7 @@ fn check_canonical_at(
             return;
         }
         Err(canonical::Unwritable::Record) => {
-            let record = doc.nodes().iter().any(|v| matches!(v, Value::Object(_)));
+            let record = doc.nodes().any(|v| matches!(v, Value::Object(_)));
             assert!(record, "refused as holding a record, with none: {data:?}");
             return;
         }
@@ -379,7 +379,7 @@ fn check_canonical_at(
         Err(e) => {
             let allowed = match e.kind() {
                 ErrorKind::GlobalNotAllowed { .. } => {
-                    renamed || called || doc.nodes().iter().any(|v| matches!(v, Value::Complex(..)))
+                    renamed || called || doc.nodes().any(|v| matches!(v, Value::Complex(..)))
                 }
                 ErrorKind::LimitExceeded { limit, .. } => {
                     called || matches!(limit, LimitName::MaxMemoEntries | LimitName::MaxInputBytes)
@@ -484,9 +484,10 @@ fn check_document(data: &[u8], limits: &Limits, stream: bool, doc: &Document<'_>
             r.index()
         );
     }
-    // A lower bound of what the decoder charges: a node slot per value, 4 bytes per list or
-    // tuple item, 24 per dict pair or set item, and the bytes of every bytearray.
-    let slot = std::mem::size_of::<Value<'static>>() as u64;
+    // A lower bound of what the decoder charges: a node slot per value (16 bytes, the size of
+    // an arena node in src/value.rs), 4 bytes per list or tuple item, 24 per dict pair or set
+    // item, and the bytes of every bytearray.
+    let slot = 16u64;
     let mut charged: u64 = 0;
     for v in nodes {
         let mut bad: Option<NodeId> = None;
@@ -498,8 +499,8 @@ fn check_document(data: &[u8], limits: &Limits, stream: bool, doc: &Document<'_>
         assert!(bad.is_none(), "child id {bad:?} outside the arena of {n}");
         let (items, per_item) = match v {
             Value::List(items) | Value::Tuple(items) => (items.len(), 4),
-            Value::Dict(d) => (d.items.len(), 24),
-            Value::Set(s) | Value::FrozenSet(s) => (s.items.len(), 24),
+            Value::Dict(d) => (d.len(), 24),
+            Value::Set(s) | Value::FrozenSet(s) => (s.len(), 24),
             Value::ByteArray(b) => (b.len(), 1),
             _ => (0, 0),
         };
@@ -524,7 +525,7 @@ fn check_document(data: &[u8], limits: &Limits, stream: bool, doc: &Document<'_>
     let mut streamed = Vec::new();
     assert!(repr::write_repr(doc, &mut streamed).is_ok() && streamed == printed.as_bytes());
     if KNOWN_OPEN_JSON_SET_CYCLE && has_set_and_record(doc) {
-        return vec![format!("(typed JSON skipped: {} nodes)", nodes.len())];
+        return vec![format!("(typed JSON skipped: {n} nodes)")];
     }
     let text = json::to_typed_json(doc);
     let mut streamed = Vec::new();
@@ -606,11 +607,9 @@ fn json_node_depth(text: &str) -> u64 {
 pub const KNOWN_OPEN_JSON_SET_CYCLE: bool = false;
 
 fn has_set_and_record(doc: &Document<'_>) -> bool {
-    let nodes = doc.nodes();
-    nodes
-        .iter()
+    doc.nodes()
         .any(|v| matches!(v, Value::Set(_) | Value::FrozenSet(_)))
-        && nodes.iter().any(|v| matches!(v, Value::Object(_)))
+        && doc.nodes().any(|v| matches!(v, Value::Object(_)))
 }
 
 /// The text must be JSON. serde_json stops at 128 levels; past that an iterative check of

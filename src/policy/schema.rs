@@ -2,7 +2,7 @@
 
 use std::collections::HashSet;
 
-use crate::value::{NodeId, Value};
+use crate::value::{Arena, NodeId, Value};
 
 /// The type an argument must have.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -81,7 +81,7 @@ impl ArgsSchema {
     /// build seals a checked dict, so it cannot have changed), and gains the new ones.
     pub(crate) fn check(
         &self,
-        nodes: &[Value<'_>],
+        arena: &Arena<'_>,
         args: &[NodeId],
         keys_checked: &mut HashSet<(NodeId, ArgType)>,
     ) -> Result<(), String> {
@@ -94,15 +94,15 @@ impl ArgsSchema {
             ));
         }
         for (i, (spec, &id)) in self.args.iter().zip(args).enumerate() {
-            let v = crate::value::lookup(nodes, id).ok_or("dangling argument")?;
-            spec.check(nodes, id, v, keys_checked)
+            let v = arena.get(id).ok_or("dangling argument")?;
+            spec.check(arena, id, v, keys_checked)
                 .map_err(|why| format!("argument {} of {}: {why}", i + 1, args.len()))?;
         }
         Ok(())
     }
 }
 
-fn type_matches(ty: ArgType, v: &Value<'_>) -> bool {
+fn type_matches(ty: ArgType, v: Value<'_>) -> bool {
     match ty {
         ArgType::Any => true,
         ArgType::None => matches!(v, Value::None),
@@ -132,9 +132,9 @@ impl ArgSpec {
 
     fn check(
         &self,
-        nodes: &[Value<'_>],
+        arena: &Arena<'_>,
         id: NodeId,
-        v: &Value<'_>,
+        v: Value<'_>,
         keys_checked: &mut HashSet<(NodeId, ArgType)>,
     ) -> Result<(), String> {
         if self.nullable && matches!(v, Value::None) {
@@ -144,9 +144,7 @@ impl ArgSpec {
             return Err(format!("expected {:?}, got {}", self.ty, v.type_name()).to_lowercase());
         }
         match v {
-            Value::Int(i)
-                if self.min.is_some_and(|m| *i < m) || self.max.is_some_and(|m| *i > m) =>
-            {
+            Value::Int(i) if self.min.is_some_and(|m| i < m) || self.max.is_some_and(|m| i > m) => {
                 return Err(format!("{i} out of range"));
             }
             Value::BigInt(_) if self.min.is_some() || self.max.is_some() => {
@@ -159,22 +157,20 @@ impl ArgSpec {
             // calls through the memo costs the maximum per call, not its length (A46).
             let cap = usize::try_from(max).unwrap_or(usize::MAX).saturating_add(1);
             let len = match v {
-                // A text with lone surrogates is their `surrogatepass` UTF-8, each code point
-                // encoded on its own: one code point per byte that is not a continuation
-                // byte (it was counted in bytes, which refused real Mitogen CallErrors
-                // holding `surrogateescape` file names as 3x their length).
-                Value::Str(s) => Some(match s.as_str() {
-                    Some(t) => t.chars().take(cap).count() as u64,
-                    None => s
-                        .as_bytes()
+                // One code point per byte that is not a UTF-8 continuation byte, in valid
+                // UTF-8 and in `surrogatepass` UTF-8 alike, each surrogate encoded on its own
+                // (a text with surrogates was once counted in bytes, which refused real
+                // Mitogen CallErrors holding `surrogateescape` file names as 3x their length).
+                Value::Str(s) => Some(
+                    s.as_bytes()
                         .iter()
                         .filter(|&&b| b & 0xC0 != 0x80)
                         .take(cap)
                         .count() as u64,
-                }),
+                ),
                 Value::Bytes(b) => Some(b.len() as u64),
                 Value::Tuple(t) | Value::List(t) => Some(t.len() as u64),
-                Value::Dict(d) => Some(d.items.len() as u64),
+                Value::Dict(d) => Some(d.len() as u64),
                 _ => None,
             };
             if let Some(len) = len.filter(|&len| len > max) {
@@ -190,8 +186,8 @@ impl ArgSpec {
             if keys_checked.contains(&(id, kt)) {
                 return Ok(());
             }
-            for &(k, _) in &d.items {
-                let kv = crate::value::lookup(nodes, k).ok_or("dangling key")?;
+            for &(k, _) in d {
+                let kv = arena.get(k).ok_or("dangling key")?;
                 if !type_matches(kt, kv) {
                     return Err(format!("dict key of type {}", kv.type_name()));
                 }
