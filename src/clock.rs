@@ -42,6 +42,16 @@ impl Clock {
         work >= self.next && self.look(work)
     }
 
+    /// How much more work may be done before [`Clock::passed_after`] looks at the clock
+    /// (for a caller that counts work in a local and checks in between).
+    #[inline]
+    pub(crate) fn room(&self, work: u64) -> u64 {
+        if self.at.is_none() {
+            return u64::MAX;
+        }
+        self.next.saturating_sub(work)
+    }
+
     #[cold]
     fn look(&mut self, work: u64) -> bool {
         self.next = work.saturating_add(CHECK_EVERY);

@@ -27,8 +27,9 @@ pub(crate) struct Heights {
     /// Whether heights are kept. Off when the scan's count of opcodes that make containers
     /// already bounds the walk (a walk's path holds each container once, plus a leaf).
     on: bool,
-    /// By arena index, up to the last container made: 0 for a value that is not a container;
-    /// else [`CONTAINED`] and the height (1 for an empty container).
+    /// By arena index, up to and including the last container made (no further: a child past
+    /// its end is a leaf): 0 for a value that is not a container; else [`CONTAINED`] and the
+    /// height (1 for an empty container).
     entries: Vec<u16>,
     /// A container already inside another gained a child, or a container was given itself:
     /// the heights of its parents may be too low, so the bound no longer holds.
@@ -54,8 +55,12 @@ impl Heights {
     }
 
     /// Marks `child` as inside a container; returns its height.
-    #[inline]
+    #[inline(always)]
     fn enter(&mut self, child: NodeId) -> u16 {
+        // A shared value is a leaf: no look at the entries.
+        if child.is_shared() {
+            return 1;
+        }
         match self.entries.get_mut(child.index()) {
             Some(e) if *e != 0 => {
                 *e |= CONTAINED;
@@ -74,30 +79,84 @@ impl Heights {
         }
         let mut tallest = 0u16;
         v.for_each_child(|c| tallest = tallest.max(self.enter(c)));
+        self.set(id, tallest.saturating_add(1).min(SATURATED));
+    }
+
+    /// Sets the entry of the container `id`, the last made, extending the entries to it.
+    #[inline(always)]
+    fn set(&mut self, id: NodeId, height: u16) {
         let i = id.index();
-        if self.entries.len() <= i {
-            self.grow(i);
+        if i >= self.entries.len() {
+            if i >= self.entries.capacity() {
+                self.grow(i);
+            }
+            if i >= self.entries.capacity() {
+                return;
+            }
+            self.entries.resize(i + 1, 0);
         }
         if let Some(e) = self.entries.get_mut(i) {
-            *e = tallest.saturating_add(1).min(SATURATED);
+            *e = height;
         }
     }
 
-    /// Makes room for the entry of arena index `i`, at least doubling (so the cost per node is
-    /// a constant). Fallible: a failure stops keeping heights, and the walk decides.
-    #[cold]
-    #[inline(never)]
-    fn grow(&mut self, i: usize) {
-        let len = (i + 1).max(self.entries.len() * 2).max(4096);
-        if self
-            .entries
-            .try_reserve_exact(len - self.entries.len())
-            .is_err()
-        {
+    /// The container made as node `id` (not yet in the arena) has no children: height 1.
+    #[inline]
+    pub(crate) fn made_empty(&mut self, id: NodeId) {
+        if !self.on || self.stale {
+            return;
+        }
+        self.set(id, 1);
+    }
+
+    /// [`Heights::filled`] with the key-value pairs `flat` (`[k, v, k, v, ...]`) whose keys
+    /// are all leaves (texts, ints): only the values are looked at.
+    #[inline]
+    pub(crate) fn filled_values(&mut self, target: NodeId, flat: &[NodeId]) {
+        if !self.on || self.stale {
+            return;
+        }
+        let entry = self.entries.get(target.index()).copied().unwrap_or(0);
+        if entry == 0 || entry & CONTAINED != 0 {
             self.give_up();
             return;
         }
-        self.entries.resize(len, 0);
+        let mut tallest = entry & SATURATED;
+        if !flat.is_empty() {
+            // The keys are leaves, one level below the container.
+            tallest = tallest.max(2);
+        }
+        let made = self.entries.len();
+        for &c in flat.iter().skip(1).step_by(2) {
+            // Past the last container made (shared values included): a leaf, counted above.
+            if c.index() >= made {
+                continue;
+            }
+            if c == target {
+                self.give_up();
+                return;
+            }
+            tallest = tallest.max(self.enter(c).saturating_add(1).min(SATURATED));
+        }
+        if let Some(e) = self.entries.get_mut(target.index()) {
+            *e = tallest;
+        }
+    }
+
+    /// Makes room for the entry of arena index `i`, at least doubling the capacity (so the
+    /// cost per node is a constant). Fallible: a failure stops keeping heights, and the walk
+    /// decides.
+    #[cold]
+    #[inline(never)]
+    fn grow(&mut self, i: usize) {
+        let cap = (i + 1).max(self.entries.capacity() * 2).max(4096);
+        if self
+            .entries
+            .try_reserve_exact(cap - self.entries.len())
+            .is_err()
+        {
+            self.give_up();
+        }
     }
 
     /// `children` were put into the existing container `target` (APPEND, APPENDS, SETITEM,
@@ -115,7 +174,16 @@ impl Heights {
             return;
         }
         let mut tallest = entry & SATURATED;
+        if !children.is_empty() {
+            // Every child is at least a leaf, one level below the container.
+            tallest = tallest.max(2);
+        }
+        let made = self.entries.len();
         for &c in children {
+            // Past the last container made (shared values included): a leaf, counted above.
+            if c.index() >= made {
+                continue;
+            }
             if c == target {
                 self.give_up();
                 return;

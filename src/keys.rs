@@ -131,7 +131,7 @@ const LONG_EQUAL_BYTES: usize = 4096;
 
 /// Texts and bytes at least this long have their hash kept in the [`HashCache`] (shorter ones
 /// hash faster than the lookup).
-const CACHED_TEXT_BYTES: usize = 64;
+pub(crate) const CACHED_TEXT_BYTES: usize = 64;
 
 /// The hashes of the tuples, frozensets and long texts and bytes of one decode, by node: they
 /// are immutable, so a hash never changes, and a value hashed again (a text shared by many

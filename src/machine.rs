@@ -26,7 +26,9 @@ use num_bigint::BigInt;
 use crate::clock::Clock;
 use crate::depth::{walk_depth, Heights};
 use crate::error::{escape_bytes_for_display, Error, ErrorKind, Result};
-use crate::keys::{bigint_to_f64, index_insert, HashCache, KeyIndex, KeyOps, Over};
+use crate::keys::{
+    bigint_to_f64, index_insert, HashCache, KeyIndex, KeyOps, Over, CACHED_TEXT_BYTES,
+};
 use crate::latin1;
 use crate::limits::{LimitName, Limits};
 use crate::memo::Memo;
@@ -81,6 +83,7 @@ pub struct Decoder<'a, 'p> {
     buffers: Option<Vec<&'a [u8]>>,
     scratch: Scratch,
     deadline: Option<Instant>,
+    careful: bool,
 }
 
 impl<'a, 'p> Decoder<'a, 'p> {
@@ -93,6 +96,7 @@ impl<'a, 'p> Decoder<'a, 'p> {
             buffers: None,
             scratch: Scratch::new(),
             deadline: None,
+            careful: false,
         }
     }
 
@@ -113,6 +117,16 @@ impl<'a, 'p> Decoder<'a, 'p> {
     /// one; see [`Scratch`]. The values decoded are the same either way.
     pub fn scratch(mut self, scratch: Scratch) -> Decoder<'a, 'p> {
         self.scratch = scratch;
+        self
+    }
+
+    /// Runs every opcode through the machine's careful path, one at a time with every check,
+    /// instead of taking the common ones in its fast loop (which takes an opcode only when
+    /// the careful path would accept it, and makes the same values). For tests that compare
+    /// the two (`fuzz/src/harness.rs`); the document and any refusal are the same.
+    #[doc(hidden)]
+    pub fn careful_only(mut self) -> Decoder<'a, 'p> {
+        self.careful = true;
         self
     }
 
@@ -182,6 +196,7 @@ impl<'a, 'p> Decoder<'a, 'p> {
     /// arena starts from a guess from the input's length and grows.
     fn build(self, bound: Option<Bound>, stream: bool) -> Result<Document<'a>> {
         let mut m = Machine::new(self.input, self.policy, self.limits, self.buffers)?;
+        m.careful = self.careful;
         m.clock = Clock::new(self.deadline);
         if let Ok(mut c) = m.hash_cache.try_borrow_mut() {
             c.clock = m.clock;
@@ -398,6 +413,8 @@ struct Machine<'a, 'p> {
     /// the pool in one piece; kept between containers so that its allocation is reused.
     new_pairs: Vec<(NodeId, NodeId)>,
     new_items: Vec<NodeId>,
+    /// Every opcode through the careful path ([`Decoder::careful_only`]).
+    careful: bool,
 }
 
 /// What an int run may use: opcodes (each also a value and a stack slot), bytes of the
@@ -706,6 +723,7 @@ impl<'a, 'p> Machine<'a, 'p> {
             clock: Clock::default(),
             new_pairs: Vec::new(),
             new_items: Vec::new(),
+            careful: false,
             stack: Vec::new(),
             marks: Vec::new(),
             memo: Memo::default(),
@@ -985,6 +1003,26 @@ impl<'a, 'p> Machine<'a, 'p> {
     fn push_new(&mut self, n: Node, extra: u64) -> Result<()> {
         let id = self.node(n, extra)?;
         self.push(id)
+    }
+
+    /// EMPTY_LIST, EMPTY_DICT, EMPTY_SET, EMPTY_TUPLE: a container with no items, made and
+    /// pushed without looking at its (no) children.
+    #[inline]
+    fn push_empty(&mut self, n: Node) -> Result<()> {
+        self.count_value(0)?;
+        let len = self.arena.nodes.len();
+        if len == self.arena.nodes.capacity() {
+            self.grow_arena()?;
+        }
+        let id = u32::try_from(len)
+            .ok()
+            .filter(|&i| i < SHARED_BASE)
+            .ok_or_else(|| self.limit(LimitName::MaxNodes, self.created))?;
+        self.containers += 1;
+        self.has_sets |= matches!(n, Node::Set { .. });
+        self.heights.made_empty(NodeId(id));
+        self.arena.nodes.push(n);
+        self.push(NodeId(id))
     }
 
     /// An int: held in its id when it fits, else a node.
@@ -1896,6 +1934,9 @@ impl<'a, 'p> Machine<'a, 'p> {
         if !flat_len.is_multiple_of(2) {
             return Err(self.err(ErrorKind::OddItemCount));
         }
+        if let Some(done) = self.fill_fast(target, start, true) {
+            return done;
+        }
         let allowed = self.items_allowed(target)?;
         match self.get(target)? {
             Value::Dict(_) => {
@@ -1932,6 +1973,127 @@ impl<'a, 'p> Machine<'a, 'p> {
             }
             _ => Err(self.err(ErrorKind::TypeMismatch("SETITEM target is not a dict"))),
         }
+    }
+
+    /// SETITEMS into an empty dict, or ADDITEMS into an empty set (`dict`), of at most
+    /// [`SMALL_KEYED`] keys that are all ints held in their ids or texts shorter than
+    /// [`CACHED_TEXT_BYTES`]: the keys are `self.stack[start..]` (for a dict, every other
+    /// item), `self.stack[start - 1]` is `target`. The commonest insertion of small objects,
+    /// without the general path's key machinery: such keys are equal exactly when they are the
+    /// same id or texts of the same bytes (an int is never equal to a text, and two ints held
+    /// in ids are equal only as one id), which is the general path's verdict on them, and
+    /// none can be unhashable or hold the container. `None` when the insertion is not of this
+    /// kind (nothing done); else its outcome, with the same checks, charges and refusals as
+    /// the general path.
+    fn fill_fast(&mut self, target: NodeId, start: usize, dict: bool) -> Option<Result<()>> {
+        let node = self.arena.node(target)?;
+        let items = match node {
+            Node::Dict { len: 0, .. } if dict => 2,
+            Node::Set { len: 0, .. } if !dict => 1,
+            _ => return None,
+        };
+        let group = self.stack.get(start..)?;
+        let n = group.len() / items;
+        if n > SMALL_KEYED || group.len() % items != 0 || !self.sealed.is_empty() {
+            return None;
+        }
+        // Each key's fingerprint, read once: an int's id, or a text's length and first 8
+        // bytes (the whole of most keys), so that most comparisons are of two words.
+        let arena = &self.arena;
+        let input = arena.input;
+        let mut keys = [(0u32, 0u64, 0u32); SMALL_KEYED];
+        for (slot, kv) in keys.iter_mut().zip(group.chunks_exact(items)) {
+            let k = *kv.first()?;
+            *slot = match arena.node(k) {
+                Some(Node::Str { start, len }) if (len as usize) < CACHED_TEXT_BYTES => {
+                    let s = start as usize;
+                    // Eight bytes from the text's start (the input has them but at its very
+                    // end), the ones past a text shorter than 8 masked off.
+                    let word = match input.get(s..s + 8) {
+                        Some(w) => u64::from_le_bytes(<[u8; 8]>::try_from(w).ok()?),
+                        None => {
+                            let mut head = [0u8; 8];
+                            for (h, &b) in head.iter_mut().zip(input.get(s..)?) {
+                                *h = b;
+                            }
+                            u64::from_le_bytes(head)
+                        }
+                    };
+                    let mask = u64::MAX.checked_shr(64 - 8 * len.min(8)).unwrap_or(0);
+                    (len, word & mask, start)
+                }
+                None if k.is_held_int() => (u32::MAX, u64::from(k.0), 0),
+                _ => return None,
+            };
+        }
+        let mut merged = [(NodeId::NONE, NodeId::NONE); SMALL_KEYED];
+        let mut kept = [(0u32, 0u64, 0u32); SMALL_KEYED];
+        let mut len = 0usize;
+        for (kv, &key) in group.chunks_exact(items).zip(&keys) {
+            let (k, v) = match *kv {
+                [k, v] => (k, v),
+                [k] => (k, k),
+                _ => continue,
+            };
+            let (m, head, at) = key;
+            // Equal as ints when the ids are; as texts when length and bytes are (the first
+            // 8 in `head`, the rest compared only when those agree).
+            let same = kept
+                .get(..len)
+                .unwrap_or_default()
+                .iter()
+                .position(|&(n, h, bt)| {
+                    n == m && h == head && (m <= 8 || arena.text(at, m) == arena.text(bt, n))
+                });
+            match same {
+                Some(i) => {
+                    if let Some(e) = merged.get_mut(i) {
+                        e.1 = v;
+                    }
+                }
+                None => {
+                    if let (Some(e), Some(f)) = (merged.get_mut(len), kept.get_mut(len)) {
+                        *e = (k, v);
+                        *f = key;
+                    }
+                    len += 1;
+                }
+            }
+        }
+        let merged = merged.get(..len).unwrap_or_default();
+        if let Err(e) = self
+            .check_items(n)
+            .and_then(|()| self.charge(n as u64 * KEYED_BYTES))
+        {
+            return Some(Err(e));
+        }
+        let placed = if dict {
+            self.pool_pairs(merged)
+                .map(|(start, len)| Node::Dict { start, len })
+        } else {
+            let keys: [NodeId; SMALL_KEYED] =
+                std::array::from_fn(|i| merged.get(i).map_or(NodeId::NONE, |e| e.0));
+            self.pool_items(keys.get(..len).unwrap_or_default())
+                .map(|(start, len)| Node::Set { start, len })
+        };
+        match placed {
+            Ok(n) => {
+                if let Some(slot) = self.arena.nodes.get_mut(target.index()) {
+                    *slot = n;
+                }
+            }
+            Err(e) => return Some(Err(e)),
+        }
+        // The keys (for a set, the items) are leaves: texts and ints.
+        let group = self.stack.get(start..).unwrap_or_default();
+        if dict {
+            self.heights.filled_values(target, group);
+        } else {
+            self.heights
+                .filled(target, group.get(..1).unwrap_or_default());
+        }
+        self.stack.truncate(start);
+        Some(Ok(()))
     }
 
     /// Inserts the pairs of `flat` into the dict `target`. The dict is detached from its node
@@ -2116,9 +2278,15 @@ impl<'a, 'p> Machine<'a, 'p> {
 
     // ---------------------------------------------------------------- the loop
 
-    /// Runs until STOP; returns the pickle's value.
+    /// Runs until STOP; returns the pickle's value. The opcodes run in [`Machine::fast`] for
+    /// as long as it takes them, and one at a time here (with every check) when it does not.
     fn run(&mut self) -> Result<NodeId> {
         loop {
+            if !self.careful {
+                if let Some(root) = self.fast()? {
+                    return Ok(root);
+                }
+            }
             let byte = self.r.next_opcode()?;
             self.opcodes += 1;
             if self.opcodes > self.limits.max_opcodes {
@@ -2162,6 +2330,271 @@ impl<'a, 'p> Machine<'a, 'p> {
             }
             self.step(op)?;
         }
+    }
+
+    /// Whether a value may be made: within `max_nodes` and, with its node and `extra` bytes,
+    /// the allocation budget (what [`Machine::count_value`] would refuse).
+    #[inline(always)]
+    fn value_room(&self, extra: u64) -> bool {
+        self.created < self.limits.max_nodes
+            && self.alloc.saturating_add(NODE_BYTES + extra) <= self.limits.max_alloc_bytes
+    }
+
+    /// Whether one more item fits on the stack (what [`Machine::push`] would refuse).
+    #[inline(always)]
+    fn stack_room(&self) -> bool {
+        ((self.stack.len() + self.marks.len()) as u64) < self.limits.max_stack_len
+    }
+
+    /// Counts, charges and adds a node that [`Machine::value_room`] found room for, when the
+    /// arena has room for it without growing; `None` (nothing done) when it has not.
+    #[inline(always)]
+    fn node_in_room(&mut self, n: Node, extra: u64) -> Option<NodeId> {
+        let len = self.arena.nodes.len();
+        if len == self.arena.nodes.capacity() || len >= SHARED_BASE as usize {
+            return None;
+        }
+        self.created += 1;
+        self.alloc += NODE_BYTES + extra;
+        self.arena.nodes.push(n);
+        Some(NodeId(len as u32))
+    }
+
+    /// Runs the opcodes of most pickles, from the reader's position, with the cursor in a
+    /// local and each opcode's checks folded into one test of room: MARK, the memo opcodes,
+    /// short texts, bytes, floats and singletons, empty containers, ints (through
+    /// [`Machine::int_run`]), and, through [`Machine::step`], the opcodes that fill
+    /// containers. It takes an opcode only when it can see that every check of the careful
+    /// path would pass (the opcode fits before the end of the frame or input; the stack,
+    /// memo, node and allocation limits have room; the text is valid), and makes the same
+    /// values, counts and charges; anything else (an error to report, a limit, a FRAME, the
+    /// end of a frame, an opcode it does not take) it leaves unread for [`Machine::run`]'s
+    /// careful path. Opcodes are counted in a local, and it stops before `max_opcodes` and
+    /// before the deadline's next look. Returns the pickle's value at STOP.
+    #[inline(never)]
+    fn fast(&mut self) -> Result<Option<NodeId>> {
+        const MARK: u8 = Opcode::Mark as u8;
+        const MEMOIZE: u8 = Opcode::Memoize as u8;
+        const BINGET: u8 = Opcode::Binget as u8;
+        const BINPUT: u8 = Opcode::Binput as u8;
+        const SHORT_BINUNICODE: u8 = Opcode::ShortBinunicode as u8;
+        const BINUNICODE: u8 = Opcode::Binunicode as u8;
+        const SHORT_BINBYTES: u8 = Opcode::ShortBinbytes as u8;
+        const BINFLOAT: u8 = Opcode::Binfloat as u8;
+        const NONE: u8 = Opcode::None as u8;
+        const NEWTRUE: u8 = Opcode::Newtrue as u8;
+        const NEWFALSE: u8 = Opcode::Newfalse as u8;
+        const EMPTY_DICT: u8 = Opcode::EmptyDict as u8;
+        const EMPTY_LIST: u8 = Opcode::EmptyList as u8;
+        const EMPTY_SET: u8 = Opcode::EmptySet as u8;
+        const EMPTY_TUPLE: u8 = Opcode::EmptyTuple as u8;
+        const BININT: u8 = Opcode::Binint as u8;
+        const BININT1: u8 = Opcode::Binint1 as u8;
+        const BININT2: u8 = Opcode::Binint2 as u8;
+        const LONG1: u8 = Opcode::Long1 as u8;
+        const SETITEMS: u8 = Opcode::Setitems as u8;
+        const SETITEM: u8 = Opcode::Setitem as u8;
+        const ADDITEMS: u8 = Opcode::Additems as u8;
+        const APPENDS: u8 = Opcode::Appends as u8;
+        const APPEND: u8 = Opcode::Append as u8;
+        const TUPLE: u8 = Opcode::Tuple as u8;
+        const TUPLE1: u8 = Opcode::Tuple1 as u8;
+        const TUPLE2: u8 = Opcode::Tuple2 as u8;
+        const TUPLE3: u8 = Opcode::Tuple3 as u8;
+        const STOP: u8 = Opcode::Stop as u8;
+
+        let input: &'a [u8] = self.r.input;
+        // The end of the current frame (or of the input): an opcode that would read past it
+        // is left to the careful path, which leaves the frame or reports the straddle.
+        let end = self.r.read_end().min(input.len());
+        let mut pos = self.r.pos;
+        // Opcodes that may run before `max_opcodes`, and before the deadline's next look
+        // (the careful path looks when the count reaches the mark, before that opcode).
+        let mut budget = self
+            .limits
+            .max_opcodes
+            .saturating_sub(self.opcodes)
+            .min(self.clock.room(self.opcodes).saturating_sub(1));
+        while budget > 0 {
+            let Some(&op) = input.get(pos).filter(|_| pos < end) else {
+                break;
+            };
+            match op {
+                MARK if self.stack_room() => {
+                    self.marks.push(self.stack.len());
+                    pos += 1;
+                }
+                MEMOIZE | BINPUT => {
+                    let (index, next) = if op == MEMOIZE {
+                        (self.memo.count, pos + 1)
+                    } else {
+                        match input.get(pos + 1).filter(|_| pos + 2 <= end) {
+                            Some(&i) => (u64::from(i), pos + 2),
+                            None => break,
+                        }
+                    };
+                    let fence = self.marks.last().copied().unwrap_or(0);
+                    let Some(&top) = self.stack.last().filter(|_| self.stack.len() > fence) else {
+                        break;
+                    };
+                    let new_allowed = self.memo.count < self.limits.max_memo_entries;
+                    if !self.memo.put_in_place(index, top, new_allowed) {
+                        break;
+                    }
+                    pos = next;
+                }
+                BINGET => {
+                    let Some(&i) = input.get(pos + 1).filter(|_| pos + 2 <= end) else {
+                        break;
+                    };
+                    match self.memo.get(u64::from(i)) {
+                        Some(id) if self.stack_room() => {
+                            self.stack.push(id);
+                            pos += 2;
+                        }
+                        _ => break,
+                    }
+                }
+                SHORT_BINUNICODE | BINUNICODE | SHORT_BINBYTES => {
+                    let (head, len) = if op == BINUNICODE {
+                        match input.get(pos + 1..pos + 5).filter(|_| pos + 5 <= end) {
+                            Some(&[a, b, c, d]) => (5, u32::from_le_bytes([a, b, c, d]) as usize),
+                            _ => break,
+                        }
+                    } else {
+                        match input.get(pos + 1).filter(|_| pos + 2 <= end) {
+                            Some(&n) => (2, usize::from(n)),
+                            None => break,
+                        }
+                    };
+                    let start = pos + head;
+                    let Some(text) = input.get(start..start + len).filter(|_| start + len <= end)
+                    else {
+                        break;
+                    };
+                    let (Ok(start32), Ok(len32)) = (u32::try_from(start), u32::try_from(len))
+                    else {
+                        break;
+                    };
+                    let n = if op == SHORT_BINBYTES {
+                        Node::Bytes {
+                            start: start32,
+                            len: len32,
+                        }
+                    } else if len < 64 && text.is_ascii() {
+                        Node::Str {
+                            start: start32,
+                            len: len32,
+                        }
+                    } else {
+                        match text::decode_utf8_surrogatepass(text) {
+                            Ok(false) => Node::Str {
+                                start: start32,
+                                len: len32,
+                            },
+                            Ok(true) => Node::Surrogates {
+                                start: start32,
+                                len: len32,
+                            },
+                            Err(()) => break,
+                        }
+                    };
+                    if !(self.value_room(0) && self.stack_room()) {
+                        break;
+                    }
+                    let Some(id) = self.node_in_room(n, 0) else {
+                        break;
+                    };
+                    self.stack.push(id);
+                    pos = start + len;
+                }
+                BINFLOAT => {
+                    let Some(b) = input
+                        .get(pos + 1..pos + 9)
+                        .filter(|_| pos + 9 <= end)
+                        .and_then(|b| <[u8; 8]>::try_from(b).ok())
+                    else {
+                        break;
+                    };
+                    if !(self.value_room(0) && self.stack_room()) {
+                        break;
+                    }
+                    let Some(id) = self.node_in_room(Node::Float(f64::from_be_bytes(b)), 0) else {
+                        break;
+                    };
+                    self.stack.push(id);
+                    pos += 9;
+                }
+                NONE | NEWTRUE | NEWFALSE if self.value_room(0) && self.stack_room() => {
+                    self.created += 1;
+                    self.alloc += NODE_BYTES;
+                    self.stack.push(match op {
+                        NONE => NodeId::NONE,
+                        _ => NodeId::bool(op == NEWTRUE),
+                    });
+                    pos += 1;
+                }
+                EMPTY_DICT | EMPTY_LIST | EMPTY_SET | EMPTY_TUPLE
+                    if self.value_room(0) && self.stack_room() =>
+                {
+                    let n = match op {
+                        EMPTY_DICT => Node::Dict { start: 0, len: 0 },
+                        EMPTY_LIST => Node::List { start: 0, len: 0 },
+                        EMPTY_SET => Node::Set { start: 0, len: 0 },
+                        _ => Node::Tuple { start: 0, len: 0 },
+                    };
+                    let Some(id) = self.node_in_room(n, 0) else {
+                        break;
+                    };
+                    self.containers += 1;
+                    self.has_sets |= op == EMPTY_SET;
+                    self.heights.made_empty(id);
+                    self.stack.push(id);
+                    pos += 1;
+                }
+                BININT | BININT1 | BININT2 | LONG1 => {
+                    // A run of ints, read with its own checks; an int it does not take (one
+                    // that would pass a limit, a LONG1 past 8 bytes) is the careful path's.
+                    let before = self.opcodes;
+                    self.r.pos = pos;
+                    self.int_run();
+                    let ran = self.opcodes - before;
+                    if ran == 0 {
+                        break;
+                    }
+                    pos = self.r.pos;
+                    budget = budget.saturating_sub(ran - 1);
+                    // The run counted its own opcodes.
+                    self.opcodes -= 1;
+                }
+                SETITEMS | SETITEM | ADDITEMS | APPENDS | APPEND | TUPLE | TUPLE1 | TUPLE2
+                | TUPLE3 => {
+                    // The careful path's own code for these, called as it calls it.
+                    let Some(o) = Opcode::from_byte(op) else {
+                        break;
+                    };
+                    self.r.op_pos = pos;
+                    self.r.op = op;
+                    self.r.pos = pos + 1;
+                    self.opcodes += 1;
+                    self.step(o)?;
+                    self.opcodes -= 1;
+                    pos = self.r.pos;
+                }
+                STOP => {
+                    self.r.op_pos = pos;
+                    self.r.op = op;
+                    self.r.pos = pos + 1;
+                    self.opcodes += 1;
+                    return self.stop().map(Some);
+                }
+                _ => break,
+            }
+            self.opcodes += 1;
+            budget -= 1;
+        }
+        self.r.pos = pos;
+        Ok(None)
     }
 
     /// Reads on through the int opcodes that follow one (see [`int_run`]), with the cursor,
@@ -2423,10 +2856,10 @@ impl<'a, 'p> Machine<'a, 'p> {
                     }
                 }
             }
-            O::EmptyList => self.push_new(Node::List { start: 0, len: 0 }, 0)?,
-            O::EmptyTuple => self.push_new(Node::Tuple { start: 0, len: 0 }, 0)?,
-            O::EmptyDict => self.push_new(Node::Dict { start: 0, len: 0 }, 0)?,
-            O::EmptySet => self.push_new(Node::Set { start: 0, len: 0 }, 0)?,
+            O::EmptyList => self.push_empty(Node::List { start: 0, len: 0 })?,
+            O::EmptyTuple => self.push_empty(Node::Tuple { start: 0, len: 0 })?,
+            O::EmptyDict => self.push_empty(Node::Dict { start: 0, len: 0 })?,
+            O::EmptySet => self.push_empty(Node::Set { start: 0, len: 0 })?,
             O::List | O::Tuple => {
                 let start = self.group()?;
                 let id = self.seq_from_stack(start, op == O::Tuple)?;
@@ -2507,6 +2940,10 @@ impl<'a, 'p> Machine<'a, 'p> {
                 let start = self.group()?;
                 let target = self.below(start)?;
                 self.touch(target);
+                if let Some(done) = self.fill_fast(target, start, false) {
+                    done?;
+                    return Ok(());
+                }
                 if !matches!(self.get(target)?, Value::Set(_)) {
                     return Err(self.err(ErrorKind::TypeMismatch("ADDITEMS target is not a set")));
                 }

@@ -85,6 +85,34 @@ impl<T: Copy> Memo<T> {
         Ok(grown as u64)
     }
 
+    /// [`Memo::put`] when it takes no allocation, so that it can neither fail nor charge: a
+    /// dense index already covered, or the next dense index while the dense part has room.
+    /// `new_allowed`: whether an entry may be added (`max_memo_entries`). Returns whether it
+    /// was set; `false` leaves the memo as it was, for [`Memo::put`] to do the rest.
+    #[inline(always)]
+    pub(crate) fn put_in_place(&mut self, index: u64, value: T, new_allowed: bool) -> bool {
+        let len = self.dense.len();
+        if index == len as u64 && self.sparse.is_empty() {
+            if !new_allowed || len == self.dense.capacity() {
+                return false;
+            }
+            self.dense.push(Some(value));
+            self.count += 1;
+            return true;
+        }
+        match usize::try_from(index)
+            .ok()
+            .and_then(|i| self.dense.get_mut(i))
+        {
+            Some(slot) if slot.is_some() || new_allowed => {
+                self.count += u64::from(slot.is_none());
+                *slot = Some(value);
+                true
+            }
+            _ => false,
+        }
+    }
+
     /// Makes room for `more` dense slots; returns the bytes that took.
     #[inline]
     fn reserve_dense(&mut self, more: usize) -> Result<u64, TryReserveError> {

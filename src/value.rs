@@ -95,6 +95,12 @@ impl NodeId {
         self.0 >= SHARED_BASE
     }
 
+    /// Whether this is an int held in the id itself.
+    #[inline]
+    pub(crate) fn is_held_int(self) -> bool {
+        self.0 & IMMEDIATE_BIT != 0
+    }
+
     /// The id of the bool `b`.
     #[inline]
     pub(crate) fn bool(b: bool) -> NodeId {

@@ -678,13 +678,13 @@ fn raw_chunked(sock: &Path, path: &str, chunks: &[&[u8]]) -> String {
         .to_owned()
 }
 
-/// A list of `n` ints as CPython pickles it (protocol 4): slow enough to keep a decode slot
-/// busy for a while.
+/// A list of `n` floats at protocol 4: a node and 9 bytes of input each, so that a decode of
+/// a few million holds a decode slot for a while (ints of 31 bits would cost no node).
 fn big_list(dir: &Path, n: u32) -> Vec<u8> {
     python_file(
         dir,
-        &format!("list_{n}.pkl"),
-        &format!("import pickle,sys; open(sys.argv[1],'wb').write(pickle.dumps(list(range({n})), protocol=4))"),
+        &format!("floats_{n}.pkl"),
+        &format!("import pickle,sys; open(sys.argv[1],'wb').write(pickle.dumps([i + 0.5 for i in range({n})], protocol=4))"),
     )
 }
 

@@ -695,8 +695,9 @@ pub fn build_may_refuse_after_scan(kind: &ErrorKind) -> bool {
 /// a stream, (a) a scan refusal is exactly the decoder's refusal (the decoder runs in one pass
 /// and reports the scan's refusal when there is one), (b) whenever the scan accepts, the build
 /// refuses only on grounds the scan cannot see, and (c) the one-pass decode gives what the
-/// scan followed by the build gives ([`Decoder::decode_with_report`]): the same typed JSON,
-/// or the same refusal at the same offset.
+/// scan followed by the build gives ([`Decoder::decode_with_report`]), and what the machine's
+/// careful path alone gives ([`Decoder::careful_only`], every opcode one at a time): the same
+/// typed JSON, or the same refusal at the same offset.
 pub fn check_scan_build_agree(data: &[u8]) {
     if KNOWN_OPEN_TUPLE_DAG_HASH && may_be_tuple_dag(data) {
         return;
@@ -714,6 +715,7 @@ pub fn check_scan_build_agree(data: &[u8]) {
                 };
                 let (two_pass, _) = Decoder::new(data, policy)
                     .limits(limits)
+                    .careful_only()
                     .decode_with_report(stream);
                 match (&built, &two_pass) {
                     (Ok(one), Ok(two)) => assert_eq!(
