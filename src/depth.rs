@@ -100,6 +100,23 @@ impl Heights {
         }
     }
 
+    /// [`Heights::made`] for a container whose children are `items`.
+    #[inline]
+    pub(crate) fn made_with(&mut self, id: NodeId, items: &[NodeId]) {
+        if !self.on || self.stale {
+            return;
+        }
+        let made = self.entries.len();
+        let mut tallest = u16::from(!items.is_empty());
+        for &c in items {
+            // Past the last container made (shared values included): a leaf, counted above.
+            if c.index() < made {
+                tallest = tallest.max(self.enter(c));
+            }
+        }
+        self.set(id, tallest.saturating_add(1).min(SATURATED));
+    }
+
     /// The container made as node `id` (not yet in the arena) has no children: height 1.
     #[inline]
     pub(crate) fn made_empty(&mut self, id: NodeId) {

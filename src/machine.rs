@@ -206,6 +206,7 @@ impl<'a, 'p> Decoder<'a, 'p> {
         // protocol 4 make one per 12, a list of ints one per 7); more grows the arena.
         let nodes = bound.map_or(self.input.len() as u64 / 8, |b| b.nodes);
         m.reserve_nodes(nodes);
+        m.reserve_pools(self.input.len());
         // A walk's path holds each container once, plus a leaf: with no more containers than
         // this, the depth check never walks, and heights are not worth keeping. Without the
         // scan's count, they are kept.
@@ -413,8 +414,48 @@ struct Machine<'a, 'p> {
     /// the pool in one piece; kept between containers so that its allocation is reused.
     new_pairs: Vec<(NodeId, NodeId)>,
     new_items: Vec<NodeId>,
+    /// The items a `set()` or `frozenset()` call copies out of its argument, kept from call
+    /// to call.
+    call_items: Vec<NodeId>,
     /// Every opcode through the careful path ([`Decoder::careful_only`]).
     careful: bool,
+}
+
+/// A call's positional arguments, copied out of their tuple (so that the constructor can
+/// change the arena meanwhile): in place for up to four, as nearly every call has, else in
+/// a `Vec`.
+struct Args {
+    inline: [NodeId; 4],
+    len: usize,
+    heap: Vec<NodeId>,
+}
+
+impl Args {
+    fn of(items: &[NodeId]) -> Args {
+        let mut inline = [NodeId::NONE; 4];
+        match inline.get_mut(..items.len()) {
+            Some(slots) => {
+                slots.copy_from_slice(items);
+                Args {
+                    inline,
+                    len: items.len(),
+                    heap: Vec::new(),
+                }
+            }
+            None => Args {
+                inline,
+                len: items.len(),
+                heap: items.to_vec(),
+            },
+        }
+    }
+
+    fn as_slice(&self) -> &[NodeId] {
+        match self.inline.get(..self.len) {
+            Some(items) => items,
+            None => &self.heap,
+        }
+    }
 }
 
 /// What an int run may use: opcodes (each also a value and a stack slot), bytes of the
@@ -723,6 +764,7 @@ impl<'a, 'p> Machine<'a, 'p> {
             clock: Clock::default(),
             new_pairs: Vec::new(),
             new_items: Vec::new(),
+            call_items: Vec::new(),
             careful: false,
             stack: Vec::new(),
             marks: Vec::new(),
@@ -751,6 +793,18 @@ impl<'a, 'p> Machine<'a, 'p> {
         if let Ok(cap) = usize::try_from(cap) {
             let _ = self.arena.nodes.try_reserve_exact(cap);
         }
+    }
+
+    /// Reserves the item and pair pools and the memo for a guess from the input's length
+    /// (an item or a pair per 16 bytes, small objects use about one per 11), so that they
+    /// seldom grow and copy what they hold (a growth copied up to 20 MB at a time). Only a
+    /// hint: a reservation is address space, not memory, until it is written, and a failed
+    /// one leaves them to grow as they fill (they are charged by what they hold).
+    fn reserve_pools(&mut self, input_len: usize) {
+        let guess = (input_len / 16).min(self.limits.max_alloc_bytes as usize / 32);
+        let _ = self.arena.items.try_reserve(guess);
+        let _ = self.arena.pairs.try_reserve(guess);
+        self.memo.reserve(guess);
     }
 
     fn finish(self, roots: Vec<NodeId>, stream: bool) -> Document<'a> {
@@ -963,6 +1017,22 @@ impl<'a, 'p> Machine<'a, 'p> {
     /// Notes a container made as node `id` (not yet in the arena) for the depth check.
     #[inline(never)]
     fn made(&mut self, id: NodeId, n: Node) {
+        // A list, tuple, set or frozenset of the items pool: its items read from the pool.
+        if let Node::List { start, len }
+        | Node::Tuple { start, len }
+        | Node::Set { start, len }
+        | Node::FrozenSet { start, len } = n
+        {
+            self.containers += 1;
+            self.has_sets |= matches!(n, Node::Set { .. } | Node::FrozenSet { .. });
+            let items = self
+                .arena
+                .items
+                .get(start as usize..start as usize + len as usize)
+                .unwrap_or_default();
+            self.heights.made_with(id, items);
+            return;
+        }
         let v = self.arena.view(n);
         if v.is_container() {
             self.containers += 1;
@@ -1595,9 +1665,9 @@ impl<'a, 'p> Machine<'a, 'p> {
         }
     }
 
-    fn tuple_items(&self, id: NodeId) -> Result<Vec<NodeId>> {
+    fn tuple_items(&self, id: NodeId) -> Result<Args> {
         match self.get(id)? {
-            Value::Tuple(items) => Ok(items.to_vec()),
+            Value::Tuple(items) => Ok(Args::of(items)),
             _ => Err(self.err(ErrorKind::TypeMismatch("arguments are not a tuple"))),
         }
     }
@@ -1638,6 +1708,7 @@ impl<'a, 'p> Machine<'a, 'p> {
     ) -> Result<NodeId> {
         let rule_index = self.rule_of(callable)?;
         let argv = self.tuple_items(args)?;
+        let argv = argv.as_slice();
         if let Some(k) = kwargs {
             if !matches!(self.get(k)?, Value::Dict(_)) {
                 return Err(self.err(ErrorKind::TypeMismatch("NEWOBJ_EX kwargs are not a dict")));
@@ -1652,7 +1723,7 @@ impl<'a, 'p> Machine<'a, 'p> {
             Constructor::Record => {
                 if let Some(schema) = &rule.args {
                     schema
-                        .check(&self.arena, &argv, &mut self.keys_checked)
+                        .check(&self.arena, argv, &mut self.keys_checked)
                         .map_err(|why| self.rejected(&why))?;
                     if let Some(k) = kwargs {
                         if matches!(self.get(k)?, Value::Dict(d) if !d.is_empty()) {
@@ -1683,27 +1754,36 @@ impl<'a, 'p> Machine<'a, 'p> {
                 };
                 self.fat(Fat::Object(object), mem::size_of::<Object>() as u64)
             }
-            Constructor::Latin1Bytes => self.latin1_bytes(&argv),
-            Constructor::Bytes => match argv.as_slice() {
+            Constructor::Latin1Bytes => self.latin1_bytes(argv),
+            Constructor::Bytes => match argv {
                 [] => self.fat(Fat::Bytes(Cow::Borrowed(b"")), 0),
                 [b] if matches!(self.get(*b)?, Value::Bytes(_)) => Ok(*b),
                 _ => Err(self.rejected("bytes() takes no argument or one bytes")),
             },
-            Constructor::ByteArray => self.bytearray(&argv),
+            Constructor::ByteArray => self.bytearray(argv),
             Constructor::Set | Constructor::FrozenSet => {
                 let frozen = rule.constructor == Constructor::FrozenSet;
                 // frozenset(fs) of a frozenset is fs itself, as CPython's frozenset_new returns
                 // its argument when it is an exact frozenset (found by a review helper).
-                if let [it] = argv.as_slice() {
+                if let [it] = argv {
                     if frozen && matches!(self.get(*it)?, Value::FrozenSet(_)) {
                         return Ok(*it);
                     }
                 }
-                let items = match argv.as_slice() {
-                    [] => Vec::new(),
+                // The items, copied out of their container (the insertion reads the arena);
+                // into a buffer kept from call to call.
+                let mut items = mem::take(&mut self.call_items);
+                items.clear();
+                match argv {
+                    [] => {}
                     [it] => match self.get(*it)? {
                         Value::List(v) | Value::Tuple(v) | Value::Set(v) | Value::FrozenSet(v) => {
-                            v.to_vec()
+                            if items.try_reserve(v.len()).is_err() {
+                                return Err(self.err(ErrorKind::AllocationFailed {
+                                    bytes: v.len() as u64 * ITEM_BYTES,
+                                }));
+                            }
+                            items.extend_from_slice(v);
                         }
                         _ => {
                             return Err(self.rejected("set() takes a list, tuple, set or frozenset"))
@@ -1711,7 +1791,9 @@ impl<'a, 'p> Machine<'a, 'p> {
                     },
                     _ => return Err(self.rejected("set() takes at most one argument")),
                 };
-                self.new_set(&items, frozen)
+                let r = self.new_set(&items, frozen);
+                self.call_items = items;
+                r
             }
             Constructor::Complex => {
                 let part = |id: &NodeId| -> Result<f64> {
@@ -1724,7 +1806,7 @@ impl<'a, 'p> Machine<'a, 'p> {
                         _ => Err(self.rejected("complex() takes int or float parts")),
                     }
                 };
-                let (re, im) = match argv.as_slice() {
+                let (re, im) = match argv {
                     [] => (0.0, 0.0),
                     [re] => (part(re)?, 0.0),
                     [re, im] => (part(re)?, part(im)?),
@@ -1998,13 +2080,21 @@ impl<'a, 'p> Machine<'a, 'p> {
             return None;
         }
         // Each key's fingerprint, read once: an int's id, or a text's length and first 8
-        // bytes (the whole of most keys), so that most comparisons are of two words.
+        // bytes (the whole of most keys). A bit per fingerprint hash in `seen` tells a key
+        // seen for the first time (most) without comparing it to the keys before it.
         let arena = &self.arena;
         let input = arena.input;
-        let mut keys = [(0u32, 0u64, 0u32); SMALL_KEYED];
-        for (slot, kv) in keys.iter_mut().zip(group.chunks_exact(items)) {
-            let k = *kv.first()?;
-            *slot = match arena.node(k) {
+        let mut merged = [(NodeId::NONE, NodeId::NONE); SMALL_KEYED];
+        let mut kept = [(0u32, 0u64, 0u32); SMALL_KEYED];
+        let mut len = 0usize;
+        let mut seen = 0u64;
+        for kv in group.chunks_exact(items) {
+            let (k, v) = match *kv {
+                [k, v] => (k, v),
+                [k] => (k, k),
+                _ => continue,
+            };
+            let key = match arena.node(k) {
                 Some(Node::Str { start, len }) if (len as usize) < CACHED_TEXT_BYTES => {
                     let s = start as usize;
                     // Eight bytes from the text's start (the input has them but at its very
@@ -2025,26 +2115,21 @@ impl<'a, 'p> Machine<'a, 'p> {
                 None if k.is_held_int() => (u32::MAX, u64::from(k.0), 0),
                 _ => return None,
             };
-        }
-        let mut merged = [(NodeId::NONE, NodeId::NONE); SMALL_KEYED];
-        let mut kept = [(0u32, 0u64, 0u32); SMALL_KEYED];
-        let mut len = 0usize;
-        for (kv, &key) in group.chunks_exact(items).zip(&keys) {
-            let (k, v) = match *kv {
-                [k, v] => (k, v),
-                [k] => (k, k),
-                _ => continue,
-            };
             let (m, head, at) = key;
+            let bit = 1u64 << ((head ^ u64::from(m)).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 58);
             // Equal as ints when the ids are; as texts when length and bytes are (the first
             // 8 in `head`, the rest compared only when those agree).
-            let same = kept
-                .get(..len)
-                .unwrap_or_default()
-                .iter()
-                .position(|&(n, h, bt)| {
-                    n == m && h == head && (m <= 8 || arena.text(at, m) == arena.text(bt, n))
-                });
+            let same = if seen & bit == 0 {
+                None
+            } else {
+                kept.get(..len)
+                    .unwrap_or_default()
+                    .iter()
+                    .position(|&(n, h, bt)| {
+                        n == m && h == head && (m <= 8 || arena.text(at, m) == arena.text(bt, n))
+                    })
+            };
+            seen |= bit;
             match same {
                 Some(i) => {
                     if let Some(e) = merged.get_mut(i) {
@@ -2360,6 +2445,53 @@ impl<'a, 'p> Machine<'a, 'p> {
         Some(NodeId(len as u32))
     }
 
+    /// The memo index a MEMOIZE, BINPUT, LONG_BINPUT, BINGET or LONG_BINGET at `pos` names,
+    /// and where the next opcode starts, when its argument is there before `end`.
+    #[inline(always)]
+    fn memo_index_at(&self, input: &[u8], pos: usize, end: usize) -> Option<(u64, usize)> {
+        const MEMOIZE: u8 = Opcode::Memoize as u8;
+        const BINPUT: u8 = Opcode::Binput as u8;
+        const BINGET: u8 = Opcode::Binget as u8;
+        match *input.get(pos)? {
+            MEMOIZE => Some((self.memo.count, pos + 1)),
+            BINPUT | BINGET => {
+                let &i = input.get(pos + 1).filter(|_| pos + 2 <= end)?;
+                Some((u64::from(i), pos + 2))
+            }
+            _ => {
+                let b = input.get(pos + 1..pos + 5).filter(|_| pos + 5 <= end)?;
+                let i = u32::from_le_bytes(<[u8; 4]>::try_from(b).ok()?);
+                Some((u64::from(i), pos + 5))
+            }
+        }
+    }
+
+    /// In [`Machine::fast`], right after it pushed a value, with the next opcode at `pos`: a
+    /// MEMOIZE, BINPUT or LONG_BINPUT that follows it (picklers memoize every text, bytes and
+    /// container), taken in place of the next dispatch when the memo has room without
+    /// growing, as the memo arm takes it. Returns where the opcode after it starts, if it
+    /// took one.
+    #[inline(always)]
+    fn memoize_next(&mut self, input: &[u8], pos: usize, end: usize, budget: u64) -> Option<usize> {
+        const MEMOIZE: u8 = Opcode::Memoize as u8;
+        const BINPUT: u8 = Opcode::Binput as u8;
+        const LONG_BINPUT: u8 = Opcode::LongBinput as u8;
+        if pos >= end
+            || budget < 2
+            || !matches!(input.get(pos), Some(&(MEMOIZE | BINPUT | LONG_BINPUT)))
+        {
+            return None;
+        }
+        let (index, next) = self.memo_index_at(input, pos, end)?;
+        let &top = self.stack.last()?;
+        let new_allowed = self.memo.count < self.limits.max_memo_entries;
+        if !self.memo.put_in_place(index, top, new_allowed) {
+            return None;
+        }
+        self.opcodes += 1;
+        Some(next)
+    }
+
     /// Runs the opcodes of most pickles, from the reader's position, with the cursor in a
     /// local and each opcode's checks folded into one test of room: MARK, the memo opcodes,
     /// short texts, bytes, floats and singletons, empty containers, ints (through
@@ -2377,6 +2509,9 @@ impl<'a, 'p> Machine<'a, 'p> {
         const MEMOIZE: u8 = Opcode::Memoize as u8;
         const BINGET: u8 = Opcode::Binget as u8;
         const BINPUT: u8 = Opcode::Binput as u8;
+        const LONG_BINGET: u8 = Opcode::LongBinget as u8;
+        const LONG_BINPUT: u8 = Opcode::LongBinput as u8;
+        const REDUCE: u8 = Opcode::Reduce as u8;
         const SHORT_BINUNICODE: u8 = Opcode::ShortBinunicode as u8;
         const BINUNICODE: u8 = Opcode::Binunicode as u8;
         const SHORT_BINBYTES: u8 = Opcode::ShortBinbytes as u8;
@@ -2424,14 +2559,9 @@ impl<'a, 'p> Machine<'a, 'p> {
                     self.marks.push(self.stack.len());
                     pos += 1;
                 }
-                MEMOIZE | BINPUT => {
-                    let (index, next) = if op == MEMOIZE {
-                        (self.memo.count, pos + 1)
-                    } else {
-                        match input.get(pos + 1).filter(|_| pos + 2 <= end) {
-                            Some(&i) => (u64::from(i), pos + 2),
-                            None => break,
-                        }
+                MEMOIZE | BINPUT | LONG_BINPUT => {
+                    let Some((index, next)) = self.memo_index_at(input, pos, end) else {
+                        break;
                     };
                     let fence = self.marks.last().copied().unwrap_or(0);
                     let Some(&top) = self.stack.last().filter(|_| self.stack.len() > fence) else {
@@ -2443,14 +2573,14 @@ impl<'a, 'p> Machine<'a, 'p> {
                     }
                     pos = next;
                 }
-                BINGET => {
-                    let Some(&i) = input.get(pos + 1).filter(|_| pos + 2 <= end) else {
+                BINGET | LONG_BINGET => {
+                    let Some((index, next)) = self.memo_index_at(input, pos, end) else {
                         break;
                     };
-                    match self.memo.get(u64::from(i)) {
+                    match self.memo.get(index) {
                         Some(id) if self.stack_room() => {
                             self.stack.push(id);
-                            pos += 2;
+                            pos = next;
                         }
                         _ => break,
                     }
@@ -2507,6 +2637,10 @@ impl<'a, 'p> Machine<'a, 'p> {
                     };
                     self.stack.push(id);
                     pos = start + len;
+                    if let Some(next) = self.memoize_next(input, pos, end, budget) {
+                        pos = next;
+                        budget -= 1;
+                    }
                 }
                 BINFLOAT => {
                     let Some(b) = input
@@ -2551,6 +2685,53 @@ impl<'a, 'p> Machine<'a, 'p> {
                     self.heights.made_empty(id);
                     self.stack.push(id);
                     pos += 1;
+                    if let Some(next) = self.memoize_next(input, pos, end, budget) {
+                        pos = next;
+                        budget -= 1;
+                        // A container is most often filled next: MARK.
+                        if pos < end
+                            && budget > 1
+                            && input.get(pos) == Some(&MARK)
+                            && self.stack_room()
+                        {
+                            self.marks.push(self.stack.len());
+                            pos += 1;
+                            budget -= 1;
+                            self.opcodes += 1;
+                        }
+                    }
+                }
+                BININT | BININT1 | BININT2
+                    if !matches!(
+                        input.get(
+                            pos + 1 + usize::from(op == BININT2) + 3 * usize::from(op == BININT)
+                        ),
+                        Some(&(BININT | BININT1 | BININT2 | LONG1))
+                    ) =>
+                {
+                    // One int (a run of them is read below): held in its id, or a node.
+                    let size = match op {
+                        BININT1 => 1,
+                        BININT2 => 2,
+                        _ => 4,
+                    };
+                    if pos + 1 + size > end || !(self.value_room(0) && self.stack_room()) {
+                        break;
+                    }
+                    let x = binint_at(input, pos + 1, size as u8);
+                    let id = match NodeId::int(x) {
+                        Some(id) => {
+                            self.created += 1;
+                            self.alloc += NODE_BYTES;
+                            id
+                        }
+                        None => match self.node_in_room(Node::Int(x), 0) {
+                            Some(id) => id,
+                            None => break,
+                        },
+                    };
+                    self.stack.push(id);
+                    pos += 1 + size;
                 }
                 BININT | BININT1 | BININT2 | LONG1 => {
                     // A run of ints, read with its own checks; an int it does not take (one
@@ -2568,7 +2749,7 @@ impl<'a, 'p> Machine<'a, 'p> {
                     self.opcodes -= 1;
                 }
                 SETITEMS | SETITEM | ADDITEMS | APPENDS | APPEND | TUPLE | TUPLE1 | TUPLE2
-                | TUPLE3 => {
+                | TUPLE3 | REDUCE => {
                     // The careful path's own code for these, called as it calls it.
                     let Some(o) = Opcode::from_byte(op) else {
                         break;

@@ -18,6 +18,10 @@ const SPARSE_SLOT_BYTES: usize = std::mem::size_of::<(u64, NodeId)>() + 1;
 /// Memo entries of type `T` (node ids in the build pass, symbols in the scan pass).
 pub(crate) struct Memo<T> {
     dense: Vec<Option<T>>,
+    /// The dense slots charged so far: the capacity the dense part would have if it grew
+    /// only as it fills (doubling), whatever was reserved ahead ([`Memo::reserve`]), so that
+    /// the charges do not depend on a reservation, and the scan's and the build's agree.
+    charged: usize,
     sparse: HashMap<u64, T>,
     /// Distinct indices set (what MEMOIZE uses as its index, as CPython's `memo_len`).
     pub(crate) count: u64,
@@ -27,6 +31,7 @@ impl<T> Default for Memo<T> {
     fn default() -> Memo<T> {
         Memo {
             dense: Vec::new(),
+            charged: 0,
             sparse: HashMap::new(),
             count: 0,
         }
@@ -85,6 +90,13 @@ impl<T: Copy> Memo<T> {
         Ok(grown as u64)
     }
 
+    /// Reserves room for `n` dense entries, as a hint: nothing is charged for it (entries are
+    /// charged as the dense part's length passes [`Memo::charged`]), and a failure changes
+    /// nothing.
+    pub(crate) fn reserve(&mut self, n: usize) {
+        let _ = self.dense.try_reserve_exact(n);
+    }
+
     /// [`Memo::put`] when it takes no allocation, so that it can neither fail nor charge: a
     /// dense index already covered, or the next dense index while the dense part has room.
     /// `new_allowed`: whether an entry may be added (`max_memo_entries`). Returns whether it
@@ -93,7 +105,7 @@ impl<T: Copy> Memo<T> {
     pub(crate) fn put_in_place(&mut self, index: u64, value: T, new_allowed: bool) -> bool {
         let len = self.dense.len();
         if index == len as u64 && self.sparse.is_empty() {
-            if !new_allowed || len == self.dense.capacity() {
+            if !new_allowed || len >= self.charged || len == self.dense.capacity() {
                 return false;
             }
             self.dense.push(Some(value));
@@ -113,15 +125,20 @@ impl<T: Copy> Memo<T> {
         }
     }
 
-    /// Makes room for `more` dense slots; returns the bytes that took.
+    /// Makes room for `more` dense slots; returns the bytes charged for them ([`Memo::charged`]).
     #[inline]
     fn reserve_dense(&mut self, more: usize) -> Result<u64, TryReserveError> {
-        let before = self.dense.capacity();
-        if self.dense.len() + more <= before {
+        let need = self.dense.len() + more;
+        self.dense.try_reserve(more)?;
+        if need <= self.charged {
             return Ok(0);
         }
-        self.dense.try_reserve(more)?;
-        Ok(((self.dense.capacity() - before) * DENSE_SLOT_BYTES) as u64)
+        // As `Vec` grows when it is not reserved ahead: to twice its capacity or what is
+        // needed, at least 4 slots.
+        let grown = need.max(self.charged * 2).max(4);
+        let bytes = (grown - self.charged) * DENSE_SLOT_BYTES;
+        self.charged = grown;
+        Ok(bytes as u64)
     }
 
     /// Whether setting `index` would add an entry.
