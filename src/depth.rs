@@ -144,7 +144,8 @@ impl Heights {
             tallest = tallest.max(2);
         }
         let made = self.entries.len();
-        for &c in flat.iter().skip(1).step_by(2) {
+        for pair in flat.chunks_exact(2) {
+            let &[_, c] = pair else { continue };
             // Past the last container made (shared values included): a leaf, counted above.
             if c.index() >= made {
                 continue;

@@ -39,7 +39,7 @@ use crate::scan::{ScanReport, Scanner};
 use crate::text::Text;
 use crate::text::{self, NumberError, ParsedInt};
 use crate::value::{
-    Arena, CallKind, Document, Fat, Global, Node, NodeId, Object, Scratch, Value, SHARED_BASE,
+    Arena, CallKind, Document, Fat, Global, Node, NodeId, Object, Scratch, Value, ARENA_END,
 };
 
 /// What stands in the arena slot of a dict or set while items are inserted into it: an
@@ -575,7 +575,7 @@ fn int_steps(
             Some(id) => id,
             None => {
                 let len = nodes.len();
-                let Some(id) = u32::try_from(len).ok().filter(|&i| i < SHARED_BASE) else {
+                let Some(id) = u32::try_from(len).ok().filter(|&i| i < ARENA_END) else {
                     break;
                 };
                 if len == nodes.capacity() {
@@ -631,7 +631,7 @@ fn int_blocks(
         let ops_left = usize::try_from(room.ops.saturating_sub(run.count)).unwrap_or(usize::MAX);
         let block = INT_BLOCK
             .min(nodes.capacity().saturating_sub(base))
-            .min((SHARED_BASE as usize).saturating_sub(base))
+            .min((ARENA_END as usize).saturating_sub(base))
             .min(ops_left);
         // A block charges at most this much, so its opcodes need no check of their own.
         if room.bytes - run.charged < block as u64 * (NODE_BYTES + 8) {
@@ -795,16 +795,18 @@ impl<'a, 'p> Machine<'a, 'p> {
         }
     }
 
-    /// Reserves the item and pair pools and the memo for a guess from the input's length
-    /// (an item or a pair per 16 bytes, small objects use about one per 11), so that they
-    /// seldom grow and copy what they hold (a growth copied up to 20 MB at a time). Only a
-    /// hint: a reservation is address space, not memory, until it is written, and a failed
-    /// one leaves them to grow as they fill (they are charged by what they hold).
+    /// Reserves the item and pair pools and the memo for a guess from the input's length (an
+    /// item per 4 bytes, as a list of ints at protocol 4 holds; a pair or a memo entry per 10
+    /// bytes, small objects at protocol 4 use one pair per 12 bytes and one memo entry per
+    /// 16), so that they seldom grow and copy what they hold (a growth copied up to 20 MB at
+    /// a time). Only a hint: a reservation is address space, not memory, until it is
+    /// written, and a failed one leaves them to grow as they fill (they are charged by what
+    /// they hold).
     fn reserve_pools(&mut self, input_len: usize) {
-        let guess = (input_len / 16).min(self.limits.max_alloc_bytes as usize / 32);
-        let _ = self.arena.items.try_reserve(guess);
-        let _ = self.arena.pairs.try_reserve(guess);
-        self.memo.reserve(guess);
+        let most = self.limits.max_alloc_bytes as usize / 32;
+        let _ = self.arena.items.try_reserve((input_len / 4).min(most));
+        let _ = self.arena.pairs.try_reserve((input_len / 10).min(most));
+        self.memo.reserve((input_len / 10).min(most));
     }
 
     fn finish(self, roots: Vec<NodeId>, stream: bool) -> Document<'a> {
@@ -1002,7 +1004,7 @@ impl<'a, 'p> Machine<'a, 'p> {
         }
         let id = u32::try_from(len)
             .ok()
-            .filter(|&i| i < SHARED_BASE)
+            .filter(|&i| i < ARENA_END)
             .ok_or_else(|| self.limit(LimitName::MaxNodes, self.created))?;
         if !matches!(
             n,
@@ -1086,7 +1088,7 @@ impl<'a, 'p> Machine<'a, 'p> {
         }
         let id = u32::try_from(len)
             .ok()
-            .filter(|&i| i < SHARED_BASE)
+            .filter(|&i| i < ARENA_END)
             .ok_or_else(|| self.limit(LimitName::MaxNodes, self.created))?;
         self.containers += 1;
         self.has_sets |= matches!(n, Node::Set { .. });
@@ -2079,31 +2081,53 @@ impl<'a, 'p> Machine<'a, 'p> {
         if n > SMALL_KEYED || group.len() % items != 0 || !self.sealed.is_empty() {
             return None;
         }
-        // Each key's fingerprint, read once: an int's id, or a text's length and first 8
-        // bytes (the whole of most keys). A bit per fingerprint hash in `seen` tells a key
-        // seen for the first time (most) without comparing it to the keys before it.
-        let arena = &self.arena;
-        let input = arena.input;
-        let mut merged = [(NodeId::NONE, NodeId::NONE); SMALL_KEYED];
+        // The keys go straight to the end of their pool, the dict's (or set's) run, and are
+        // taken back if one is not of the kind this path takes. Each key's fingerprint is
+        // read once: an int's id, or a text's length and first 8 bytes (the whole of most
+        // keys); a bit per fingerprint hash in `seen` tells a key seen for the first time
+        // (most) without comparing it to the keys before it.
+        let Arena {
+            input,
+            nodes,
+            items: item_pool,
+            pairs,
+            ..
+        } = &mut self.arena;
+        let input: &[u8] = input;
+        let base = if dict { pairs.len() } else { item_pool.len() };
+        u32::try_from(base + n).ok()?;
+        let reserved = if dict {
+            pairs.try_reserve(n)
+        } else {
+            item_pool.try_reserve(n)
+        };
+        reserved.ok()?;
+        let text = |start: u32, len: u32| {
+            let s = start as usize;
+            input.get(s..s + len as usize).unwrap_or_default()
+        };
         let mut kept = [(0u32, 0u64, 0u32); SMALL_KEYED];
         let mut len = 0usize;
         let mut seen = 0u64;
+        let mut plain = true;
         for kv in group.chunks_exact(items) {
             let (k, v) = match *kv {
                 [k, v] => (k, v),
                 [k] => (k, k),
                 _ => continue,
             };
-            let key = match arena.node(k) {
-                Some(Node::Str { start, len }) if (len as usize) < CACHED_TEXT_BYTES => {
+            let key = match nodes.get(k.index()) {
+                Some(&Node::Str { start, len }) if (len as usize) < CACHED_TEXT_BYTES => {
                     let s = start as usize;
                     // Eight bytes from the text's start (the input has them but at its very
                     // end), the ones past a text shorter than 8 masked off.
                     let word = match input.get(s..s + 8) {
-                        Some(w) => u64::from_le_bytes(<[u8; 8]>::try_from(w).ok()?),
-                        None => {
+                        Some(&[a, b, c, d, e, f, g, h]) => {
+                            u64::from_le_bytes([a, b, c, d, e, f, g, h])
+                        }
+                        _ => {
                             let mut head = [0u8; 8];
-                            for (h, &b) in head.iter_mut().zip(input.get(s..)?) {
+                            for (h, &b) in head.iter_mut().zip(input.get(s..).unwrap_or_default()) {
                                 *h = b;
                             }
                             u64::from_le_bytes(head)
@@ -2113,7 +2137,10 @@ impl<'a, 'p> Machine<'a, 'p> {
                     (len, word & mask, start)
                 }
                 None if k.is_held_int() => (u32::MAX, u64::from(k.0), 0),
-                _ => return None,
+                _ => {
+                    plain = false;
+                    break;
+                }
             };
             let (m, head, at) = key;
             let bit = 1u64 << ((head ^ u64::from(m)).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 58);
@@ -2126,48 +2153,53 @@ impl<'a, 'p> Machine<'a, 'p> {
                     .unwrap_or_default()
                     .iter()
                     .position(|&(n, h, bt)| {
-                        n == m && h == head && (m <= 8 || arena.text(at, m) == arena.text(bt, n))
+                        n == m && h == head && (m <= 8 || text(at, m) == text(bt, n))
                     })
             };
             seen |= bit;
             match same {
                 Some(i) => {
-                    if let Some(e) = merged.get_mut(i) {
+                    if let Some(e) = pairs.get_mut(base + i).filter(|_| dict) {
                         e.1 = v;
                     }
                 }
                 None => {
-                    if let (Some(e), Some(f)) = (merged.get_mut(len), kept.get_mut(len)) {
-                        *e = (k, v);
+                    if let Some(f) = kept.get_mut(len) {
                         *f = key;
                     }
                     len += 1;
+                    if dict {
+                        pairs.push((k, v));
+                    } else {
+                        item_pool.push(k);
+                    }
                 }
             }
         }
-        let merged = merged.get(..len).unwrap_or_default();
+        if !plain {
+            pairs.truncate(if dict { base } else { pairs.len() });
+            item_pool.truncate(if dict { item_pool.len() } else { base });
+            return None;
+        }
         if let Err(e) = self
             .check_items(n)
             .and_then(|()| self.charge(n as u64 * KEYED_BYTES))
         {
             return Some(Err(e));
         }
-        let placed = if dict {
-            self.pool_pairs(merged)
-                .map(|(start, len)| Node::Dict { start, len })
-        } else {
-            let keys: [NodeId; SMALL_KEYED] =
-                std::array::from_fn(|i| merged.get(i).map_or(NodeId::NONE, |e| e.0));
-            self.pool_items(keys.get(..len).unwrap_or_default())
-                .map(|(start, len)| Node::Set { start, len })
-        };
-        match placed {
-            Ok(n) => {
-                if let Some(slot) = self.arena.nodes.get_mut(target.index()) {
-                    *slot = n;
+        let (start32, len32) = (base as u32, len as u32);
+        if let Some(slot) = self.arena.nodes.get_mut(target.index()) {
+            *slot = if dict {
+                Node::Dict {
+                    start: start32,
+                    len: len32,
                 }
-            }
-            Err(e) => return Some(Err(e)),
+            } else {
+                Node::Set {
+                    start: start32,
+                    len: len32,
+                }
+            };
         }
         // The keys (for a set, the items) are leaves: texts and ints.
         let group = self.stack.get(start..).unwrap_or_default();
@@ -2436,7 +2468,7 @@ impl<'a, 'p> Machine<'a, 'p> {
     #[inline(always)]
     fn node_in_room(&mut self, n: Node, extra: u64) -> Option<NodeId> {
         let len = self.arena.nodes.len();
-        if len == self.arena.nodes.capacity() || len >= SHARED_BASE as usize {
+        if len == self.arena.nodes.capacity() || len >= ARENA_END as usize {
             return None;
         }
         self.created += 1;

@@ -6,18 +6,29 @@ use std::collections::{HashMap, TryReserveError};
 
 use crate::value::NodeId;
 
-/// Bytes charged per dense slot: what the decode's memo holds there (`Option<NodeId>`),
+/// Bytes charged per dense slot: what the decode's memo holds there (a `NodeId`),
 /// whichever pass's memo grows. The scan's symbols are larger, but its verdict on
 /// `max_alloc_bytes` must be the decode's (the decode runs in one pass and scans only to
 /// report a refusal), so both charge what the decode's memo takes.
-const DENSE_SLOT_BYTES: usize = std::mem::size_of::<Option<NodeId>>();
+const DENSE_SLOT_BYTES: usize = std::mem::size_of::<NodeId>();
 /// Bytes charged per sparse slot, as [`DENSE_SLOT_BYTES`]: an entry of index and node id, and
 /// the hash table's control byte.
 const SPARSE_SLOT_BYTES: usize = std::mem::size_of::<(u64, NodeId)>() + 1;
 
+/// A memo entry's type, with the value that marks a dense slot as unset (so that a slot is
+/// the size of the entry, not of an `Option` of it).
+pub(crate) trait Slot: Copy + PartialEq {
+    /// The unset slot: a value no entry has.
+    const UNSET: Self;
+}
+
+impl Slot for NodeId {
+    const UNSET: NodeId = NodeId::NO_NODE;
+}
+
 /// Memo entries of type `T` (node ids in the build pass, symbols in the scan pass).
 pub(crate) struct Memo<T> {
-    dense: Vec<Option<T>>,
+    dense: Vec<T>,
     /// The dense slots charged so far: the capacity the dense part would have if it grew
     /// only as it fills (doubling), whatever was reserved ahead ([`Memo::reserve`]), so that
     /// the charges do not depend on a reservation, and the scan's and the build's agree.
@@ -38,10 +49,10 @@ impl<T> Default for Memo<T> {
     }
 }
 
-impl<T: Copy> Memo<T> {
+impl<T: Slot> Memo<T> {
     pub(crate) fn get(&self, index: u64) -> Option<T> {
         match usize::try_from(index).ok().and_then(|i| self.dense.get(i)) {
-            Some(v) => *v,
+            Some(&v) => (v != T::UNSET).then_some(v),
             None => self.sparse.get(&index).copied(),
         }
     }
@@ -59,7 +70,7 @@ impl<T: Copy> Memo<T> {
         // The next index (MEMOIZE's, and every PUT of CPython's pickler): one push.
         if index == self.dense.len() as u64 && self.sparse.is_empty() {
             let grown = self.reserve_dense(1)?;
-            self.dense.push(Some(value));
+            self.dense.push(value);
             self.count += 1;
             return Ok(grown);
         }
@@ -67,17 +78,17 @@ impl<T: Copy> Memo<T> {
             .ok()
             .and_then(|i| self.dense.get_mut(i))
         {
-            self.count += u64::from(slot.is_none());
-            *slot = Some(value);
+            self.count += u64::from(*slot == T::UNSET);
+            *slot = value;
             return Ok(0);
         }
         if index < self.count.saturating_mul(2).saturating_add(256) && self.sparse.is_empty() {
             if let Ok(i) = usize::try_from(index) {
                 let grown = self.reserve_dense((i + 1).saturating_sub(self.dense.len()))?;
                 if i > self.dense.len() {
-                    self.dense.resize(i, None);
+                    self.dense.resize(i, T::UNSET);
                 }
-                self.dense.push(Some(value));
+                self.dense.push(value);
                 self.count += 1;
                 return Ok(grown);
             }
@@ -108,7 +119,7 @@ impl<T: Copy> Memo<T> {
             if !new_allowed || len >= self.charged || len == self.dense.capacity() {
                 return false;
             }
-            self.dense.push(Some(value));
+            self.dense.push(value);
             self.count += 1;
             return true;
         }
@@ -116,9 +127,9 @@ impl<T: Copy> Memo<T> {
             .ok()
             .and_then(|i| self.dense.get_mut(i))
         {
-            Some(slot) if slot.is_some() || new_allowed => {
-                self.count += u64::from(slot.is_none());
-                *slot = Some(value);
+            Some(slot) if *slot != T::UNSET || new_allowed => {
+                self.count += u64::from(*slot == T::UNSET);
+                *slot = value;
                 true
             }
             _ => false,
@@ -154,20 +165,20 @@ mod tests {
     #[test]
     fn sparse_indices_stay_small() {
         let mut m = Memo::default();
-        let mut grown = m.put(0, 1u32).unwrap();
-        grown += m.put(0xFFFF_FFFF, 2).unwrap();
-        grown += m.put(1, 3).unwrap();
-        assert_eq!(m.get(0), Some(1));
-        assert_eq!(m.get(0xFFFF_FFFF), Some(2));
-        assert_eq!(m.get(1), Some(3));
+        let mut grown = m.put(0, NodeId(1)).unwrap();
+        grown += m.put(0xFFFF_FFFF, NodeId(2)).unwrap();
+        grown += m.put(1, NodeId(3)).unwrap();
+        assert_eq!(m.get(0), Some(NodeId(1)));
+        assert_eq!(m.get(0xFFFF_FFFF), Some(NodeId(2)));
+        assert_eq!(m.get(1), Some(NodeId(3)));
         assert_eq!(m.get(2), None);
         assert_eq!(m.count, 3);
         assert!(m.dense.len() < 300);
-        assert_eq!(m.put(1, 4).unwrap(), 0);
+        assert_eq!(m.put(1, NodeId(4)).unwrap(), 0);
         assert_eq!(m.count, 3);
-        // 4-byte values: dense slots of 8 bytes, sparse entries of 16 (8 + 4, padded) + 1
-        // bytes, counted by capacity.
-        let want = m.dense.capacity() * 8 + m.sparse.capacity() * 17;
+        // Dense slots of 4 bytes (a node id, the unset one marking a hole), sparse entries of
+        // 16 (8 + 4, padded) + 1 bytes, counted by capacity.
+        let want = m.dense.capacity() * 4 + m.sparse.capacity() * 17;
         assert_eq!(grown, want as u64);
     }
 }

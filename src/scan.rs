@@ -23,7 +23,7 @@ use std::time::Instant;
 use crate::clock::Clock;
 use crate::error::{escape_bytes_for_display, escape_for_display, Error, ErrorKind, Result};
 use crate::limits::{LimitName, Limits};
-use crate::memo::Memo;
+use crate::memo::{Memo, Slot};
 use crate::opcode::{Opcode, SCALAR_ARG};
 use crate::policy::{Constructor, Policy, Python2Str, TextEncoding};
 use crate::reader::Reader;
@@ -314,6 +314,14 @@ impl Sym {
 }
 
 const _: () = assert!(std::mem::size_of::<Sym>() == 16);
+
+/// An unset slot of the scan's memo: a text no input holds (its start is past any input).
+impl Slot for Sym {
+    const UNSET: Sym = Sym::Utf8 {
+        start: usize::MAX,
+        len: u32::MAX,
+    };
+}
 
 /// A global named in the input.
 #[derive(Clone, Debug, PartialEq, Eq)]

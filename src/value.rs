@@ -67,14 +67,20 @@ const IMMEDIATE_BIT: u32 = 0x8000_0000;
 /// The smallest and largest int held in an id ([`NodeId::is_shared`]).
 const IMMEDIATE_MIN: i64 = -(1 << 30);
 const IMMEDIATE_MAX: i64 = (1 << 30) - 1;
-/// The ids of `None`, `False` and `True`; arena indices stay below the first.
+/// The ids of `None`, `False` and `True`.
 pub(crate) const SHARED_BASE: u32 = 0x7FFF_FFFD;
+/// Arena indices stay below this; it is [`NodeId::NO_NODE`], an id that names no value.
+pub(crate) const ARENA_END: u32 = SHARED_BASE - 1;
 const FALSE_ID: u32 = SHARED_BASE + 1;
 const TRUE_ID: u32 = SHARED_BASE + 2;
 
 impl NodeId {
     /// The id of `None`.
     pub(crate) const NONE: NodeId = NodeId(SHARED_BASE);
+
+    /// An id that names no value (past every arena index, below the shared ids): an unset
+    /// slot of the memo.
+    pub(crate) const NO_NODE: NodeId = NodeId(ARENA_END);
 
     /// The position of an arena node among the document's nodes (creation order, from 0; see
     /// [`Document::len`]). A shared value's index is past the arena's end.
