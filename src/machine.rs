@@ -421,6 +421,62 @@ struct Machine<'a, 'p> {
     careful: bool,
 }
 
+/// The fingerprint of a key of a small insertion that is an int held in its id or a text
+/// shorter than [`CACHED_TEXT_BYTES`], `None` for any other key. Such keys are equal exactly
+/// when they are the same id or texts of the same bytes (an int is never equal to a text, two
+/// ints held in ids are equal only as one id), which is the general path's verdict on them,
+/// and none can be unhashable or hold the container. The fingerprint is an int's id, or a
+/// text's length, first 8 bytes (the whole of most keys) and start; [`plain_bit`] of it, kept
+/// in a `u64` of the keys so far, tells a key met for the first time (most) without comparing
+/// it to them ([`plain_find`]).
+#[inline(always)]
+fn plain_key(nodes: &[Node], input: &[u8], k: NodeId) -> Option<(u32, u64, u32)> {
+    match nodes.get(k.index()) {
+        Some(&Node::Str { start, len }) if (len as usize) < CACHED_TEXT_BYTES => {
+            let s = start as usize;
+            // Eight bytes from the text's start (the input has them but at its very end), the
+            // ones past a text shorter than 8 masked off.
+            let word = match input.get(s..s + 8) {
+                Some(&[a, b, c, d, e, f, g, h]) => u64::from_le_bytes([a, b, c, d, e, f, g, h]),
+                _ => {
+                    let mut head = [0u8; 8];
+                    for (h, &b) in head.iter_mut().zip(input.get(s..).unwrap_or_default()) {
+                        *h = b;
+                    }
+                    u64::from_le_bytes(head)
+                }
+            };
+            let mask = u64::MAX.checked_shr(64 - 8 * len.min(8)).unwrap_or(0);
+            Some((len, word & mask, start))
+        }
+        None if k.is_held_int() => Some((u32::MAX, u64::from(k.0), 0)),
+        _ => None,
+    }
+}
+
+/// One bit of 64 for a [`plain_key`] fingerprint.
+#[inline(always)]
+fn plain_bit((m, head, _): (u32, u64, u32)) -> u64 {
+    1u64 << ((head ^ u64::from(m)).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 58)
+}
+
+/// The position among `kept` of the key whose fingerprint is `key`: equal as ints when the
+/// ids are; as texts when length and bytes are (the first 8 in the fingerprint, the rest
+/// compared only when those agree).
+#[inline(always)]
+fn plain_find(
+    kept: &[(u32, u64, u32)],
+    (m, head, at): (u32, u64, u32),
+    input: &[u8],
+) -> Option<usize> {
+    let text = |start: u32, len: u32| {
+        let s = start as usize;
+        input.get(s..s + len as usize).unwrap_or_default()
+    };
+    kept.iter()
+        .position(|&(n, h, bt)| n == m && h == head && (m <= 8 || text(at, m) == text(bt, n)))
+}
+
 /// A call's positional arguments, copied out of their tuple (so that the constructor can
 /// change the arena meanwhile): in place for up to four, as nearly every call has, else in
 /// a `Vec`.
@@ -1357,7 +1413,13 @@ impl<'a, 'p> Machine<'a, 'p> {
         let mut set = mem::take(&mut self.new_items);
         set.clear();
         let mut index = KeyIndex::default();
-        let r = self.set_insert(&mut set, &mut index, items);
+        let r = match self.plain_set(items, &mut set) {
+            Some(r) => r,
+            None => {
+                set.clear();
+                self.set_insert(&mut set, &mut index, items)
+            }
+        };
         let id = r.and_then(|()| {
             let (start, len) = self.pool_items(&set)?;
             self.node(
@@ -1373,6 +1435,36 @@ impl<'a, 'p> Machine<'a, 'p> {
         let id = id?;
         self.keep_index(id, index);
         Ok(id)
+    }
+
+    /// [`Machine::set_insert`] into the empty `set` of at most [`SMALL_KEYED`] items that are
+    /// all ints held in their ids or short texts ([`plain_key`]), with the same checks and
+    /// charges; `None` (the caller clears `set`) when the items are not all such.
+    fn plain_set(&mut self, items: &[NodeId], set: &mut Vec<NodeId>) -> Option<Result<()>> {
+        if items.len() > SMALL_KEYED {
+            return None;
+        }
+        let (nodes, input) = (&self.arena.nodes, self.arena.input);
+        let mut kept = [(0u32, 0u64, 0u32); SMALL_KEYED];
+        let mut len = 0usize;
+        let mut seen = 0u64;
+        for &k in items {
+            let key = plain_key(nodes, input, k)?;
+            let bit = plain_bit(key);
+            if seen & bit != 0
+                && plain_find(kept.get(..len).unwrap_or_default(), key, input).is_some()
+            {
+                continue;
+            }
+            seen |= bit;
+            *kept.get_mut(len)? = key;
+            len += 1;
+            set.push(k);
+        }
+        Some(
+            self.check_items(items.len())
+                .and_then(|()| self.charge(items.len() as u64 * KEYED_BYTES)),
+        )
     }
 
     /// Appends `items` to the items pool; returns where they start and how many they are.
@@ -2082,10 +2174,7 @@ impl<'a, 'p> Machine<'a, 'p> {
             return None;
         }
         // The keys go straight to the end of their pool, the dict's (or set's) run, and are
-        // taken back if one is not of the kind this path takes. Each key's fingerprint is
-        // read once: an int's id, or a text's length and first 8 bytes (the whole of most
-        // keys); a bit per fingerprint hash in `seen` tells a key seen for the first time
-        // (most) without comparing it to the keys before it.
+        // taken back if one is not of the kind this path takes ([`plain_key`]).
         let Arena {
             input,
             nodes,
@@ -2102,10 +2191,6 @@ impl<'a, 'p> Machine<'a, 'p> {
             item_pool.try_reserve(n)
         };
         reserved.ok()?;
-        let text = |start: u32, len: u32| {
-            let s = start as usize;
-            input.get(s..s + len as usize).unwrap_or_default()
-        };
         let mut kept = [(0u32, 0u64, 0u32); SMALL_KEYED];
         let mut len = 0usize;
         let mut seen = 0u64;
@@ -2116,45 +2201,15 @@ impl<'a, 'p> Machine<'a, 'p> {
                 [k] => (k, k),
                 _ => continue,
             };
-            let key = match nodes.get(k.index()) {
-                Some(&Node::Str { start, len }) if (len as usize) < CACHED_TEXT_BYTES => {
-                    let s = start as usize;
-                    // Eight bytes from the text's start (the input has them but at its very
-                    // end), the ones past a text shorter than 8 masked off.
-                    let word = match input.get(s..s + 8) {
-                        Some(&[a, b, c, d, e, f, g, h]) => {
-                            u64::from_le_bytes([a, b, c, d, e, f, g, h])
-                        }
-                        _ => {
-                            let mut head = [0u8; 8];
-                            for (h, &b) in head.iter_mut().zip(input.get(s..).unwrap_or_default()) {
-                                *h = b;
-                            }
-                            u64::from_le_bytes(head)
-                        }
-                    };
-                    let mask = u64::MAX.checked_shr(64 - 8 * len.min(8)).unwrap_or(0);
-                    (len, word & mask, start)
-                }
-                None if k.is_held_int() => (u32::MAX, u64::from(k.0), 0),
-                _ => {
-                    plain = false;
-                    break;
-                }
+            let Some(key) = plain_key(nodes, input, k) else {
+                plain = false;
+                break;
             };
-            let (m, head, at) = key;
-            let bit = 1u64 << ((head ^ u64::from(m)).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 58);
-            // Equal as ints when the ids are; as texts when length and bytes are (the first
-            // 8 in `head`, the rest compared only when those agree).
+            let bit = plain_bit(key);
             let same = if seen & bit == 0 {
                 None
             } else {
-                kept.get(..len)
-                    .unwrap_or_default()
-                    .iter()
-                    .position(|&(n, h, bt)| {
-                        n == m && h == head && (m <= 8 || text(at, m) == text(bt, n))
-                    })
+                plain_find(kept.get(..len).unwrap_or_default(), key, input)
             };
             seen |= bit;
             match same {
