@@ -39,7 +39,7 @@ use crate::scan::{ScanReport, Scanner};
 use crate::text::Text;
 use crate::text::{self, NumberError, ParsedInt};
 use crate::value::{
-    Arena, CallKind, Document, Fat, Global, Node, NodeId, Object, Scratch, Value, ARENA_END,
+    Arena, CallKind, Document, Fat, Global, Node, NodeId, Object, Scratch, Value, Word, ARENA_END,
 };
 
 /// What stands in the arena slot of a dict or set while items are inserted into it: an
@@ -637,7 +637,7 @@ fn int_steps(
                 if len == nodes.capacity() {
                     break;
                 }
-                nodes.push(Node::Int(x));
+                nodes.push(Node::Int(Word::int(x)));
                 NodeId(id)
             }
         };
@@ -756,7 +756,7 @@ fn int_blocks(
             run.charged += cost;
             pos = next;
         }
-        nodes.extend(vals.iter().take(fresh).map(|&x| Node::Int(x)));
+        nodes.extend(vals.iter().take(fresh).map(|&x| Node::Int(Word::int(x))));
         stack.extend_from_slice(ids.get(..n).unwrap_or_default());
         run.count += n as u64;
         run.pos = pos;
@@ -1158,7 +1158,7 @@ impl<'a, 'p> Machine<'a, 'p> {
     fn int(&mut self, x: i64, extra: u64) -> Result<NodeId> {
         match NodeId::int(x) {
             Some(id) => self.shared(id, extra),
-            None => self.node(Node::Int(x), extra),
+            None => self.node(Node::Int(Word::int(x)), extra),
         }
     }
 
@@ -1947,20 +1947,14 @@ impl<'a, 'p> Machine<'a, 'p> {
         // within its input's size.
         let extra = len as u64;
         match text {
-            Cow::Borrowed(t) => match (self.arena.offsets(t), u32::try_from(len)) {
+            Cow::Borrowed(t) => match self.arena.offsets(t) {
                 // ASCII: the bytes are the text's.
-                (Some((start, n)), _) if len == t.len() => {
+                Some((start, n)) if len == t.len() => {
                     self.node(Node::Bytes { start, len: n }, extra)
                 }
-                (Some((start, n)), Ok(bytes)) => self.node(
-                    Node::Latin1 {
-                        start,
-                        len: n,
-                        bytes,
-                    },
-                    extra,
-                ),
-                _ => self.fat(Fat::Latin1 { text: t, len }, extra),
+                Some((start, n)) => self.node(Node::Latin1 { start, len: n }, extra),
+                None if len == t.len() => self.fat(Fat::Bytes(Cow::Borrowed(t)), extra),
+                None => self.fat(Fat::Latin1(t), extra),
             },
             Cow::Owned(t) => self.fat(Fat::Bytes(Cow::Owned(latin1::pack(&t, len))), extra),
         }
@@ -2740,7 +2734,9 @@ impl<'a, 'p> Machine<'a, 'p> {
                     if !(self.value_room(0) && self.stack_room()) {
                         break;
                     }
-                    let Some(id) = self.node_in_room(Node::Float(f64::from_be_bytes(b)), 0) else {
+                    let Some(id) =
+                        self.node_in_room(Node::Float(Word::float(f64::from_be_bytes(b))), 0)
+                    else {
                         break;
                     };
                     self.stack.push(id);
@@ -2812,7 +2808,7 @@ impl<'a, 'p> Machine<'a, 'p> {
                             self.alloc += NODE_BYTES;
                             id
                         }
-                        None => match self.node_in_room(Node::Int(x), 0) {
+                        None => match self.node_in_room(Node::Int(Word::int(x)), 0) {
                             Some(id) => id,
                             None => break,
                         },
@@ -2974,11 +2970,11 @@ impl<'a, 'p> Machine<'a, 'p> {
             O::Float => {
                 let line = self.r.read_line()?;
                 let x = text::parse_float(line).map_err(|_| self.err(ErrorKind::InvalidNumber))?;
-                self.push_new(Node::Float(x), 0)?;
+                self.push_new(Node::Float(Word::float(x)), 0)?;
             }
             O::Binfloat => {
                 let b = self.r.take_array::<8>()?;
-                self.push_new(Node::Float(f64::from_be_bytes(b)), 0)?;
+                self.push_new(Node::Float(Word::float(f64::from_be_bytes(b))), 0)?;
             }
             O::Int => {
                 let line = self.r.read_line()?;
@@ -3726,14 +3722,14 @@ mod tests {
             let before = rnd(capacity as u64 + 1) as usize;
             let arena = || {
                 let mut nodes: Vec<Node> = Vec::with_capacity(capacity);
-                nodes.extend((0..before).map(|i| Node::Int(i as i64)));
+                nodes.extend((0..before).map(|i| Node::Int(Word::int(i as i64))));
                 nodes
             };
             let ints = |nodes: &[Node]| -> Vec<i64> {
                 nodes
                     .iter()
                     .map(|v| match v {
-                        Node::Int(x) => *x,
+                        Node::Int(x) => x.get_i64(),
                         other => panic!("{other:?}"),
                     })
                     .collect()

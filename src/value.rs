@@ -1,6 +1,6 @@
 //! The decoded document: an arena of values, and the views [`Document::get`] gives of them.
 //!
-//! Values are nodes of 16 bytes in one `Vec`; containers hold [`NodeId`]s. The memo holds node
+//! Values are nodes of 12 bytes in one `Vec`; containers hold [`NodeId`]s. The memo holds node
 //! ids too, so a value reached through the memo twice is the same node (shared references and
 //! cycles are kept as the graph they are, never deep-copied). Text and bytes are offsets into
 //! the input where the pickle holds them verbatim (so a [`Document`] lives no longer than the
@@ -206,11 +206,9 @@ pub struct PyBytes<'d> {
 #[derive(Clone, Copy, Debug)]
 enum BytesRepr<'d> {
     Raw(&'d [u8]),
-    /// UTF-8 text with code points below U+0100 only, and the number of them.
-    Latin1 {
-        text: &'d [u8],
-        len: usize,
-    },
+    /// UTF-8 text with code points below U+0100 only, one of them at least above U+007F
+    /// (ASCII text is held as [`BytesRepr::Raw`]: its bytes are the text's).
+    Latin1(&'d [u8]),
 }
 
 impl<'d> PyBytes<'d> {
@@ -221,18 +219,24 @@ impl<'d> PyBytes<'d> {
         }
     }
 
-    /// The Latin-1 encoding of `text`, valid UTF-8 of `len` code points all below U+0100.
-    pub(crate) fn latin1(text: &'d [u8], len: usize) -> PyBytes<'d> {
+    /// The Latin-1 encoding of `text`, valid UTF-8 whose code points are all below U+0100:
+    /// the text itself when it is ASCII.
+    pub(crate) fn latin1(text: &'d [u8]) -> PyBytes<'d> {
         PyBytes {
-            repr: BytesRepr::Latin1 { text, len },
+            repr: if text.is_ascii() {
+                BytesRepr::Raw(text)
+            } else {
+                BytesRepr::Latin1(text)
+            },
         }
     }
 
-    /// The number of bytes.
+    /// The number of bytes (for the Latin-1 encoding of text, counted from the text: a byte
+    /// per byte that is not a lead byte).
     pub fn len(&self) -> usize {
         match self.repr {
             BytesRepr::Raw(b) => b.len(),
-            BytesRepr::Latin1 { len, .. } => len,
+            BytesRepr::Latin1(text) => latin1::len(text).unwrap_or(0),
         }
     }
 
@@ -246,7 +250,7 @@ impl<'d> PyBytes<'d> {
     pub fn as_slice(&self) -> Option<&'d [u8]> {
         match self.repr {
             BytesRepr::Raw(b) => Some(b),
-            BytesRepr::Latin1 { text, len } => (text.len() == len).then_some(text),
+            BytesRepr::Latin1(_) => None,
         }
     }
 
@@ -255,8 +259,7 @@ impl<'d> PyBytes<'d> {
     pub fn to_cow(&self) -> Cow<'d, [u8]> {
         match self.repr {
             BytesRepr::Raw(b) => Cow::Borrowed(b),
-            BytesRepr::Latin1 { text, len } if text.len() == len => Cow::Borrowed(text),
-            BytesRepr::Latin1 { text, len } => Cow::Owned(latin1::pack(text, len)),
+            BytesRepr::Latin1(text) => Cow::Owned(latin1::pack(text, self.len())),
         }
     }
 
@@ -266,17 +269,18 @@ impl<'d> PyBytes<'d> {
     }
 
     /// The UTF-8 text the bytes are the Latin-1 encoding of, when the document holds them so
-    /// (the protocol 0-2 form, `_codecs.encode(text, 'latin1')`).
+    /// (the protocol 0-2 form, `_codecs.encode(text, 'latin1')`, of text that is not all
+    /// ASCII).
     pub fn latin1_text(&self) -> Option<&'d [u8]> {
         match self.repr {
             BytesRepr::Raw(_) => None,
-            BytesRepr::Latin1 { text, .. } => Some(text),
+            BytesRepr::Latin1(text) => Some(text),
         }
     }
 
     /// Calls `f` on the bytes in order, in one or more pieces that together are the bytes
-    /// (without allocating: Latin-1 text is transcoded [`latin1::CHUNK_BYTES`] at a time on
-    /// the stack). Empty bytes make no call.
+    /// (without allocating: Latin-1 text is transcoded 4 KiB at a time on the stack). Empty
+    /// bytes make no call.
     pub fn for_each_chunk(&self, mut f: impl FnMut(&[u8])) {
         match self.repr {
             BytesRepr::Raw(b) => {
@@ -284,12 +288,7 @@ impl<'d> PyBytes<'d> {
                     f(b)
                 }
             }
-            BytesRepr::Latin1 { text, len } if text.len() == len => {
-                if !text.is_empty() {
-                    f(text)
-                }
-            }
-            BytesRepr::Latin1 { text, .. } => latin1::for_each_chunk(text, f),
+            BytesRepr::Latin1(text) => latin1::for_each_chunk(text, f),
         }
     }
 }
@@ -508,14 +507,52 @@ impl Value<'_> {
     }
 }
 
-/// An arena node: 16 bytes, no destructor (what needs one is in [`Arena::fat`]). Text and
+/// An `i64` or `f64` as two `u32` halves, so that a node is aligned to 4 bytes (12 bytes
+/// long, not 16).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Word([u32; 2]);
+
+impl Word {
+    #[inline(always)]
+    pub(crate) fn int(x: i64) -> Word {
+        Word::bits(x as u64)
+    }
+
+    #[inline(always)]
+    pub(crate) fn float(x: f64) -> Word {
+        Word::bits(x.to_bits())
+    }
+
+    #[inline(always)]
+    fn bits(b: u64) -> Word {
+        Word([b as u32, (b >> 32) as u32])
+    }
+
+    #[inline(always)]
+    pub(crate) fn get_i64(self) -> i64 {
+        self.get_bits() as i64
+    }
+
+    #[inline(always)]
+    pub(crate) fn get_f64(self) -> f64 {
+        f64::from_bits(self.get_bits())
+    }
+
+    #[inline(always)]
+    fn get_bits(self) -> u64 {
+        let [lo, hi] = self.0;
+        u64::from(lo) | (u64::from(hi) << 32)
+    }
+}
+
+/// An arena node: 12 bytes, no destructor (what needs one is in [`Arena::fat`]). Text and
 /// bytes are offsets into the input; lists, tuples, sets and frozensets are a run of
 /// [`Arena::items`], dicts of [`Arena::pairs`]; a list, set or dict that grows again once other
 /// containers were made after it moves to a `Vec` of its own (`*Vec`).
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Node {
-    Int(i64),
-    Float(f64),
+    Int(Word),
+    Float(Word),
     /// Valid UTF-8 without lone surrogates, `input[start..start + len]`.
     Str {
         start: u32,
@@ -531,11 +568,11 @@ pub(crate) enum Node {
         start: u32,
         len: u32,
     },
-    /// The Latin-1 encoding (`bytes` bytes) of the UTF-8 text `input[start..start + len]`.
+    /// The Latin-1 encoding of the UTF-8 text `input[start..start + len]`, which is not all
+    /// ASCII ([`PyBytes`]).
     Latin1 {
         start: u32,
         len: u32,
-        bytes: u32,
     },
     List {
         start: u32,
@@ -567,7 +604,7 @@ pub(crate) enum Node {
     Fat(u32),
 }
 
-const _: () = assert!(std::mem::size_of::<Node>() == 16);
+const _: () = assert!(std::mem::size_of::<Node>() == 12);
 
 /// The values too large or too rare for a [`Node`] of their own.
 #[derive(Debug)]
@@ -582,11 +619,8 @@ pub(crate) enum Fat<'a> {
     },
     /// Bytes not in the input (out-of-band buffers, copies), or past a node's reach.
     Bytes(Cow<'a, [u8]>),
-    /// The Latin-1 encoding (`len` bytes) of UTF-8 text past a node's reach.
-    Latin1 {
-        text: &'a [u8],
-        len: usize,
-    },
+    /// The Latin-1 encoding of UTF-8 text past a node's reach.
+    Latin1(&'a [u8]),
     ByteArray(Vec<u8>),
     Global(Global<'a>),
     Object(Object),
@@ -659,14 +693,12 @@ impl<'a> Arena<'a> {
     #[inline]
     pub(crate) fn view(&self, n: Node) -> Value<'_> {
         match n {
-            Node::Int(i) => Value::Int(i),
-            Node::Float(x) => Value::Float(x),
+            Node::Int(i) => Value::Int(i.get_i64()),
+            Node::Float(x) => Value::Float(x.get_f64()),
             Node::Str { start, len } => Value::Str(PyStr::new(self.text(start, len), false)),
             Node::Surrogates { start, len } => Value::Str(PyStr::new(self.text(start, len), true)),
             Node::Bytes { start, len } => Value::Bytes(PyBytes::raw(self.text(start, len))),
-            Node::Latin1 { start, len, bytes } => {
-                Value::Bytes(PyBytes::latin1(self.text(start, len), bytes as usize))
-            }
+            Node::Latin1 { start, len } => Value::Bytes(PyBytes::latin1(self.text(start, len))),
             Node::List { start, len } => Value::List(run(&self.items, start, len)),
             Node::Tuple { start, len } => Value::Tuple(run(&self.items, start, len)),
             Node::Set { start, len } => Value::Set(run(&self.items, start, len)),
@@ -680,7 +712,7 @@ impl<'a> Arena<'a> {
                 Some(&Fat::Complex(re, im)) => Value::Complex(re, im),
                 Some(Fat::Str { bytes, surrogates }) => Value::Str(PyStr::new(bytes, *surrogates)),
                 Some(Fat::Bytes(b)) => Value::Bytes(PyBytes::raw(b)),
-                Some(&Fat::Latin1 { text, len }) => Value::Bytes(PyBytes::latin1(text, len)),
+                Some(&Fat::Latin1(text)) => Value::Bytes(PyBytes::latin1(text)),
                 Some(Fat::ByteArray(b)) => Value::ByteArray(b),
                 Some(Fat::Global(g)) => Value::Global(g),
                 Some(Fat::Object(o)) => Value::Object(o),
@@ -825,7 +857,7 @@ impl<'a> Document<'a> {
 /// (256 nodes).
 ///
 /// For a process that decodes one input after another (a Mitogen hop reading a stream of
-/// messages, a service). It holds the largest arena so far (16 bytes per node, 4 per item, 8
+/// messages, a service). It holds the largest arena so far (12 bytes per node, 4 per item, 8
 /// per dict pair) until it is dropped; it changes no limit, which count values, not capacity.
 /// A refused decode drops the arena it was given.
 ///
@@ -895,8 +927,8 @@ impl Arena<'static> {
                 ((a.items.len() - items.len()) as u32, items.len() as u32)
             };
             let n = match v {
-                Owned::Int(i) => Node::Int(i),
-                Owned::Float(x) => Node::Float(x),
+                Owned::Int(i) => Node::Int(Word::int(i)),
+                Owned::Float(x) => Node::Float(Word::float(x)),
                 Owned::BigInt(b) => fat(&mut a, Fat::BigInt(b)),
                 Owned::Str(s) => fat(
                     &mut a,
@@ -966,7 +998,7 @@ mod tests {
     fn latin1_bytes_equal_raw_bytes_of_the_same_content() {
         let all: Vec<u8> = (0..=255u8).collect();
         let text: String = all.iter().map(|&b| char::from(b)).collect();
-        let lazy = PyBytes::latin1(text.as_bytes(), 256);
+        let lazy = PyBytes::latin1(text.as_bytes());
         assert_eq!(lazy.len(), 256);
         assert_eq!(lazy.as_slice(), None);
         assert_eq!(lazy.to_cow().as_ref(), all.as_slice());
@@ -978,7 +1010,7 @@ mod tests {
         let mut pieces = Vec::new();
         lazy.for_each_chunk(|c| pieces.extend_from_slice(c));
         assert_eq!(pieces, all);
-        let ascii = PyBytes::latin1(b"abc", 3);
+        let ascii = PyBytes::latin1(b"abc");
         assert_eq!(ascii.as_slice(), Some(&b"abc"[..]));
         assert_eq!(ascii, PyBytes::raw(b"abc"));
     }
