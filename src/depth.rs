@@ -20,17 +20,18 @@ const CONTAINED: u16 = 0x8000;
 /// The largest height kept; a container at least this tall leaves the verdict to the walk.
 const SATURATED: u16 = 0x7FFF;
 
-/// Heights of the containers built so far (see the module docs). Costs 2 to 4 bytes per
-/// arena node (2 per entry, grown by doubling), and only when it is switched on.
+/// Heights of the containers built so far (see the module docs). Costs 2 to 3 bytes per
+/// arena node (2 per entry, grown by half again), and only when it is switched on.
 #[derive(Debug, Default)]
 pub(crate) struct Heights {
     /// Whether heights are kept. Off when the scan's count of opcodes that make containers
     /// already bounds the walk (a walk's path holds each container once, plus a leaf).
     on: bool,
-    /// By arena index, up to and including the last container made (no further: a child past
-    /// its end is a leaf): 0 for a value that is not a container; else [`CONTAINED`] and the
-    /// height (1 for an empty container).
+    /// By arena index: 0 for a value that is not a container; else [`CONTAINED`] and the
+    /// height (1 for an empty container). Zero-filled ahead of the containers, in steps.
     entries: Vec<u16>,
+    /// One past the last container made: a child at or past it is a leaf.
+    made: usize,
     /// A container already inside another gained a child, or a container was given itself:
     /// the heights of its parents may be too low, so the bound no longer holds.
     stale: bool,
@@ -42,6 +43,7 @@ impl Heights {
         Heights {
             on,
             entries: Vec::new(),
+            made: 0,
             stale: false,
         }
     }
@@ -87,16 +89,11 @@ impl Heights {
     fn set(&mut self, id: NodeId, height: u16) {
         let i = id.index();
         if i >= self.entries.len() {
-            if i >= self.entries.capacity() {
-                self.grow(i);
-            }
-            if i >= self.entries.capacity() {
-                return;
-            }
-            self.entries.resize(i + 1, 0);
+            self.grow(i);
         }
         if let Some(e) = self.entries.get_mut(i) {
             *e = height;
+            self.made = i + 1;
         }
     }
 
@@ -106,7 +103,7 @@ impl Heights {
         if !self.on || self.stale {
             return;
         }
-        let made = self.entries.len();
+        let made = self.made;
         let mut tallest = u16::from(!items.is_empty());
         for &c in items {
             // Past the last container made (shared values included): a leaf, counted above.
@@ -143,7 +140,7 @@ impl Heights {
             // The keys are leaves, one level below the container.
             tallest = tallest.max(2);
         }
-        let made = self.entries.len();
+        let made = self.made;
         for pair in flat.chunks_exact(2) {
             let &[_, c] = pair else { continue };
             // Past the last container made (shared values included): a leaf, counted above.
@@ -167,14 +164,18 @@ impl Heights {
     #[cold]
     #[inline(never)]
     fn grow(&mut self, i: usize) {
-        let cap = (i + 1).max(self.entries.capacity() * 2).max(4096);
+        // Half again, at least 64 Ki entries (128 KiB) a step: zero-filled at once, where a
+        // fill per container cost a call to memset each.
+        let len = (i + 1).max(self.entries.len() / 2 * 3).max(1 << 16);
         if self
             .entries
-            .try_reserve_exact(cap - self.entries.len())
+            .try_reserve_exact(len - self.entries.len())
             .is_err()
         {
             self.give_up();
+            return;
         }
+        self.entries.resize(len, 0);
     }
 
     /// `children` were put into the existing container `target` (APPEND, APPENDS, SETITEM,
@@ -196,7 +197,7 @@ impl Heights {
             // Every child is at least a leaf, one level below the container.
             tallest = tallest.max(2);
         }
-        let made = self.entries.len();
+        let made = self.made;
         for &c in children {
             // Past the last container made (shared values included): a leaf, counted above.
             if c.index() >= made {
@@ -216,6 +217,7 @@ impl Heights {
     fn give_up(&mut self) {
         self.stale = true;
         self.entries = Vec::new();
+        self.made = 0;
     }
 
     /// An upper bound on the depth of the walk from `roots`, or `None` when heights are not
