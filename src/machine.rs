@@ -2466,7 +2466,8 @@ impl<'a, 'p> Machine<'a, 'p> {
                 let v = self.r.take_binint(arg - 1)?;
                 let id = self.int(v, 0)?;
                 self.push(id)?;
-                self.int_run();
+                // Up to the deadline's next look, which the opcode after the run then makes.
+                self.int_run(self.clock.room(self.opcodes));
                 continue;
             }
             // The memo opcodes pickle.dumps writes most (every value MEMOIZEd at protocol 4,
@@ -2819,9 +2820,11 @@ impl<'a, 'p> Machine<'a, 'p> {
                 BININT | BININT1 | BININT2 | LONG1 => {
                     // A run of ints, read with its own checks; an int it does not take (one
                     // that would pass a limit, a LONG1 past 8 bytes) is the careful path's.
+                    // At most `budget` of them (this one included), so that the budget's
+                    // count stays exact: the deadline is looked at when it is spent.
                     let before = self.opcodes;
                     self.r.pos = pos;
-                    self.int_run();
+                    self.int_run(budget);
                     let ran = self.opcodes - before;
                     if ran == 0 {
                         break;
@@ -2861,17 +2864,18 @@ impl<'a, 'p> Machine<'a, 'p> {
         Ok(None)
     }
 
-    /// Reads on through the int opcodes that follow one (see [`int_run`]), with the cursor,
-    /// counters and budgets in locals for the run, written back once. The run stops before
-    /// any opcode it would not read in full or that a limit would refuse, which the general
-    /// path then reads with the usual checks, errors and offsets.
+    /// Reads on through the int opcodes that follow one (see [`int_run`]), at most `room` of
+    /// them, with the cursor, counters and budgets in locals for the run, written back once.
+    /// The run stops before any opcode it would not read in full or that a limit would
+    /// refuse, which the general path then reads with the usual checks, errors and offsets.
     #[inline]
-    fn int_run(&mut self) {
+    fn int_run(&mut self, room: u64) {
         let depth = (self.stack.len() + self.marks.len()) as u64;
         let ops = self
             .limits
             .max_opcodes
             .saturating_sub(self.opcodes)
+            .min(room)
             .min(self.limits.max_stack_len.saturating_sub(depth))
             .min(self.limits.max_nodes.saturating_sub(self.created));
         let run = int_run(

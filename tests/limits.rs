@@ -743,3 +743,88 @@ fn defaults_are_documented_values() {
         assert_eq!(l, d);
     }
 }
+
+/// With a deadline, the decoder looks at the clock every 65,536 opcodes; a run of ints that
+/// crosses that mark (CPython writes a list in APPENDS groups of 1,000) is still counted
+/// opcode by opcode: the deadline is seen, max_opcodes is exact across the mark, the decode's
+/// value is the list, and no counter wraps (a debug build panics on a wrap; before the fix a
+/// release build lost count until the next FRAME, and to the end of a protocol 2 pickle).
+#[test]
+fn a_deadline_keeps_max_opcodes_exact_across_int_runs() {
+    for protocol in [2, 4] {
+        deadline_across_int_runs(protocol);
+    }
+}
+
+fn deadline_across_int_runs(protocol: u8) {
+    // 200,000 ints of each size: BININT1, BININT2, BININT and LONG1 runs; then the number of
+    // opcodes as pickletools counts them (PROTO, FRAME and STOP included).
+    let out = common::python(
+        &format!(
+            "import pickle, pickletools\n\
+             p = pickle.dumps([i % 256 for i in range(200000)] + [300 + i for i in range(200000)]\n\
+                 + [70000 + i for i in range(200000)] + [(1 << 40) + i for i in range(200000)], {protocol})\n\
+             print(p.hex())\n\
+             print(sum(1 for _ in pickletools.genops(p)))"
+        ),
+        &[],
+    );
+    let mut lines = out.lines();
+    let p = common::hex_decode(lines.next().unwrap_or_default());
+    let opcodes: u64 = lines.next().unwrap_or_default().parse().unwrap();
+    let policy = Policy::data();
+    let far = std::time::Instant::now() + std::time::Duration::from_secs(3600);
+    let doc = Decoder::new(&p, &policy)
+        .deadline(far)
+        .decode()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let root = doc.root().unwrap();
+    match doc.get(root) {
+        Some(picklewarden::Value::List(items)) => {
+            assert_eq!(items.len(), 800_000);
+            let int = |i: usize| match doc.get(items[i]) {
+                Some(picklewarden::Value::Int(x)) => x,
+                other => panic!("item {i}: {other:?}"),
+            };
+            assert_eq!(int(199_999), 199_999 % 256);
+            assert_eq!(int(200_000), 300);
+            assert_eq!(int(599_999), 70_000 + 199_999);
+            assert_eq!(int(799_999), (1 << 40) + 199_999);
+        }
+        other => panic!("expected a list, got {other:?}"),
+    }
+    // A deadline already passed is seen at the first look, 65,536 opcodes in, inside the
+    // ints (before the fix the fast loop's budget wrapped there, and it never looked again).
+    let passed = Decoder::new(&p, &policy)
+        .deadline(std::time::Instant::now())
+        .decode();
+    match passed {
+        Err(e) => assert_eq!(*e.kind(), ErrorKind::DeadlineExceeded, "{e}"),
+        Ok(_) => panic!("protocol {protocol}: a passed deadline was not seen"),
+    }
+    for max in [opcodes - 1, opcodes] {
+        let mut limits = Limits::default();
+        limits.set(LimitName::MaxOpcodes, max);
+        let r = Decoder::new(&p, &policy)
+            .limits(limits)
+            .deadline(far)
+            .decode();
+        match r {
+            Ok(_) => assert_eq!(
+                max, opcodes,
+                "protocol {protocol}: max_opcodes={max} was accepted"
+            ),
+            Err(e) => match e.kind() {
+                ErrorKind::LimitExceeded {
+                    limit,
+                    seen,
+                    max: m,
+                } => {
+                    assert_eq!((*limit, *seen, *m), (LimitName::MaxOpcodes, opcodes, max));
+                    assert_eq!(max, opcodes - 1, "{e}");
+                }
+                other => panic!("max_opcodes={max}: {other:?}"),
+            },
+        }
+    }
+}
