@@ -2552,7 +2552,7 @@ impl<'a, 'p> Machine<'a, 'p> {
     /// MEMOIZE, BINPUT or LONG_BINPUT that follows it (picklers memoize every text, bytes and
     /// container), taken in place of the next dispatch when the memo has room without
     /// growing, as the memo arm takes it. Returns where the opcode after it starts, if it
-    /// took one.
+    /// took one (which the caller counts, from `budget`).
     #[inline(always)]
     fn memoize_next(&mut self, input: &[u8], pos: usize, end: usize, budget: u64) -> Option<usize> {
         const MEMOIZE: u8 = Opcode::Memoize as u8;
@@ -2570,15 +2570,162 @@ impl<'a, 'p> Machine<'a, 'p> {
         if !self.memo.put_in_place(index, top, new_allowed) {
             return None;
         }
-        self.opcodes += 1;
         Some(next)
+    }
+
+    /// In [`Machine::fast`], the SETITEMS (`dict`) or ADDITEMS at `pos`, when
+    /// [`Machine::fill_fast`] takes its group and the careful path's arm would have reached
+    /// it (a mark, the target above the fence, for SETITEMS an even count of items): whether
+    /// it was taken (the mark popped, the group in the container; an error of the insertion
+    /// is reported at `pos`). `false` leaves the opcode, nothing done, to the careful arm,
+    /// which then takes it or reports what is wrong with it.
+    #[inline(always)]
+    fn fill_group(&mut self, pos: usize, dict: bool) -> Result<bool> {
+        let marks = self.marks.len();
+        let Some(&mark) = self.marks.last() else {
+            return Ok(false);
+        };
+        let fence = marks
+            .checked_sub(2)
+            .and_then(|i| self.marks.get(i))
+            .copied()
+            .unwrap_or(0);
+        let start = mark.min(self.stack.len());
+        if start <= fence || (dict && !(self.stack.len() - start).is_multiple_of(2)) {
+            return Ok(false);
+        }
+        let Some(&target) = start.checked_sub(1).and_then(|i| self.stack.get(i)) else {
+            return Ok(false);
+        };
+        self.r.op_pos = pos;
+        self.r.op = if dict {
+            Opcode::Setitems.byte()
+        } else {
+            Opcode::Additems.byte()
+        };
+        self.r.pos = pos + 1;
+        self.touch(target);
+        match self.fill_fast(target, start, dict) {
+            None => Ok(false),
+            Some(done) => {
+                self.marks.pop();
+                done.map(|()| true)
+            }
+        }
+    }
+
+    /// In [`Machine::fast`], TUPLE1, TUPLE2 or TUPLE3 (`n` items) when every check of the
+    /// careful path's arm would pass and the pools have room without growing: the tuple is
+    /// made from the top `n` items as [`Machine::seq_from_stack`] makes it (same node, items,
+    /// counts, charges and height) and pushed. `false` leaves the opcode, nothing done, to the
+    /// careful arm.
+    #[inline(always)]
+    fn tuple_in_room(&mut self, n: usize) -> bool {
+        let len = self.stack.len();
+        let extra = n as u64 * ITEM_BYTES;
+        let start = self.arena.items.len();
+        let id = self.arena.nodes.len();
+        if len < self.fence() + n
+            || n as u64 > self.limits.max_container_items
+            || !self.value_room(extra)
+            || self.arena.items.capacity() - start < n
+            || start + n > u32::MAX as usize
+            || id == self.arena.nodes.capacity()
+            || id >= ARENA_END as usize
+        {
+            return false;
+        }
+        let Some(items) = self.stack.get(len - n..) else {
+            return false;
+        };
+        self.arena.items.extend_from_slice(items);
+        let id = NodeId(id as u32);
+        self.containers += 1;
+        self.heights.made_with(id, items);
+        self.created += 1;
+        self.alloc += NODE_BYTES + extra;
+        self.arena.nodes.push(Node::Tuple {
+            start: start as u32,
+            len: n as u32,
+        });
+        self.stack.truncate(len - n);
+        self.stack.push(id);
+        true
+    }
+
+    /// In [`Machine::fast`], APPENDS (`group`) or APPEND into a list whose items are the last
+    /// of the items pool (a list being filled, as picklers fill one) when every check of the
+    /// careful path's arm and [`Machine::extend`] would pass and the pool has room without
+    /// growing: the items go to the pool, as `extend` puts them, with the same charges and
+    /// height. `false` leaves the opcode, nothing done, to the careful arm.
+    #[inline(always)]
+    fn append_in_room(&mut self, group: bool) -> bool {
+        let len = self.stack.len();
+        let marks = self.marks.len();
+        // Where the items start and the fence below them, as `group` and `top_group` see it.
+        let (start, fence) = if group {
+            let Some(&mark) = self.marks.last() else {
+                return false;
+            };
+            let fence = marks
+                .checked_sub(2)
+                .and_then(|i| self.marks.get(i))
+                .copied()
+                .unwrap_or(0);
+            (mark.min(len), fence)
+        } else {
+            (len.saturating_sub(1), self.fence())
+        };
+        let n = len - start;
+        if start <= fence || (!group && n != 1) || !self.sealed.is_empty() {
+            return false;
+        }
+        let Some(&target) = start.checked_sub(1).and_then(|i| self.stack.get(i)) else {
+            return false;
+        };
+        let pool_len = self.arena.items.len();
+        let (s, l) = match self.arena.nodes.get(target.index()) {
+            Some(&Node::List { len: 0, .. }) => (pool_len, 0),
+            Some(&Node::List { start: s, len: l }) if s as usize + l as usize == pool_len => {
+                (s as usize, l as usize)
+            }
+            _ => return false,
+        };
+        let extra = n as u64 * ITEM_BYTES;
+        if (l + n) as u64 > self.limits.max_container_items
+            || self.alloc.saturating_add(extra) > self.limits.max_alloc_bytes
+            || self.arena.items.capacity() - pool_len < n
+            || s + l + n > u32::MAX as usize
+        {
+            return false;
+        }
+        self.touch(target);
+        let Some(items) = self.stack.get(start..) else {
+            return false;
+        };
+        self.arena.items.extend_from_slice(items);
+        if let Some(node) = self.arena.nodes.get_mut(target.index()) {
+            *node = Node::List {
+                start: s as u32,
+                len: (l + n) as u32,
+            };
+        }
+        self.alloc += extra;
+        self.heights.filled(target, items);
+        self.stack.truncate(start);
+        if group {
+            self.marks.pop();
+        }
+        true
     }
 
     /// Runs the opcodes of most pickles, from the reader's position, with the cursor in a
     /// local and each opcode's checks folded into one test of room: MARK, the memo opcodes,
     /// short texts, bytes, floats and singletons, empty containers, ints (through
-    /// [`Machine::int_run`]), and, through [`Machine::step`], the opcodes that fill
-    /// containers. It takes an opcode only when it can see that every check of the careful
+    /// [`Machine::int_run`]), SETITEMS and ADDITEMS of a few plain keys into an empty dict or
+    /// set (through [`Machine::fill_group`]), APPENDS and APPEND to a list being filled
+    /// ([`Machine::append_in_room`]), TUPLE1 to TUPLE3 ([`Machine::tuple_in_room`]), and,
+    /// through [`Machine::step`], the other opcodes that fill containers. It takes an opcode only when it can see that every check of the careful
     /// path would pass (the opcode fits before the end of the frame or input; the stack,
     /// memo, node and allocation limits have room; the text is valid), and makes the same
     /// values, counts and charges; anything else (an error to report, a limit, a FRAME, the
@@ -2632,6 +2779,9 @@ impl<'a, 'p> Machine<'a, 'p> {
             .max_opcodes
             .saturating_sub(self.opcodes)
             .min(self.clock.room(self.opcodes).saturating_sub(1));
+        // The opcodes are counted by the budget alone: `top - budget` have run, which
+        // `self.opcodes` is set to where it is read (the int runs) and on the way out.
+        let top = self.opcodes + budget;
         while budget > 0 {
             let Some(&op) = input.get(pos).filter(|_| pos < end) else {
                 break;
@@ -2781,7 +2931,6 @@ impl<'a, 'p> Machine<'a, 'p> {
                             self.marks.push(self.stack.len());
                             pos += 1;
                             budget -= 1;
-                            self.opcodes += 1;
                         }
                     }
                 }
@@ -2822,6 +2971,7 @@ impl<'a, 'p> Machine<'a, 'p> {
                     // that would pass a limit, a LONG1 past 8 bytes) is the careful path's.
                     // At most `budget` of them (this one included), so that the budget's
                     // count stays exact: the deadline is looked at when it is spent.
+                    self.opcodes = top - budget;
                     let before = self.opcodes;
                     self.r.pos = pos;
                     self.int_run(budget);
@@ -2830,9 +2980,21 @@ impl<'a, 'p> Machine<'a, 'p> {
                         break;
                     }
                     pos = self.r.pos;
-                    budget = budget.saturating_sub(ran - 1);
-                    // The run counted its own opcodes.
-                    self.opcodes -= 1;
+                    // `ran` <= `budget`: the last is counted below.
+                    budget -= ran - 1;
+                }
+                SETITEMS | ADDITEMS if self.fill_group(pos, op == SETITEMS)? => {
+                    pos += 1;
+                }
+                APPENDS | APPEND if self.append_in_room(op == APPENDS) => {
+                    pos += 1;
+                }
+                TUPLE1 | TUPLE2 | TUPLE3 if self.tuple_in_room(usize::from(op - TUPLE1) + 1) => {
+                    pos += 1;
+                    if let Some(next) = self.memoize_next(input, pos, end, budget) {
+                        pos = next;
+                        budget -= 1;
+                    }
                 }
                 SETITEMS | SETITEM | ADDITEMS | APPENDS | APPEND | TUPLE | TUPLE1 | TUPLE2
                 | TUPLE3 | REDUCE => {
@@ -2843,23 +3005,22 @@ impl<'a, 'p> Machine<'a, 'p> {
                     self.r.op_pos = pos;
                     self.r.op = op;
                     self.r.pos = pos + 1;
-                    self.opcodes += 1;
+                    self.opcodes = top - budget + 1;
                     self.step(o)?;
-                    self.opcodes -= 1;
                     pos = self.r.pos;
                 }
                 STOP => {
                     self.r.op_pos = pos;
                     self.r.op = op;
                     self.r.pos = pos + 1;
-                    self.opcodes += 1;
+                    self.opcodes = top - budget + 1;
                     return self.stop().map(Some);
                 }
                 _ => break,
             }
-            self.opcodes += 1;
             budget -= 1;
         }
+        self.opcodes = top - budget;
         self.r.pos = pos;
         Ok(None)
     }
