@@ -2104,7 +2104,7 @@ impl<'a, 'p> Machine<'a, 'p> {
         if !flat_len.is_multiple_of(2) {
             return Err(self.err(ErrorKind::OddItemCount));
         }
-        if let Some(done) = self.fill_fast(target, start, true) {
+        if let Some(done) = self.fill_fast::<true>(target, start) {
             return done;
         }
         let allowed = self.items_allowed(target)?;
@@ -2145,7 +2145,7 @@ impl<'a, 'p> Machine<'a, 'p> {
         }
     }
 
-    /// SETITEMS into an empty dict, or ADDITEMS into an empty set (`dict`), of at most
+    /// SETITEMS into an empty dict, or ADDITEMS into an empty set (`DICT` false), of at most
     /// [`SMALL_KEYED`] keys that are all ints held in their ids or texts shorter than
     /// [`CACHED_TEXT_BYTES`]: the keys are `self.stack[start..]` (for a dict, every other
     /// item), `self.stack[start - 1]` is `target`. The commonest insertion of small objects,
@@ -2155,7 +2155,8 @@ impl<'a, 'p> Machine<'a, 'p> {
     /// none can be unhashable or hold the container. `None` when the insertion is not of this
     /// kind (nothing done); else its outcome, with the same checks, charges and refusals as
     /// the general path.
-    fn fill_fast(&mut self, target: NodeId, start: usize, dict: bool) -> Option<Result<()>> {
+    fn fill_fast<const DICT: bool>(&mut self, target: NodeId, start: usize) -> Option<Result<()>> {
+        let dict = DICT;
         let node = self.arena.node(target)?;
         let items = match node {
             Node::Dict { len: 0, .. } if dict => 2,
@@ -2605,7 +2606,12 @@ impl<'a, 'p> Machine<'a, 'p> {
         };
         self.r.pos = pos + 1;
         self.touch(target);
-        match self.fill_fast(target, start, dict) {
+        let filled = if dict {
+            self.fill_fast::<true>(target, start)
+        } else {
+            self.fill_fast::<false>(target, start)
+        };
+        match filled {
             None => Ok(false),
             Some(done) => {
                 self.marks.pop();
@@ -3369,7 +3375,7 @@ impl<'a, 'p> Machine<'a, 'p> {
                 let start = self.group()?;
                 let target = self.below(start)?;
                 self.touch(target);
-                if let Some(done) = self.fill_fast(target, start, false) {
+                if let Some(done) = self.fill_fast::<false>(target, start) {
                     done?;
                     return Ok(());
                 }
