@@ -127,34 +127,52 @@ impl Heights {
     /// are all leaves (texts, ints): only the values are looked at.
     #[inline]
     pub(crate) fn filled_values(&mut self, target: NodeId, flat: &[NodeId]) {
+        self.fill(
+            target,
+            flat.chunks_exact(2).filter_map(|p| p.get(1).copied()),
+        );
+    }
+
+    /// [`Heights::filled`] and [`Heights::filled_values`]: `children` were put into
+    /// `target`.
+    #[inline(always)]
+    fn fill(&mut self, target: NodeId, children: impl Iterator<Item = NodeId>) {
         if !self.on || self.stale {
             return;
         }
         let entry = self.entries.get(target.index()).copied().unwrap_or(0);
+        // Not a container made through `made` (cannot happen), or already inside another:
+        // its parents' heights would have to grow too.
         if entry == 0 || entry & CONTAINED != 0 {
             self.give_up();
             return;
         }
-        let mut tallest = entry & SATURATED;
-        if !flat.is_empty() {
-            // The keys are leaves, one level below the container.
-            tallest = tallest.max(2);
-        }
         let made = self.made;
-        for pair in flat.chunks_exact(2) {
-            let &[_, c] = pair else { continue };
-            // Past the last container made (shared values included): a leaf, counted above.
+        let mut tallest = entry & SATURATED;
+        let mut itself = false;
+        for c in children {
+            // Every child is at least a leaf, one level below the container.
+            tallest = tallest.max(2);
+            // Past the last container made (shared values included): a leaf.
             if c.index() >= made {
                 continue;
             }
-            if c == target {
-                self.give_up();
-                return;
+            itself |= c == target;
+            // `enter` without its branches: a container's entry is marked contained, and a
+            // value that is no container (entry 0) gives height 1, below a leaf's 2.
+            if let Some(e) = self.entries.get_mut(c.index()) {
+                let entry = *e;
+                *e = entry | if entry != 0 { CONTAINED } else { 0 };
+                tallest = tallest.max((entry & SATURATED) + 1);
             }
-            tallest = tallest.max(self.enter(c).saturating_add(1).min(SATURATED));
+        }
+        // A container given itself: the walk decides.
+        if itself {
+            self.give_up();
+            return;
         }
         if let Some(e) = self.entries.get_mut(target.index()) {
-            *e = tallest;
+            *e = tallest.min(SATURATED);
         }
     }
 
@@ -182,36 +200,7 @@ impl Heights {
     /// SETITEMS, ADDITEMS; BUILD's state).
     #[inline]
     pub(crate) fn filled(&mut self, target: NodeId, children: &[NodeId]) {
-        if !self.on || self.stale {
-            return;
-        }
-        let entry = self.entries.get(target.index()).copied().unwrap_or(0);
-        // Not a container made through `made` (cannot happen), or already inside another:
-        // its parents' heights would have to grow too.
-        if entry == 0 || entry & CONTAINED != 0 {
-            self.give_up();
-            return;
-        }
-        let mut tallest = entry & SATURATED;
-        if !children.is_empty() {
-            // Every child is at least a leaf, one level below the container.
-            tallest = tallest.max(2);
-        }
-        let made = self.made;
-        for &c in children {
-            // Past the last container made (shared values included): a leaf, counted above.
-            if c.index() >= made {
-                continue;
-            }
-            if c == target {
-                self.give_up();
-                return;
-            }
-            tallest = tallest.max(self.enter(c).saturating_add(1).min(SATURATED));
-        }
-        if let Some(e) = self.entries.get_mut(target.index()) {
-            *e = tallest;
-        }
+        self.fill(target, children.iter().copied());
     }
 
     fn give_up(&mut self) {
