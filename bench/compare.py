@@ -24,6 +24,11 @@ RUNS times on it and reports the median wall time of a run and its peak RSS (VmH
                   malloc (target/release/examples/bench_decode_mimalloc): what a program that
                   embeds the library and picks that allocator gets (docs/performance.md,
                   "Allocator"); pw-decode, with the system allocator, is what targets are judged on
+  pw-thp          pw-decode with GLIBC_TUNABLES=glibc.malloc.hugetlb=1: glibc malloc asks for
+                  transparent huge pages for the blocks it maps (the arena's pools), so a decode
+                  takes a page fault per 2 MiB instead of per 4 KiB, on a kernel whose THP mode is
+                  `madvise` (docs/performance.md, "Page faults"); an environment setting for
+                  the process, not the library's doing, and not what targets are judged on
 Result objects are dropped after the clock stops (both sides). `objects` is from
 MANIFEST.json: values in the decoded data, every occurrence in a container counted.
 
@@ -57,7 +62,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, ".."))
 WORKLOADS = os.path.join(ROOT, "target", "workloads")
 PY_TOOLS = ["pickle.loads", "loads-gc-off", "allowlist", "genops"]
-PW_TOOLS = ["pw-decode", "pw-json", "pw-scan", "pw-reuse", "pw-mimalloc"]
+PW_TOOLS = ["pw-decode", "pw-json", "pw-scan", "pw-reuse", "pw-mimalloc", "pw-thp"]
 ALL_TOOLS = PY_TOOLS + PW_TOOLS
 
 # What picklewarden's `data` policy (policy/data.toml) allows.
@@ -150,13 +155,16 @@ def run_one(tool, path, runs, stream):
             cmd.append("--stream")
     else:
         mode = {"pw-decode": "decode", "pw-json": "json", "pw-scan": "scan",
-                "pw-reuse": "decode", "pw-mimalloc": "decode"}[tool]
+                "pw-reuse": "decode", "pw-mimalloc": "decode", "pw-thp": "decode"}[tool]
         cmd = [bench_binary(tool), path, str(runs), "--mode", mode]
         if tool == "pw-reuse":
             cmd.append("--reuse")
         if stream:
             cmd.append("--stream")
-    p = subprocess.run(cmd, capture_output=True, text=True)
+    env = dict(os.environ)
+    if tool == "pw-thp":
+        env["GLIBC_TUNABLES"] = "glibc.malloc.hugetlb=1"
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if p.returncode != 0:
         return {"tool": tool, "file": path, "error": (p.stderr.strip() or f"exit {p.returncode}")}
     r = json.loads(p.stdout.strip().splitlines()[-1])
@@ -287,15 +295,15 @@ def summary(results):
         if "error" not in r:
             by.setdefault(r["workload"], {})[r["tool"]] = r
     print("| workload | pickle.loads MB/s | pw-decode MB/s | decode x loads (target) "
-          "| reused arena x loads | mimalloc x loads | pw-json x loads "
+          "| reused arena x loads | mimalloc x loads | huge pages x loads | pw-json x loads "
           "| scan x genops (target 100) | RSS decode / mimalloc / loads / input MiB |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for name, t in by.items():
         label = name.removesuffix(".pkl")
         size = next(iter(t.values()))["bytes"]
         loads, dec = t.get("pickle.loads"), t.get("pw-decode")
         js, sc, gen = t.get("pw-json"), t.get("pw-scan"), t.get("genops")
-        reuse, mi = t.get("pw-reuse"), t.get("pw-mimalloc")
+        reuse, mi, thp = t.get("pw-reuse"), t.get("pw-mimalloc"), t.get("pw-thp")
 
         def ratio(a, b):
             return f"{a['median_s'] / b['median_s']:.2f}" if a and b and b["median_s"] else "-"
@@ -311,7 +319,8 @@ def summary(results):
         rss = "/".join(f"{r['peak_rss_kib'] / 1024:.0f}" if r else "-"
                        for r in (dec, mi, loads))
         print(f"| {label} | {mbs(loads)} | {mbs(dec)} | {dr} ({tgt}x){met} "
-              f"| {ratio(loads, reuse)} | {ratio(loads, mi)} | {ratio(loads, js)} "
+              f"| {ratio(loads, reuse)} | {ratio(loads, mi)} | {ratio(loads, thp)} "
+              f"| {ratio(loads, js)} "
               f"| {ratio(gen, sc)} | {rss} / {size / 2**20:.0f} |")
 
 
