@@ -572,22 +572,22 @@ impl<S: BuildHasher> KeyOps<'_, '_, S> {
         if p.len() < LONG_EQUAL_BYTES {
             return p == q;
         }
-        if self.known_equal(a, b) {
-            return true;
-        }
-        let same = p == q;
-        if same {
-            self.remember_equal(a, b);
-        }
-        same
+        self.remembered_eq(a, b, || p == q)
     }
 
     #[inline(never)]
     fn long_bytes_eq(&self, a: NodeId, b: NodeId, p: &[u8], q: &[u8]) -> bool {
+        self.remembered_eq(a, b, || p == q)
+    }
+
+    /// Whether `a` and `b` are equal: true when they were found equal before, else `same()`,
+    /// remembered when it is true (see [`KeyOps::bytes_eq`]).
+    #[inline(always)]
+    fn remembered_eq(&self, a: NodeId, b: NodeId, same: impl FnOnce() -> bool) -> bool {
         if self.known_equal(a, b) {
             return true;
         }
-        let same = p == q;
+        let same = same();
         if same {
             self.remember_equal(a, b);
         }

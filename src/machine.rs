@@ -477,6 +477,95 @@ fn plain_find(
         .position(|&(n, h, bt)| n == m && h == head && (m <= 8 || text(at, m) == text(bt, n)))
 }
 
+/// Where a dict's pairs or a set's items are: none yet, a run of the pool, or a `Vec` of
+/// their own ([`Keyed::run`]).
+enum Run {
+    Empty,
+    Pool(u32, u32),
+    Vec(u32),
+}
+
+/// The entries of a dict (key-value pairs) or of a set (items), as the arena keeps them, for
+/// [`Machine::keyed_insert`].
+trait Keyed: Copy {
+    /// Bytes charged per entry ([`AllocationFailed`](ErrorKind::AllocationFailed) of a copy).
+    const BYTES: u64;
+    /// Where the entries of `n` are; `None` when `n` is not this kind of container.
+    fn run(n: Node) -> Option<Run>;
+    /// The pool of such entries.
+    fn pool<'x>(a: &'x Arena<'_>) -> &'x [Self];
+    /// The `Vec`s of containers that grew out of the pool.
+    fn vecs<'x>(a: &'x mut Arena<'_>) -> &'x mut Vec<Vec<Self>>;
+    /// The node of a container whose entries are a run of the pool.
+    fn pool_node(start: u32, len: u32) -> Node;
+    /// The node of a container whose entries are `vecs()[i]`.
+    fn vec_node(i: u32) -> Node;
+    /// The buffer a new container's entries are gathered in, kept between containers.
+    fn gathered<'x>(m: &'x mut Machine<'_, '_>) -> &'x mut Vec<Self>;
+    /// Appends `entries` to the pool; where they start and how many.
+    fn place(m: &mut Machine<'_, '_>, entries: &[Self]) -> Result<(u32, u32)>;
+}
+
+impl Keyed for (NodeId, NodeId) {
+    const BYTES: u64 = KEYED_BYTES;
+    fn run(n: Node) -> Option<Run> {
+        match n {
+            Node::Dict { len: 0, .. } => Some(Run::Empty),
+            Node::Dict { start, len } => Some(Run::Pool(start, len)),
+            Node::DictVec(i) => Some(Run::Vec(i)),
+            _ => None,
+        }
+    }
+    fn pool<'x>(a: &'x Arena<'_>) -> &'x [Self] {
+        &a.pairs
+    }
+    fn vecs<'x>(a: &'x mut Arena<'_>) -> &'x mut Vec<Vec<Self>> {
+        &mut a.pair_vecs
+    }
+    fn pool_node(start: u32, len: u32) -> Node {
+        Node::Dict { start, len }
+    }
+    fn vec_node(i: u32) -> Node {
+        Node::DictVec(i)
+    }
+    fn gathered<'x>(m: &'x mut Machine<'_, '_>) -> &'x mut Vec<Self> {
+        &mut m.new_pairs
+    }
+    fn place(m: &mut Machine<'_, '_>, entries: &[Self]) -> Result<(u32, u32)> {
+        m.pool_pairs(entries)
+    }
+}
+
+impl Keyed for NodeId {
+    const BYTES: u64 = ITEM_BYTES;
+    fn run(n: Node) -> Option<Run> {
+        match n {
+            Node::Set { len: 0, .. } => Some(Run::Empty),
+            Node::Set { start, len } => Some(Run::Pool(start, len)),
+            Node::SetVec(i) => Some(Run::Vec(i)),
+            _ => None,
+        }
+    }
+    fn pool<'x>(a: &'x Arena<'_>) -> &'x [Self] {
+        &a.items
+    }
+    fn vecs<'x>(a: &'x mut Arena<'_>) -> &'x mut Vec<Vec<Self>> {
+        &mut a.vecs
+    }
+    fn pool_node(start: u32, len: u32) -> Node {
+        Node::Set { start, len }
+    }
+    fn vec_node(i: u32) -> Node {
+        Node::SetVec(i)
+    }
+    fn gathered<'x>(m: &'x mut Machine<'_, '_>) -> &'x mut Vec<Self> {
+        &mut m.new_items
+    }
+    fn place(m: &mut Machine<'_, '_>, entries: &[Self]) -> Result<(u32, u32)> {
+        m.pool_items(entries)
+    }
+}
+
 /// A call's positional arguments, copied out of their tuple (so that the constructor can
 /// change the arena meanwhile): in place for up to four, as nearly every call has, else in
 /// a `Vec`.
@@ -2263,161 +2352,93 @@ impl<'a, 'p> Machine<'a, 'p> {
         Some(Ok(()))
     }
 
-    /// Inserts the pairs of `flat` into the dict `target`. The dict is detached from its node
-    /// meanwhile (its node is an empty list, so a key holding the dict is unhashable). A dict
-    /// with no pairs yet gathers them in [`Machine::new_pairs`] and appends them to the pairs
-    /// pool; one that has some moves to a `Vec` of its own, where it grows from now on.
+    /// Inserts the pairs of `flat` into the dict `target` ([`Machine::keyed_insert`]).
     fn dict_items(&mut self, target: NodeId, flat: &[NodeId]) -> Result<()> {
+        self.keyed_insert::<(NodeId, NodeId)>(target, |m, d, index| m.dict_insert(d, index, flat))
+    }
+
+    /// ADDITEMS: inserts `items` into the set `target` ([`Machine::keyed_insert`]).
+    fn set_add(&mut self, target: NodeId, items: &[NodeId]) -> Result<()> {
+        self.keyed_insert::<NodeId>(target, |m, s, index| m.set_insert(s, index, items))
+    }
+
+    /// Inserts into the dict or set `target` with `insert`, which is given its entries and hash
+    /// index. The container is detached from its node meanwhile (its node is an empty list, so
+    /// a key holding the container is unhashable). One with no entries yet gathers them in
+    /// [`Machine::new_pairs`] (or [`Machine::new_items`]) and appends them to its pool; one
+    /// that has some moves to a `Vec` of its own, where it grows from now on.
+    fn keyed_insert<T: Keyed>(
+        &mut self,
+        target: NodeId,
+        insert: impl FnOnce(&mut Self, &mut Vec<T>, &mut KeyIndex) -> Result<()>,
+    ) -> Result<()> {
         let node = self
             .arena
             .node(target)
             .ok_or_else(|| self.err(internal()))?;
-        let (mut d, vec_index) = match node {
-            Node::Dict { len: 0, .. } => {
-                let mut d = mem::take(&mut self.new_pairs);
+        let (mut d, vec_index) = match T::run(node) {
+            Some(Run::Empty) => {
+                let mut d = mem::take(T::gathered(self));
                 d.clear();
                 (d, None)
             }
-            Node::Dict { start, len } => {
-                let old = self
-                    .arena
-                    .pairs
+            Some(Run::Pool(start, len)) => {
+                let old = T::pool(&self.arena)
                     .get(start as usize..start as usize + len as usize)
                     .unwrap_or_default();
                 let mut d = Vec::new();
                 if d.try_reserve_exact(old.len()).is_err() {
                     return Err(self.err(ErrorKind::AllocationFailed {
-                        bytes: old.len() as u64 * KEYED_BYTES,
+                        bytes: old.len() as u64 * T::BYTES,
                     }));
                 }
                 d.extend_from_slice(old);
                 (d, None)
             }
-            Node::DictVec(i) => {
-                let d = self
-                    .arena
-                    .pair_vecs
+            Some(Run::Vec(i)) => {
+                let d = T::vecs(&mut self.arena)
                     .get_mut(i as usize)
                     .map(mem::take)
                     .unwrap_or_default();
                 (d, Some(i))
             }
-            _ => return Err(self.err(internal())),
+            None => return Err(self.err(internal())),
         };
         if let Some(slot) = self.arena.nodes.get_mut(target.index()) {
             *slot = DETACHED;
         }
         let mut index = self.take_index(target);
-        let r = self.dict_insert(&mut d, &mut index, flat);
+        let r = insert(self, &mut d, &mut index);
         self.keep_index(target, index);
         // Back in place, whatever the insertion's outcome (a refusal ends the decode anyway).
-        let back = match (node, vec_index) {
+        let back = match (T::run(node), vec_index) {
             (_, Some(i)) => {
-                if let Some(v) = self.arena.pair_vecs.get_mut(i as usize) {
+                if let Some(v) = T::vecs(&mut self.arena).get_mut(i as usize) {
                     *v = d;
                 }
-                Ok(Node::DictVec(i))
+                Ok(T::vec_node(i))
             }
-            (Node::Dict { len: 0, .. }, None) => {
-                let placed = self.pool_pairs(&d);
-                self.new_pairs = d;
-                placed.map(|(start, len)| Node::Dict { start, len })
+            (Some(Run::Empty), None) => {
+                let placed = T::place(self, &d);
+                *T::gathered(self) = d;
+                placed.map(|(start, len)| T::pool_node(start, len))
             }
-            _ => match (
-                u32::try_from(self.arena.pair_vecs.len()),
-                self.arena.pair_vecs.try_reserve(1),
-            ) {
-                (Ok(i), Ok(())) => {
-                    self.arena.pair_vecs.push(d);
-                    Ok(Node::DictVec(i))
+            _ => {
+                let vecs = T::vecs(&mut self.arena);
+                match (u32::try_from(vecs.len()), vecs.try_reserve(1)) {
+                    (Ok(i), Ok(())) => {
+                        vecs.push(d);
+                        Ok(T::vec_node(i))
+                    }
+                    _ => Err(self.err(ErrorKind::AllocationFailed {
+                        bytes: mem::size_of::<Vec<T>>() as u64,
+                    })),
                 }
-                _ => Err(self.err(ErrorKind::AllocationFailed {
-                    bytes: mem::size_of::<Vec<(NodeId, NodeId)>>() as u64,
-                })),
-            },
+            }
         };
         let (back, placed) = match back {
             Ok(n) => (n, Ok(())),
-            Err(e) => (Node::Dict { start: 0, len: 0 }, Err(e)),
-        };
-        if let Some(slot) = self.arena.nodes.get_mut(target.index()) {
-            *slot = back;
-        }
-        r.and(placed)
-    }
-
-    /// ADDITEMS: inserts `items` into the set `target`, as [`Machine::dict_items`] does pairs.
-    fn set_add(&mut self, target: NodeId, items: &[NodeId]) -> Result<()> {
-        let node = self
-            .arena
-            .node(target)
-            .ok_or_else(|| self.err(internal()))?;
-        let (mut s, vec_index) = match node {
-            Node::Set { len: 0, .. } => {
-                let mut s = mem::take(&mut self.new_items);
-                s.clear();
-                (s, None)
-            }
-            Node::Set { start, len } => {
-                let old = self
-                    .arena
-                    .items
-                    .get(start as usize..start as usize + len as usize)
-                    .unwrap_or_default();
-                let mut s = Vec::new();
-                if s.try_reserve_exact(old.len()).is_err() {
-                    return Err(self.err(ErrorKind::AllocationFailed {
-                        bytes: old.len() as u64 * ITEM_BYTES,
-                    }));
-                }
-                s.extend_from_slice(old);
-                (s, None)
-            }
-            Node::SetVec(i) => {
-                let s = self
-                    .arena
-                    .vecs
-                    .get_mut(i as usize)
-                    .map(mem::take)
-                    .unwrap_or_default();
-                (s, Some(i))
-            }
-            _ => return Err(self.err(internal())),
-        };
-        if let Some(slot) = self.arena.nodes.get_mut(target.index()) {
-            *slot = DETACHED;
-        }
-        let mut index = self.take_index(target);
-        let r = self.set_insert(&mut s, &mut index, items);
-        self.keep_index(target, index);
-        let back = match (node, vec_index) {
-            (_, Some(i)) => {
-                if let Some(v) = self.arena.vecs.get_mut(i as usize) {
-                    *v = s;
-                }
-                Ok(Node::SetVec(i))
-            }
-            (Node::Set { len: 0, .. }, None) => {
-                let placed = self.pool_items(&s);
-                self.new_items = s;
-                placed.map(|(start, len)| Node::Set { start, len })
-            }
-            _ => match (
-                u32::try_from(self.arena.vecs.len()),
-                self.arena.vecs.try_reserve(1),
-            ) {
-                (Ok(i), Ok(())) => {
-                    self.arena.vecs.push(s);
-                    Ok(Node::SetVec(i))
-                }
-                _ => Err(self.err(ErrorKind::AllocationFailed {
-                    bytes: mem::size_of::<Vec<NodeId>>() as u64,
-                })),
-            },
-        };
-        let (back, placed) = match back {
-            Ok(n) => (n, Ok(())),
-            Err(e) => (Node::Set { start: 0, len: 0 }, Err(e)),
+            Err(e) => (T::pool_node(0, 0), Err(e)),
         };
         if let Some(slot) = self.arena.nodes.get_mut(target.index()) {
             *slot = back;
