@@ -912,14 +912,7 @@ fn write_scalar_fields(out: &mut String, v: Value<'_>, room: usize) -> bool {
         },
         Value::Bytes(b) => {
             out.push_str(",\"hex\":\"");
-            let mut left = prefix_len(b.len());
-            b.for_each_chunk(|piece| {
-                let take = piece.len().min(left);
-                if take > 0 {
-                    write_hex(out, piece.get(..take).unwrap_or(piece));
-                }
-                left -= take;
-            });
+            b.for_each_chunk_of(prefix_len(b.len()), |piece| write_hex(out, piece));
             out.push_str("\"}");
         }
         Value::ByteArray(b) => {

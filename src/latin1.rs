@@ -36,6 +36,14 @@ fn chunk_end(text: &[u8], from: usize) -> usize {
 /// Calls `f` on the Latin-1 bytes of `text` (as [`pack`]) in pieces of at most
 /// [`CHUNK_BYTES`], transcoded on the stack.
 pub(crate) fn for_each_chunk(text: &[u8], mut f: impl FnMut(&[u8])) {
+    for_each_chunk_while(text, |piece| {
+        f(piece);
+        true
+    });
+}
+
+/// [`for_each_chunk`] until `f` returns false: nothing past that piece is transcoded.
+pub(crate) fn for_each_chunk_while(text: &[u8], mut f: impl FnMut(&[u8]) -> bool) {
     let mut buf = [0u8; CHUNK_BYTES];
     let mut from = 0;
     while from < text.len() {
@@ -44,7 +52,9 @@ pub(crate) fn for_each_chunk(text: &[u8], mut f: impl FnMut(&[u8])) {
         let n = piece.iter().filter(|&&b| b & 0xC0 != 0xC0).count();
         if let Some(out) = buf.get_mut(..n) {
             pack_into(piece, out);
-            f(out);
+            if !f(out) {
+                return;
+            }
         }
         from = end.max(from + 1);
     }

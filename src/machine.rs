@@ -40,6 +40,7 @@ use crate::text::Text;
 use crate::text::{self, NumberError, ParsedInt};
 use crate::value::{
     Arena, CallKind, Document, Fat, Global, Node, NodeId, Object, Scratch, Value, Word, ARENA_END,
+    LATIN1_NODE_BYTES,
 };
 
 /// What stands in the arena slot of a dict or set while items are inserted into it: an
@@ -49,6 +50,9 @@ const DETACHED: Node = Node::List { start: 0, len: 0 };
 
 /// Bytes charged per node (the arena slot).
 const NODE_BYTES: u64 = mem::size_of::<Node>() as u64;
+/// Bytes charged per value kept in the arena's side table ([`Fat`]: globals, big ints,
+/// complex numbers, records, bytes and text not in the input), on top of its node: the slot.
+const FAT_BYTES: u64 = mem::size_of::<Fat<'static>>() as u64;
 /// Bytes charged per list/tuple/set item slot.
 const ITEM_BYTES: u64 = 4;
 /// Bytes charged per dict pair or hashed set item (slot plus index entry).
@@ -120,10 +124,14 @@ impl<'a, 'p> Decoder<'a, 'p> {
         self
     }
 
-    /// Runs every opcode through the machine's careful path, one at a time with every check,
-    /// instead of taking the common ones in its fast loop (which takes an opcode only when
-    /// the careful path would accept it, and makes the same values). For tests that compare
-    /// the two (`fuzz/src/harness.rs`); the document and any refusal are the same.
+    /// Runs every opcode through the machine's careful path (`Machine::step`, with every
+    /// check) instead of taking the common ones in its fast loop (which takes an opcode only
+    /// when the careful path would accept it, and makes the same values). The careful path
+    /// has shortcuts of its own that this does not turn off, and that the comparison so does
+    /// not test: runs of ints read in one go after an int (`int_run`), and small dicts and sets
+    /// of plain keys filled without the key machinery (`fill_fast`, `plain_set`). For tests
+    /// that compare the two (`fuzz/src/harness.rs`, `tests/fast_path.rs`); the document and
+    /// any refusal are the same.
     #[doc(hidden)]
     pub fn careful_only(mut self) -> Decoder<'a, 'p> {
         self.careful = true;
@@ -256,8 +264,9 @@ impl<'a, 'p> Decoder<'a, 'p> {
 /// Upper bounds on what a build makes, from the scan's opcode counts.
 #[derive(Clone, Copy, Debug)]
 struct Bound {
-    /// Arena slots: every opcode creates at most one node, except NONE, NEWTRUE, NEWFALSE and
-    /// BININT1 (shared values, no slot), INST (the global, the argument tuple and the object)
+    /// Arena slots: every opcode creates at most one node, except NONE, NEWTRUE, NEWFALSE,
+    /// BININT1 and BININT2 (values held in the id, no slot: a bound, not a count), INST (the
+    /// global, the argument tuple and the object)
     /// and OBJ (the argument tuple and the object); stack, memo and container-filling opcodes
     /// create none.
     nodes: u64,
@@ -331,7 +340,7 @@ fn node_bound(counts: &[u64; 256]) -> u64 {
             )
             | None => 0,
             // Always a shared value (src/value.rs), never an arena slot.
-            Some(O::None | O::Newtrue | O::Newfalse | O::Binint1) => 0,
+            Some(O::None | O::Newtrue | O::Newfalse | O::Binint1 | O::Binint2) => 0,
             Some(O::Inst) => 3,
             Some(O::Obj) => 2,
             Some(_) => 1,
@@ -397,8 +406,9 @@ struct Machine<'a, 'p> {
     /// Whether a set or frozenset was made (the depth walk then needs typed JSON's order of
     /// their items).
     has_sets: bool,
-    /// The containers' heights, a bound on the depth check's walk (src/depth.rs); kept only
-    /// when the scan counted more opcodes that make containers than `max_nesting_depth`.
+    /// The containers' heights, a bound on the depth check's walk (src/depth.rs): always kept
+    /// by a decode in one pass; after a scan (`decode_with_report`), only when it counted
+    /// more opcodes that make containers than `max_nesting_depth`.
     heights: Heights,
     /// The lists and dicts an argument schema checked (a `record` call's arguments, and its
     /// empty NEWOBJ_EX keyword arguments), with the global called: they may not change after
@@ -1202,7 +1212,8 @@ impl<'a, 'p> Machine<'a, 'p> {
         Ok(())
     }
 
-    /// Adds a value kept outside the node ([`Fat`]), charging its slot plus `extra` bytes.
+    /// Adds a value kept outside the node ([`Fat`]), charging its node, its slot in the side
+    /// table ([`FAT_BYTES`]) and `extra` bytes.
     fn fat(&mut self, f: Fat<'a>, extra: u64) -> Result<NodeId> {
         let i = u32::try_from(self.arena.fat.len())
             .map_err(|_| self.limit(LimitName::MaxNodes, self.created.saturating_add(1)))?;
@@ -1213,7 +1224,7 @@ impl<'a, 'p> Machine<'a, 'p> {
         }
         // In place before its node is made, which looks at it (a record is a container).
         self.arena.fat.push(f);
-        self.node(Node::Fat(i), extra)
+        self.node(Node::Fat(i), extra.saturating_add(FAT_BYTES))
     }
 
     #[inline]
@@ -1935,7 +1946,9 @@ impl<'a, 'p> Machine<'a, 'p> {
                     listitems: Vec::new(),
                     dictitems: Vec::new(),
                 };
-                self.fat(Fat::Object(object), mem::size_of::<Object>() as u64)
+                // The object is its side-table slot ([`FAT_BYTES`]); what it gains later
+                // (items, pairs) is charged as it comes.
+                self.fat(Fat::Object(object), 0)
             }
             Constructor::Latin1Bytes => self.latin1_bytes(argv),
             Constructor::Bytes => match argv {
@@ -2041,9 +2054,11 @@ impl<'a, 'p> Machine<'a, 'p> {
                 Some((start, n)) if len == t.len() => {
                     self.node(Node::Bytes { start, len: n }, extra)
                 }
-                Some((start, n)) => self.node(Node::Latin1 { start, len: n }, extra),
+                Some((start, n)) if t.len() < LATIN1_NODE_BYTES => {
+                    self.node(Node::Latin1 { start, len: n }, extra)
+                }
                 None if len == t.len() => self.fat(Fat::Bytes(Cow::Borrowed(t)), extra),
-                None => self.fat(Fat::Latin1(t), extra),
+                _ => self.fat(Fat::Latin1(t, len), extra),
             },
             Cow::Owned(t) => self.fat(Fat::Bytes(Cow::Owned(latin1::pack(&t, len))), extra),
         }
@@ -2964,7 +2979,7 @@ impl<'a, 'p> Machine<'a, 'p> {
                 BININT | BININT1 | BININT2
                     if !matches!(
                         input.get(
-                            pos + 1 + usize::from(op == BININT2) + 3 * usize::from(op == BININT)
+                            pos + 2 + usize::from(op == BININT2) + 3 * usize::from(op == BININT)
                         ),
                         Some(&(BININT | BININT1 | BININT2 | LONG1))
                     ) =>

@@ -57,6 +57,11 @@ use num_bigint::BigInt;
 
 use crate::latin1;
 
+/// The UTF-8 text of a [`Node::Latin1`] is shorter than this: counting its Latin-1 length
+/// when it is viewed costs little. A longer one is a [`Fat::Latin1`], which keeps its length,
+/// so that hashing, comparing or writing a long one does not count it again each time.
+pub(crate) const LATIN1_NODE_BYTES: usize = 4096;
+
 /// The id of a value in its [`Document`]: the index of an arena node, or one of the ids of the
 /// values every document shares (see [`NodeId::is_shared`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -207,8 +212,12 @@ pub struct PyBytes<'d> {
 enum BytesRepr<'d> {
     Raw(&'d [u8]),
     /// UTF-8 text with code points below U+0100 only, one of them at least above U+007F
-    /// (ASCII text is held as [`BytesRepr::Raw`]: its bytes are the text's).
-    Latin1(&'d [u8]),
+    /// (ASCII text is held as [`BytesRepr::Raw`]: its bytes are the text's), and the length
+    /// of its Latin-1 encoding.
+    Latin1 {
+        text: &'d [u8],
+        len: usize,
+    },
 }
 
 impl<'d> PyBytes<'d> {
@@ -219,24 +228,21 @@ impl<'d> PyBytes<'d> {
         }
     }
 
-    /// The Latin-1 encoding of `text`, valid UTF-8 whose code points are all below U+0100:
-    /// the text itself when it is ASCII.
-    pub(crate) fn latin1(text: &'d [u8]) -> PyBytes<'d> {
+    /// The Latin-1 encoding, `len` bytes long, of `text`: valid UTF-8 whose code points are
+    /// all below U+0100, one at least above U+007F (the arena holds ASCII text's encoding as
+    /// the text's own bytes, [`PyBytes::raw`]).
+    pub(crate) fn latin1(text: &'d [u8], len: usize) -> PyBytes<'d> {
         PyBytes {
-            repr: if text.is_ascii() {
-                BytesRepr::Raw(text)
-            } else {
-                BytesRepr::Latin1(text)
-            },
+            repr: BytesRepr::Latin1 { text, len },
         }
     }
 
-    /// The number of bytes (for the Latin-1 encoding of text, counted from the text: a byte
-    /// per byte that is not a lead byte).
+    /// The number of bytes (for the Latin-1 encoding of text, counted when the text was
+    /// checked or viewed, not again).
     pub fn len(&self) -> usize {
         match self.repr {
             BytesRepr::Raw(b) => b.len(),
-            BytesRepr::Latin1(text) => latin1::len(text).unwrap_or(0),
+            BytesRepr::Latin1 { len, .. } => len,
         }
     }
 
@@ -250,7 +256,7 @@ impl<'d> PyBytes<'d> {
     pub fn as_slice(&self) -> Option<&'d [u8]> {
         match self.repr {
             BytesRepr::Raw(b) => Some(b),
-            BytesRepr::Latin1(_) => None,
+            BytesRepr::Latin1 { .. } => None,
         }
     }
 
@@ -259,7 +265,7 @@ impl<'d> PyBytes<'d> {
     pub fn to_cow(&self) -> Cow<'d, [u8]> {
         match self.repr {
             BytesRepr::Raw(b) => Cow::Borrowed(b),
-            BytesRepr::Latin1(text) => Cow::Owned(latin1::pack(text, self.len())),
+            BytesRepr::Latin1 { text, len } => Cow::Owned(latin1::pack(text, len)),
         }
     }
 
@@ -274,7 +280,7 @@ impl<'d> PyBytes<'d> {
     pub fn latin1_text(&self) -> Option<&'d [u8]> {
         match self.repr {
             BytesRepr::Raw(_) => None,
-            BytesRepr::Latin1(text) => Some(text),
+            BytesRepr::Latin1 { text, .. } => Some(text),
         }
     }
 
@@ -288,7 +294,31 @@ impl<'d> PyBytes<'d> {
                     f(b)
                 }
             }
-            BytesRepr::Latin1(text) => latin1::for_each_chunk(text, f),
+            BytesRepr::Latin1 { text, .. } => latin1::for_each_chunk(text, f),
+        }
+    }
+
+    /// [`PyBytes::for_each_chunk`] of the first `n` bytes (all of them when there are fewer):
+    /// nothing past them is transcoded.
+    pub fn for_each_chunk_of(&self, n: usize, mut f: impl FnMut(&[u8])) {
+        match self.repr {
+            BytesRepr::Raw(b) => {
+                let head = b.get(..n).unwrap_or(b);
+                if !head.is_empty() {
+                    f(head)
+                }
+            }
+            BytesRepr::Latin1 { text, .. } => {
+                let mut left = n;
+                latin1::for_each_chunk_while(text, |piece| {
+                    let take = piece.len().min(left);
+                    if take > 0 {
+                        f(piece.get(..take).unwrap_or(piece));
+                    }
+                    left -= take;
+                    left > 0
+                });
+            }
         }
     }
 }
@@ -569,7 +599,8 @@ pub(crate) enum Node {
         len: u32,
     },
     /// The Latin-1 encoding of the UTF-8 text `input[start..start + len]`, which is not all
-    /// ASCII ([`PyBytes`]).
+    /// ASCII ([`PyBytes`]), and shorter than [`LATIN1_NODE_BYTES`] (its Latin-1 length is
+    /// counted when it is viewed; a longer text's is kept in [`Fat::Latin1`]).
     Latin1 {
         start: u32,
         len: u32,
@@ -619,8 +650,9 @@ pub(crate) enum Fat<'a> {
     },
     /// Bytes not in the input (out-of-band buffers, copies), or past a node's reach.
     Bytes(Cow<'a, [u8]>),
-    /// The Latin-1 encoding of UTF-8 text past a node's reach.
-    Latin1(&'a [u8]),
+    /// The Latin-1 encoding of UTF-8 text (not all ASCII) of [`LATIN1_NODE_BYTES`] or more,
+    /// or past a node's reach, and its length.
+    Latin1(&'a [u8], usize),
     ByteArray(Vec<u8>),
     Global(Global<'a>),
     Object(Object),
@@ -698,7 +730,10 @@ impl<'a> Arena<'a> {
             Node::Str { start, len } => Value::Str(PyStr::new(self.text(start, len), false)),
             Node::Surrogates { start, len } => Value::Str(PyStr::new(self.text(start, len), true)),
             Node::Bytes { start, len } => Value::Bytes(PyBytes::raw(self.text(start, len))),
-            Node::Latin1 { start, len } => Value::Bytes(PyBytes::latin1(self.text(start, len))),
+            Node::Latin1 { start, len } => {
+                let text = self.text(start, len);
+                Value::Bytes(PyBytes::latin1(text, latin1::len(text).unwrap_or(0)))
+            }
             Node::List { start, len } => Value::List(run(&self.items, start, len)),
             Node::Tuple { start, len } => Value::Tuple(run(&self.items, start, len)),
             Node::Set { start, len } => Value::Set(run(&self.items, start, len)),
@@ -712,7 +747,7 @@ impl<'a> Arena<'a> {
                 Some(&Fat::Complex(re, im)) => Value::Complex(re, im),
                 Some(Fat::Str { bytes, surrogates }) => Value::Str(PyStr::new(bytes, *surrogates)),
                 Some(Fat::Bytes(b)) => Value::Bytes(PyBytes::raw(b)),
-                Some(&Fat::Latin1(text)) => Value::Bytes(PyBytes::latin1(text)),
+                Some(&Fat::Latin1(text, len)) => Value::Bytes(PyBytes::latin1(text, len)),
                 Some(Fat::ByteArray(b)) => Value::ByteArray(b),
                 Some(Fat::Global(g)) => Value::Global(g),
                 Some(Fat::Object(o)) => Value::Object(o),
@@ -998,7 +1033,7 @@ mod tests {
     fn latin1_bytes_equal_raw_bytes_of_the_same_content() {
         let all: Vec<u8> = (0..=255u8).collect();
         let text: String = all.iter().map(|&b| char::from(b)).collect();
-        let lazy = PyBytes::latin1(text.as_bytes());
+        let lazy = PyBytes::latin1(text.as_bytes(), 256);
         assert_eq!(lazy.len(), 256);
         assert_eq!(lazy.as_slice(), None);
         assert_eq!(lazy.to_cow().as_ref(), all.as_slice());
@@ -1010,8 +1045,16 @@ mod tests {
         let mut pieces = Vec::new();
         lazy.for_each_chunk(|c| pieces.extend_from_slice(c));
         assert_eq!(pieces, all);
-        let ascii = PyBytes::latin1(b"abc");
-        assert_eq!(ascii.as_slice(), Some(&b"abc"[..]));
-        assert_eq!(ascii, PyBytes::raw(b"abc"));
+        for n in [0, 3, 200, 256, 300] {
+            let mut head = Vec::new();
+            lazy.for_each_chunk_of(n, |c| head.extend_from_slice(c));
+            assert_eq!(head, all[..n.min(256)], "{n}");
+            let mut head = Vec::new();
+            PyBytes::raw(&all).for_each_chunk_of(n, |c| head.extend_from_slice(c));
+            assert_eq!(head, all[..n.min(256)], "{n}");
+        }
+        let short = PyBytes::latin1("é".as_bytes(), 1);
+        assert_eq!(short.to_vec(), vec![0xE9]);
+        assert_ne!(short, PyBytes::raw("é".as_bytes()));
     }
 }
