@@ -181,8 +181,16 @@ def main():
         with open(mpath) as f:
             manifest = json.load(f)
 
+    names = [f"{kind}.p{p}" for kind in ("mitogen", "mitogen_stream", "small") for p in (2, 4, 5)]
+    names += ["ints.p4", "longstr.p4"]
+    if not any(n.startswith(only) for n in names):
+        sys.exit(f"gen_workloads.py: no workload name starts with {only!r} "
+                 f"(names: {', '.join(names)})")
+
     def want(name):
-        return name.startswith(only)
+        # A group (`mitogen`) is made when some file of it is wanted; a file when its name
+        # starts with the prefix (`small` or `small.p4`).
+        return name.startswith(only) or only.startswith(name)
 
     if want("mitogen"):
         chunks = mitogen_chunks()
@@ -199,7 +207,8 @@ def main():
         v = small_objects()
         n = count_objects(v)
         for p in (2, 4, 5):
-            write(out_dir, manifest, f"small.p{p}.pkl", pickle.dumps(v, protocol=p), n)
+            if want(f"small.p{p}"):
+                write(out_dir, manifest, f"small.p{p}.pkl", pickle.dumps(v, protocol=p), n)
         del v
     if want("ints"):
         v = mixed_ints()

@@ -269,7 +269,8 @@ impl Limits {
 }
 
 /// Parses a size as `--limit` takes it: a decimal integer (`_` separators allowed), optionally
-/// with a binary suffix `K`, `M` or `G` (KiB, MiB, GiB). `None` when malformed or over `u64`.
+/// with a binary suffix `K`, `M` or `G` in either case (KiB, MiB, GiB). `None` when malformed
+/// or over `u64`.
 pub fn parse_size(text: &str) -> Option<u64> {
     let (digits, scale) = match text.as_bytes().last()? {
         b'K' | b'k' => (text.get(..text.len() - 1)?, 1u64 << 10),

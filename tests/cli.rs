@@ -401,6 +401,10 @@ fn dis_lists_what_pickletools_lists() {
         text(&stream.stdout),
         "       0: BININT1 1\n       2: STOP\n\n       3: PROTO 2\n       5: LONG1 -32768\n       9: STOP\n"
     );
+    // Without a FILE, a piped standard input is read, as check, decode and scan read it.
+    let piped = run(&["dis"], Some(b"K\x01.\x80\x02\x8a\x02\x00\x80."));
+    assert_eq!(piped.status.code(), Some(0), "{}", text(&piped.stderr));
+    assert_eq!(piped.stdout, stream.stdout);
     let bad = run(&["dis", "-"], Some(b"N\xff."));
     assert_eq!(bad.status.code(), Some(1));
     assert_eq!(text(&bad.stdout), "       0: NONE\n");
@@ -413,5 +417,23 @@ fn dis_lists_what_pickletools_lists() {
         text(&bad.stderr).contains("offset 1"),
         "{}",
         text(&bad.stderr)
+    );
+}
+
+#[test]
+fn a_missing_policy_file_is_named_as_a_file() {
+    let file = run(&["check", "--policy", "./nosuch.toml", "-"], None);
+    assert_eq!(file.status.code(), Some(2));
+    assert!(
+        text(&file.stderr).contains("no policy file ./nosuch.toml"),
+        "{}",
+        text(&file.stderr)
+    );
+    let name = run(&["check", "--policy", "nosuch", "-"], None);
+    assert_eq!(name.status.code(), Some(2));
+    assert!(
+        text(&name.stderr).contains("no built-in policy \"nosuch\""),
+        "{}",
+        text(&name.stderr)
     );
 }

@@ -21,8 +21,20 @@ use std::path::{Path, PathBuf};
 use common::{decode_outcome, oracle_line, python, repo, run_oracle, scratch, Outcome};
 use picklewarden::{Decoder, Policy};
 
+/// The corpus: `PICKLEWARDEN_PY27_CORPUS` when set, else the team's shared folder beside the
+/// checkout (`../shared/corpus/py27-pickle-fuzz`). A missing corpus fails the test, naming
+/// both: a run without it has not tested Python 2 input.
 fn corpus_dir() -> PathBuf {
-    repo().join("../shared/corpus/py27-pickle-fuzz")
+    let dir = std::env::var_os("PICKLEWARDEN_PY27_CORPUS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo().join("../shared/corpus/py27-pickle-fuzz"));
+    assert!(
+        dir.is_dir(),
+        "the Python 2.7 corpus is not at {} (the shared/corpus/py27-pickle-fuzz folder \
+         beside this checkout; or set PICKLEWARDEN_PY27_CORPUS to where it is)",
+        dir.display()
+    );
+    dir
 }
 
 fn xz_files(dir: &Path, out: &mut Vec<PathBuf>) {

@@ -1,21 +1,22 @@
 //! `picklewarden dis`: the opcode listing of a pickle ([`picklewarden::dis`]), nothing run.
 
 use std::io::{self, BufWriter, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::Args;
 use picklewarden::limits::DEFAULT_MAX_INPUT_BYTES;
 use picklewarden::Error;
 
-use super::{read_input, Fatal};
+use super::{input_path, read_input, Fatal};
 
 /// Options of `dis`.
 #[derive(Args, Debug)]
 pub(crate) struct Opts {
-    /// The pickle file, or `-` for standard input (at most `max_input_bytes` of the default
-    /// limits, 256 MiB).
-    input: PathBuf,
+    /// The pickle file, or `-` for standard input (the default when standard input is not a
+    /// terminal); at most `max_input_bytes` of the default limits, 256 MiB.
+    #[arg(value_name = "FILE|-")]
+    input: Option<PathBuf>,
 }
 
 /// Runs `dis`; its exit status (1 with the reason on stderr when the listing stopped early).
@@ -27,7 +28,9 @@ pub(crate) fn exit(opts: &Opts) -> ExitCode {
             let _ = writeln!(
                 stderr,
                 "picklewarden: {}: listing stopped ({}, {}): {e}",
-                opts.input.display(),
+                input_path(opts.input.as_deref())
+                    .unwrap_or(Path::new("-"))
+                    .display(),
                 e.category().name(),
                 e.kind().name()
             );
@@ -41,11 +44,12 @@ pub(crate) fn exit(opts: &Opts) -> ExitCode {
 }
 
 fn run(opts: &Opts) -> Result<Result<(), Error>, Fatal> {
-    let input = read_input(&opts.input, DEFAULT_MAX_INPUT_BYTES)?;
+    let path = input_path(opts.input.as_deref())?;
+    let input = read_input(path, DEFAULT_MAX_INPUT_BYTES)?;
     if input.len() as u64 > DEFAULT_MAX_INPUT_BYTES {
         return Err(Fatal(format!(
             "{} is over {DEFAULT_MAX_INPUT_BYTES} bytes",
-            opts.input.display()
+            path.display()
         )));
     }
     let mut out = BufWriter::new(io::stdout().lock());

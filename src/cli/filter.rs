@@ -25,8 +25,10 @@ pub(crate) struct Opts {
     mitogen: bool,
     #[command(flatten)]
     frames: FrameOpts,
-    /// Most bytes of a bootstrap handshake (a stream that starts with `MITO000\n`) before
-    /// `MITO002\n`; past it the stream is cut off (exit 1).
+    /// Most bytes of the bootstrap handshake, which is passed on unchecked (Mitogen's parent
+    /// reads it as the handshake, never as pickles) up to the first line holding `MITO002`,
+    /// whatever the stream starts with; past it, or at the stream's end without that line,
+    /// the stream is cut off (exit 1). A stream of frames alone needs `--framed`.
     #[arg(long, default_value_t = DEFAULT_MAX_BOOTSTRAP_BYTES, value_name = "BYTES", value_parser = super::parse_size_usize)]
     max_bootstrap_bytes: usize,
     /// The stream is frames from its first byte, its handshake passed elsewhere. Without it

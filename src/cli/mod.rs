@@ -138,7 +138,8 @@ enum Command {
 #[derive(Args, Debug)]
 pub(crate) struct Common {
     /// Policy: a built-in name (data, strict, mitogen, mitogen-plus) or a TOML policy file
-    /// [default: data; mitogen for `decode --mitogen`].
+    /// (a built-in name wins: `./data` names a file) [default: data; for `decode --mitogen`,
+    /// mitogen].
     #[arg(long, value_name = "NAME|FILE")]
     policy: Option<String>,
     /// Override one limit, e.g. `max_nesting_depth=100` or `max_input_bytes=64M`
@@ -165,21 +166,28 @@ impl Common {
     /// a pipe or a file; given none on a terminal, a usage error rather than a wait for
     /// typed bytes).
     pub(crate) fn input(&self) -> Result<&Path, Fatal> {
-        match &self.input {
-            Some(path) => Ok(path),
-            None if io::stdin().is_terminal() => Err(Fatal(
-                "no input: give a FILE, or `-` (or a pipe) for standard input".into(),
-            )),
-            None => Ok(Path::new("-")),
-        }
+        input_path(self.input.as_deref())
+    }
+}
+
+/// An optional FILE argument: the path, or `-` (standard input) when none was given and
+/// standard input is a pipe or a file; none on a terminal is a usage error rather than a wait
+/// for typed bytes.
+pub(crate) fn input_path(given: Option<&Path>) -> Result<&Path, Fatal> {
+    match given {
+        Some(path) => Ok(path),
+        None if io::stdin().is_terminal() => Err(Fatal(
+            "no input: give a FILE, or `-` (or a pipe) for standard input".into(),
+        )),
+        None => Ok(Path::new("-")),
     }
 }
 
 /// A usage or I/O failure (exit 2).
 pub(crate) struct Fatal(pub(crate) String);
 
-/// A byte-count option: digits, `_` allowed, with an optional K, M or G (binary: 1K = 1024),
-/// as `--limit` reads sizes ([`picklewarden::limits::parse_size`]).
+/// A byte-count option: digits, `_` allowed, with an optional K, M or G in either case
+/// (binary: 1K = 1024), as `--limit` reads sizes ([`picklewarden::limits::parse_size`]).
 pub(crate) fn parse_size(s: &str) -> Result<u64, String> {
     picklewarden::limits::parse_size(s).ok_or_else(|| format!("bad size {s:?}"))
 }
@@ -202,11 +210,16 @@ impl Common {
         }
         let path = Path::new(name);
         if !path.exists() {
-            return Err(Fatal(format!(
-                "no built-in policy {:?} (built-in: {}) and no such file",
-                name,
-                picklewarden::policy::BUILTIN_POLICIES.join(", ")
-            )));
+            // A name with a separator or an extension was meant as a file.
+            return Err(Fatal(if name.contains('/') || name.contains('.') {
+                format!("no policy file {}", path.display())
+            } else {
+                format!(
+                    "no built-in policy {:?} (built-in: {}) and no such file",
+                    name,
+                    picklewarden::policy::BUILTIN_POLICIES.join(", ")
+                )
+            }));
         }
         let text = std::fs::read_to_string(path)
             .map_err(|e| Fatal(format!("cannot read policy {}: {e}", path.display())))?;
