@@ -24,11 +24,6 @@ impl Clock {
         }
     }
 
-    /// The deadline.
-    pub(crate) fn at(&self) -> Option<Instant> {
-        self.at
-    }
-
     /// Whether the deadline has passed, looked at now.
     pub(crate) fn passed(&self) -> bool {
         self.at.is_some_and(|d| Instant::now() >= d)

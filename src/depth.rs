@@ -1,18 +1,18 @@
-//! The build's bound on the nesting depth (`max_nesting_depth`) of what it has built: a height
-//! for each container, kept up to date as containers are made and filled, so that the exact
-//! walk at STOP ([`walk_depth`]) runs only when the bound does not settle the verdict.
+//! The build's check of the nesting depth (`max_nesting_depth`) of what it has built: a
+//! height for each container, kept up to date as containers are made and filled, so that the
+//! exact walk at STOP ([`walk_depth`]) runs only when the heights do not settle the verdict.
 //!
-//! The depth is defined by the walk (`src/limits.rs`): roots in order, depth first, items in
-//! order, a node already walked counting as a leaf; a root is depth 1 and each container adds
-//! one. A path of that walk is a path of the graph, so the length in nodes of the longest
-//! path from a root (its *height*) bounds it from above. Heights are cheap to keep while the
-//! graph is a forest growing at its roots, which is how CPython's pickler writes: a container
-//! is made, filled (APPENDS, SETITEMS, ADDITEMS, BUILD) and only then put into its parent. A
-//! container filled after it was put into another (through the memo), or given itself,
-//! leaves the parents' heights stale; the bound then gives up and the walk decides. The bound
-//! never decides a refusal: a document it does not accept is walked.
+//! The depth is defined in `src/limits.rs`: the number of nodes on the longest path from a
+//! root, a value shared through the memo counted at every place it is reached (as CPython's
+//! `hash`, `repr` and `==` recurse into it each time), and an edge back to a container on the
+//! path (a cycle) a leaf. A container's *height* is that length from it. Heights are cheap to
+//! keep while the graph grows at its roots, which is how CPython's pickler writes: a container
+//! is made, filled (APPENDS, SETITEMS, ADDITEMS, BUILD) and only then put into its parent,
+//! whose height is then one more than its tallest child's, shared or not. A container filled
+//! after it was put into another (through the memo), or given itself, leaves the parents'
+//! heights stale; the heights then give up and the walk decides. The heights never decide a
+//! refusal: a document they do not accept is walked.
 
-use crate::json::SetOrders;
 use crate::value::{Arena, NodeId, Value};
 
 /// Bit 15 of an entry: the container has been given to another container as a child.
@@ -209,8 +209,8 @@ impl Heights {
         self.made = 0;
     }
 
-    /// An upper bound on the depth of the walk from `roots`, or `None` when heights are not
-    /// kept, are stale, or reach [`SATURATED`].
+    /// The depth of the values of `roots` (at least 1; heights that are not stale hold no cycle),
+    /// or `None` when heights are not kept, are stale, or reach [`SATURATED`].
     pub(crate) fn bound(&self, roots: &[NodeId]) -> Option<u64> {
         if !self.on || self.stale {
             return None;
@@ -227,54 +227,100 @@ impl Heights {
     }
 }
 
-/// The walk of `roots` among `nodes` (see the module docs), stopped at the first container
-/// with children at depth `max` (its children would be at `max + 1`). Returns `Err` with that
-/// depth, `max + 1`, or `Ok(())` when every value is within `max`. Iterative; a node is
-/// entered once, so the walk is linear in the arena. The items of a set or frozenset are
-/// walked in the order typed JSON writes them (`sets`, sorted; not the order they were added),
-/// so that a value reached through two items is met first where the writer writes it.
-pub(crate) fn walk_depth(
-    arena: &Arena<'_>,
-    roots: &[NodeId],
-    max: u64,
-    sets: Option<&SetOrders>,
-) -> Result<(), u64> {
-    let mut seen = vec![false; arena.len()];
-    let mut work: Vec<(NodeId, u64)> = Vec::new();
+/// What [`walk_depth`] knows of a node, by arena index: not entered yet.
+const UNSEEN: u32 = 0;
+/// On the walk's current path (entered, not left): an edge to it closes a cycle.
+const ON_PATH: u32 = u32::MAX;
+
+/// One step of [`walk_depth`]'s explicit stack.
+#[derive(Clone, Copy)]
+enum Step {
+    /// Enter the container `id`, `depth` nodes from its root (the root is 1).
+    Enter { id: NodeId, depth: u64 },
+    /// Every child of `id` has been walked: its height is now known.
+    Leave { id: NodeId, depth: u64 },
+}
+
+/// The nesting depth of the values of `roots` (see the module docs and `src/limits.rs`): the
+/// number of nodes on the longest path from a root, a child that is on the path already (a
+/// cycle) counting as a leaf. Roots in order, depth first, children in
+/// [`Value::for_each_child`]'s order (which only decides which edge of a cycle is cut).
+/// Returns `Err(max + 1)` once a path longer than `max` is found (its first `max + 1` values
+/// are a path too), or `Ok(())` when every value is within `max`. Iterative; each node is entered
+/// once and each child looked at twice, so the walk is linear in the arena; 4 bytes a node.
+pub(crate) fn walk_depth(arena: &Arena<'_>, roots: &[NodeId], max: u64) -> Result<(), u64> {
+    // By arena index: UNSEEN, ON_PATH, or the height of a container left (at least 1).
+    let mut state = vec![UNSEEN; arena.len()];
+    let is_container = |c: NodeId| arena.node(c).is_some_and(|n| arena.view(n).is_container());
+    let mut work: Vec<Step> = Vec::new();
     for &root in roots {
-        work.push((root, 1));
-        while let Some((id, depth)) = work.pop() {
-            let Some(seen) = seen.get_mut(id.index()) else {
-                continue;
-            };
-            if *seen {
-                continue;
-            }
-            *seen = true;
-            let Some(v) = arena.node(id).map(|n| arena.view(n)) else {
-                continue;
-            };
-            let start = work.len();
-            let mut has_children = false;
-            let mut visit = |c: NodeId| {
-                has_children = true;
-                // Only a child that can hold children can go deeper: leaves (the bulk of
-                // most documents) are not queued, which changes nothing in the verdict.
-                if arena.node(c).is_some_and(|n| arena.view(n).is_container()) {
-                    work.push((c, depth + 1));
+        if is_container(root) {
+            work.push(Step::Enter { id: root, depth: 1 });
+        }
+        while let Some(step) = work.pop() {
+            match step {
+                Step::Enter { id, depth } => {
+                    let Some(s) = state.get_mut(id.index()) else {
+                        continue;
+                    };
+                    // Left already (its height is known), or on the path (a cycle: a leaf,
+                    // counted when its parent is left).
+                    if *s != UNSEEN {
+                        continue;
+                    }
+                    *s = ON_PATH;
+                    let Some(v) = arena.node(id).map(|n| arena.view(n)) else {
+                        continue;
+                    };
+                    let mut has_children = false;
+                    work.push(Step::Leave { id, depth });
+                    let start = work.len();
+                    v.for_each_child(|c| {
+                        has_children = true;
+                        // Only a child that can hold children can go deeper: leaves (the bulk
+                        // of most documents) are not queued.
+                        if is_container(c) {
+                            work.push(Step::Enter {
+                                id: c,
+                                depth: depth + 1,
+                            });
+                        }
+                    });
+                    if has_children && depth + 1 > max {
+                        return Err(depth + 1);
+                    }
+                    // Popped in item order.
+                    if let Some(added) = work.get_mut(start..) {
+                        added.reverse();
+                    }
                 }
-            };
-            match sets.and_then(|s| s.items(id)) {
-                Some(sorted) if matches!(v, Value::Set(_) | Value::FrozenSet(_)) => {
-                    sorted.iter().copied().for_each(&mut visit);
+                Step::Leave { id, depth } => {
+                    let Some(v) = arena.node(id).map(|n| arena.view(n)) else {
+                        continue;
+                    };
+                    // 1 for an empty container; else one more than its tallest child, a leaf
+                    // or a node on the path (a cycle) being 1.
+                    let mut tallest = 0u64;
+                    v.for_each_child(|c| {
+                        let h = match state.get(c.index()) {
+                            Some(&h) if h != UNSEEN && h != ON_PATH && is_container(c) => {
+                                u64::from(h)
+                            }
+                            _ => 1,
+                        };
+                        tallest = tallest.max(h);
+                    });
+                    let height = tallest + 1;
+                    // The path from the root to this node, then its tallest way down.
+                    let through = depth - 1 + height;
+                    if through > max {
+                        return Err(max.saturating_add(1));
+                    }
+                    if let Some(s) = state.get_mut(id.index()) {
+                        // At most `max`, and at most the arena's length plus one.
+                        *s = u32::try_from(height).unwrap_or(ON_PATH - 1);
+                    }
                 }
-                _ => v.for_each_child(visit),
-            }
-            if has_children && depth + 1 > max {
-                return Err(depth + 1);
-            }
-            if let Some(added) = work.get_mut(start..) {
-                added.reverse();
             }
         }
     }
@@ -331,5 +377,33 @@ mod tests {
         let top = NodeId(u32::from(SATURATED) - 1);
         assert_eq!(h.bound(&[top]), None);
         assert_eq!(h.bound(&[NodeId(u32::from(SATURATED) - 2)]), Some(0x7FFE));
+    }
+
+    /// The walk counts a shared value at every place it is reached (A51: a list of every link
+    /// of a chain of tuples, and a set of the last link), cuts a cycle at the edge back to
+    /// the path, and refuses at `max + 1`.
+    #[test]
+    fn the_walk_finds_the_longest_path_through_shared_values() {
+        const N: u32 = 50;
+        let mut p = b"\x80\x04]\x94)\x94a".to_vec();
+        for k in 2..N + 2 {
+            p.push(b'j');
+            p.extend_from_slice(&(k - 1).to_le_bytes());
+            p.extend_from_slice(b"\x85\x94a");
+        }
+        p.extend_from_slice(b"\x8f(j");
+        p.extend_from_slice(&(N + 1).to_le_bytes());
+        p.extend_from_slice(b"\x90a.");
+        let doc = crate::decode(&p, &crate::Policy::data()).unwrap();
+        // list 1, set 2, t_N 3, ..., t_0 = () at N + 3.
+        let depth = u64::from(N) + 3;
+        assert_eq!(walk_depth(&doc.arena, &doc.roots, depth), Ok(()));
+        assert_eq!(walk_depth(&doc.arena, &doc.roots, depth - 1), Err(depth));
+        assert_eq!(walk_depth(&doc.arena, &doc.roots, 5), Err(6));
+        // l = [[l, [[1]]], l]: l 1, [l, [[1]]] 2, its l a leaf at 3, [[1]] 3, [1] 4, 1 at 5.
+        let cycle = b"\x80\x04]\x94(]\x94(h\x00]]K\x01aae\x94h\x00e.";
+        let doc = crate::decode(cycle, &crate::Policy::data()).unwrap();
+        assert_eq!(walk_depth(&doc.arena, &doc.roots, 5), Ok(()));
+        assert_eq!(walk_depth(&doc.arena, &doc.roots, 4), Err(5));
     }
 }

@@ -317,15 +317,16 @@ fn text_prefix(s: &str, room: usize) -> &str {
 
 /// The order in which typed JSON writes the items of each set and frozenset reachable from
 /// some roots (sorted by the compact JSON text of each item, see the module docs), for the
-/// depth check, which must meet shared values where the writer does (src/depth.rs).
+/// tests of that order.
+#[cfg(test)]
 pub(crate) struct SetOrders {
     by_set: HashMap<NodeId, u32>,
     orders: Vec<Vec<NodeId>>,
 }
 
+#[cfg(test)]
 impl SetOrders {
     /// The orders of the sets that `roots` reach in `arena`.
-    #[cfg(test)]
     pub(crate) fn of(arena: &Arena<'_>, roots: &[NodeId]) -> SetOrders {
         SetOrders::until(arena, roots, None).unwrap_or(SetOrders {
             by_set: HashMap::new(),

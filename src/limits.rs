@@ -163,19 +163,18 @@ impl FromStr for LimitName {
 pub struct Limits {
     /// Bytes of input. Default [`DEFAULT_MAX_INPUT_BYTES`].
     pub max_input_bytes: u64,
-    /// Depth of the decoded value tree (a scalar at top level is depth 1; each container adds
-    /// one; a value reached again through the memo counts where it first appears, as typed
-    /// JSON writes it: depth first, items in order, a set's or frozenset's items in the
-    /// sorted order typed JSON gives them; where it appears again, as a cycle does, it is a
-    /// leaf, so `l = [l]` is 2 deep). Checked at STOP; for a stream, once after the last
-    /// pickle, over every root in order. Default [`DEFAULT_MAX_NESTING_DEPTH`]. This is the
-    /// nesting of what is written (typed JSON's, and CPython's pickler's, which writes a
-    /// shared value once): a consumer that walks the loaded value without regard to sharing,
-    /// as CPython's `repr` does, can recurse deeper (a chain of tuples each holding the one
-    /// before, shared through the memo, is 3 deep here and as long as it is to `repr`). It
-    /// bounds depth, not paths: shared values make a small graph with exponentially many
-    /// paths, so a walk over a document must skip what it has seen ([`crate::value`],
-    /// "Walking a document").
+    /// Depth of the decoded values: the number of values on the longest path from a root (a
+    /// scalar at top level is depth 1; each container adds one, `[[1]]` is 3). A value
+    /// reached again through the memo counts at every place it is reached, as a consumer
+    /// that walks the loaded value without regard to sharing meets it (CPython's `hash`,
+    /// `repr`, `==`, `json.dumps`, which recurse: a chain of a million tuples each holding
+    /// the one before, all kept in one list, is a million deep, and hashing it overflows
+    /// CPython 3.11's C stack). An edge back to a container on the path, which closes a
+    /// cycle, is a leaf, so `l = [l]` is 2 deep (which edge of a cycle is cut follows a walk
+    /// from the roots in order, depth first, items in the order they were added). Checked at
+    /// STOP; for a stream, once after the last pickle, over every root in order. The walk that
+    /// checks it is linear in the document, however many paths sharing makes (each value's
+    /// height is found once). Default [`DEFAULT_MAX_NESTING_DEPTH`].
     pub max_nesting_depth: u64,
     /// Entries on the pickle machine's stack, values and MARKs together.
     /// Default [`DEFAULT_MAX_STACK_LEN`].

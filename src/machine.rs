@@ -403,9 +403,6 @@ struct Machine<'a, 'p> {
     /// Containers created (list, tuple, dict, set, frozenset, record object): no path of the
     /// depth check holds more than these plus one leaf.
     containers: u64,
-    /// Whether a set or frozenset was made (the depth walk then needs typed JSON's order of
-    /// their items).
-    has_sets: bool,
     /// The containers' heights, a bound on the depth check's walk (src/depth.rs): always kept
     /// by a decode in one pass; after a scan (`decode_with_report`), only when it counted
     /// more opcodes that make containers than `max_nesting_depth`.
@@ -911,7 +908,6 @@ impl<'a, 'p> Machine<'a, 'p> {
             created: 0,
             containers: 0,
             heights: Heights::default(),
-            has_sets: false,
             indexes: HashMap::new(),
             hash_cache: HashCache::default(),
             sealed: HashMap::new(),
@@ -1181,7 +1177,6 @@ impl<'a, 'p> Machine<'a, 'p> {
         | Node::FrozenSet { start, len } = n
         {
             self.containers += 1;
-            self.has_sets |= matches!(n, Node::Set { .. } | Node::FrozenSet { .. });
             let items = self
                 .arena
                 .items
@@ -1193,7 +1188,6 @@ impl<'a, 'p> Machine<'a, 'p> {
         let v = self.arena.view(n);
         if v.is_container() {
             self.containers += 1;
-            self.has_sets |= matches!(v, Value::Set(_) | Value::FrozenSet(_));
             self.heights.made(id, &v);
         }
     }
@@ -1247,7 +1241,6 @@ impl<'a, 'p> Machine<'a, 'p> {
             .filter(|&i| i < ARENA_END)
             .ok_or_else(|| self.limit(LimitName::MaxNodes, self.created))?;
         self.containers += 1;
-        self.has_sets |= matches!(n, Node::Set { .. });
         self.heights.made_empty(NodeId(id));
         self.arena.nodes.push(n);
         self.push(NodeId(id))
@@ -2957,7 +2950,6 @@ impl<'a, 'p> Machine<'a, 'p> {
                         break;
                     };
                     self.containers += 1;
-                    self.has_sets |= op == EMPTY_SET;
                     self.heights.made_empty(id);
                     self.stack.push(id);
                     pos += 1;
@@ -2976,15 +2968,10 @@ impl<'a, 'p> Machine<'a, 'p> {
                         }
                     }
                 }
-                BININT | BININT1 | BININT2
-                    if !matches!(
-                        input.get(
-                            pos + 2 + usize::from(op == BININT2) + 3 * usize::from(op == BININT)
-                        ),
-                        Some(&(BININT | BININT1 | BININT2 | LONG1))
-                    ) =>
-                {
-                    // One int (a run of them is read below): held in its id, or a node.
+                BININT | BININT1 | BININT2 => {
+                    // One int, held in its id, or a node; the loop takes the next. (Sending
+                    // runs of them to `int_run`, as a LONG1 is below, cost more than it saved:
+                    // small.p4 775 M instructions against 751 M, ints.p4 the same.)
                     let size = match op {
                         BININT1 => 1,
                         BININT2 => 2,
@@ -3008,9 +2995,10 @@ impl<'a, 'p> Machine<'a, 'p> {
                     self.stack.push(id);
                     pos += 1 + size;
                 }
-                BININT | BININT1 | BININT2 | LONG1 => {
-                    // A run of ints, read with its own checks; an int it does not take (one
-                    // that would pass a limit, a LONG1 past 8 bytes) is the careful path's.
+                LONG1 => {
+                    // A run of ints from a LONG1, read with its own checks; an int it does not
+                    // take (one that would pass a limit, a LONG1 past 8 bytes) is the careful
+                    // path's.
                     // At most `budget` of them (this one included), so that the budget's
                     // count stays exact: the deadline is looked at when it is spent.
                     self.opcodes = top - budget;
@@ -3115,36 +3103,27 @@ impl<'a, 'p> Machine<'a, 'p> {
         Ok(root)
     }
 
-    /// Enforces `max_nesting_depth` on the value trees of `roots` as the typed-JSON writer
-    /// walks them: roots in order, depth first, items in order, a node already written (under
-    /// this root or an earlier one) counting as a leaf.
+    /// Enforces `max_nesting_depth` on the values of `roots` (src/limits.rs): the longest
+    /// path from a root, a value shared through the memo counted at each place it is reached,
+    /// an edge that closes a cycle a leaf ([`walk_depth`]).
     fn check_depth(&self, roots: &[NodeId]) -> Result<()> {
         let max = self.limits.max_nesting_depth;
         // The root itself is depth 1 (src/limits.rs), so a maximum of 0 refuses any value.
         if max == 0 {
             return Err(self.limit(LimitName::MaxNestingDepth, 1));
         }
-        // The walk never enters a node twice, so a path holds each container at most once,
-        // plus one leaf (which may be a container met again: `l = [l]` is 2 deep): the depth
-        // is at most `containers + 1`. A flat list of millions of ints is not walked.
+        // A path never holds a container twice (an edge back to one on it is a leaf), so it
+        // holds at most every container, plus one leaf (which may be a container met again:
+        // `l = [l]` is 2 deep): the depth is at most `containers + 1`. A flat list of
+        // millions of ints is not walked.
         if self.containers.saturating_add(1) <= max {
             return Ok(());
         }
-        // The heights of the containers bound every path from a root (src/depth.rs).
+        // The heights of the containers are the longest paths from them (src/depth.rs).
         if self.heights.bound(roots).is_some_and(|h| h <= max) {
             return Ok(());
         }
-        // Set items are walked in the order typed JSON writes them (sorted), when there are
-        // sets at all.
-        let sets = match self.has_sets {
-            // Ordering sets can cost a sort key per item: it stops at the deadline too.
-            true => Some(
-                crate::json::SetOrders::until(&self.arena, roots, self.clock.at())
-                    .ok_or_else(|| self.err(ErrorKind::DeadlineExceeded))?,
-            ),
-            false => None,
-        };
-        walk_depth(&self.arena, roots, max, sets.as_ref())
+        walk_depth(&self.arena, roots, max)
             .map_err(|depth| self.limit(LimitName::MaxNestingDepth, depth))
     }
 
@@ -3314,7 +3293,7 @@ impl<'a, 'p> Machine<'a, 'p> {
                 match self.get(top)? {
                     Value::Bytes(_) => {}
                     Value::ByteArray(b) => {
-                        let copy = b.to_vec();
+                            let copy = b.to_vec();
                         let n = copy.len() as u64;
                         self.pop()?;
                         let id = self.fat(Fat::Bytes(Cow::Owned(copy)), n)?;
@@ -3618,10 +3597,9 @@ mod tests {
         assert_eq!(kind(b"\x80\x02M\x01"), "truncated");
     }
 
-    /// In a stream, the depth is checked once over every root on the final graph, as the
-    /// typed-JSON writer walks it (roots in order, a value written under an earlier root is a
-    /// `ref`): a later pickle reaching an earlier one's list through the memo neither adds
-    /// that list's depth again nor hides what it appended to it.
+    /// In a stream, the depth is checked once over every root on the final graph: a later
+    /// pickle reaching an earlier one's list through the memo has that list's depth under its
+    /// own root too, and what it appended to it is not hidden.
     #[test]
     fn stream_depth_is_checked_on_the_final_graph_over_all_roots() {
         let at3 = |input: &[u8]| {
@@ -3635,9 +3613,14 @@ mod tests {
                 .map(|d| d.roots().len())
                 .map_err(|e| e.to_string())
         };
-        // l = [[1000, 1001]] (memo 0), then [l]: depth 3, then 2 with l a ref.
+        // l = [[1000, 1001]] (memo 0), depth 3, then [l]: depth 4 (typed JSON writes l as a
+        // ref there, 2 deep); [1002] instead is 2 deep.
         let reach = b"\x80\x02]q\x00](J\xe8\x03\x00\x00J\xe9\x03\x00\x00ea.\x80\x02]h\x00a.";
-        assert_eq!(at3(reach), Ok(2));
+        let err = at3(reach).unwrap_err();
+        assert!(err.contains("max_nesting_depth exceeded: 4 > 3"), "{err}");
+        let apart =
+            b"\x80\x02]q\x00](J\xe8\x03\x00\x00J\xe9\x03\x00\x00ea.\x80\x02]J\xea\x03\x00\x00a.";
+        assert_eq!(at3(apart), Ok(2));
         // l = [[], [], []] (memo 0, depth 2), then the second pickle appends [[[1004]]] to l
         // and returns l: the first root is now 5 deep (refused where the walk first passes 3).
         let deepen = b"\x80\x02]q\x00(]]]e.\x80\x02h\x00]]]J\xec\x03\x00\x00aaaa.";
@@ -4200,13 +4183,13 @@ mod tests {
         assert!(at(&flat, 1).is_err());
         // [[]]: the bound (3) is above the limit, so the walk decides: depth 2.
         assert_eq!(at(b"\x80\x02](]e.", 2), Ok(2));
-        // l = [1000]; [l, [l]]: 3 containers, so the walk decides. It meets `l` first at
-        // depth 2 and counts it as written after that (as the typed-JSON writer does): depth
-        // 3, not the 4 of the path through [l].
+        // l = [1000]; [l, [l]]: 3 containers, so the heights decide. `l` counts at both
+        // places, the deeper deciding: the path through [l] is 4 deep (typed JSON, which
+        // writes the second `l` as a ref, nests 3).
         let dag = b"\x80\x02](]q\x00J\xe8\x03\x00\x00a](h\x00ee.";
-        assert_eq!(at(dag, 3), Ok(4));
-        let err = at(dag, 2).unwrap_err();
-        assert!(err.contains("max_nesting_depth exceeded: 3 > 2"), "{err}");
+        assert_eq!(at(dag, 4), Ok(4));
+        let err = at(dag, 3).unwrap_err();
+        assert!(err.contains("max_nesting_depth exceeded: 4 > 3"), "{err}");
     }
 
     #[test]

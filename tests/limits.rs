@@ -3,8 +3,10 @@
 //! N and N+1 are accepted. The counting rules (from src/machine.rs and src/limits.rs):
 //!
 //! - max_input_bytes: the input length (checked before anything is read);
-//! - max_nesting_depth: depth of the value tree, a root is depth 1, each container level adds
-//!   one (an int inside a list at the root is depth 2);
+//! - max_nesting_depth: values on the longest path from a root, a root is depth 1, each
+//!   container level adds one (an int inside a list at the root is depth 2), a value shared
+//!   through the memo counts at every place it is reached, an edge back to a container on the
+//!   path (a cycle) is a leaf;
 //! - max_stack_len: the peak of values plus MARKs on the stack;
 //! - max_memo_entries: distinct memo indices set (setting an index again is free);
 //! - max_container_items: items of one container (a dict pair is one item);
@@ -140,16 +142,17 @@ fn max_nesting_depth() {
             true,
         );
     }
-    // A memoized list reached twice counts where it first appears (document order), and its
-    // later appearance is a leaf (a ref in typed JSON). x = [1]:
-    // [x, [[x]]]: x at 2 (its int at 3), then the second x at depth 4 -> 4
+    // A memoized list reached twice counts at both places, the deeper deciding (as `repr`
+    // or `hash` of the loaded value meets it twice). x = [1]:
+    // [x, [[x]]]: x at 2 (its int at 3), then again at 4, its int at 5 -> 5 (it was 4 when
+    // the depth was typed JSON's, where the second x is a ref leaf)
     let p = b"\x80\x02](]K\x01aq\x00]]h\x00aae.";
     check_exact(
         "x first shallow",
         p,
         &data(),
         LimitName::MaxNestingDepth,
-        4,
+        5,
         true,
     );
     // [[[x]], x]: x first at depth 4, its int at 5 -> 5
@@ -164,10 +167,10 @@ fn max_nesting_depth() {
     );
     many_containers_beside_a_deep_value();
     // A list of 30 cons cells c_i = (i, c_(i-1)), c_0 = None, each shared through the memo:
-    // typed JSON writes each c_i once and a ref after that (tuples too), so the list is 3
-    // deep: c_30 at 2, its ref to c_29 at 3. (A consumer that walks the loaded Python value
-    // without regard to sharing, as `repr` does, goes 32 deep: the limit bounds the nesting
-    // of what is written, as CPython's pickler and typed JSON write it; see src/limits.rs.)
+    // typed JSON writes each c_i once and a ref after that, 3 deep, but `repr` or `hash` of
+    // the loaded list goes through every c_i: c_30 at 2, c_1 at 31, its None at 32. That is
+    // the depth (a review helper's list of a million such tuples, passed as 3 deep, made
+    // CPython 3.11's pickle.loads overflow its C stack hashing the chain).
     for proto in [2, 4] {
         let p = python_hex(&format!(
             "import pickle\nc, cs = None, []\nfor i in range(30):\n    c = (i, c)\n    cs.append(c)\nprint(pickle.dumps(cs, {proto}).hex())"
@@ -177,10 +180,24 @@ fn max_nesting_depth() {
             &p,
             &data(),
             LimitName::MaxNestingDepth,
-            3,
+            32,
             true,
         );
     }
+    // CPython's pickler writes a chain of 2000 tuples t_k = (t_(k-1),), t_0 = (), kept in one
+    // list, link by link through the memo (no deep recursion): list 1, t_2000 2, ..., t_0 at
+    // 2002. Typed JSON nests it 3 deep; CPython's hash(v[-1]) recurses 2001 levels (A51).
+    let p = python_hex(
+        "import pickle\nt, v = (), [()]\nfor _ in range(2000):\n    t = (t,)\n    v.append(t)\nprint(pickle.dumps(v, 4).hex())",
+    );
+    check_exact(
+        "tuple chain kept in a list",
+        &p,
+        &data(),
+        LimitName::MaxNestingDepth,
+        2002,
+        true,
+    );
     // A cycle: the list met again is a leaf one level down (found by a review helper: with
     // the number of values as a bound, both were accepted one level too deep).
     // l = [l]: l 1, l again 2.
@@ -201,10 +218,10 @@ fn max_nesting_depth() {
         4,
         true,
     );
-    // Set items count in the order typed JSON writes them (sorted), not the order they were
-    // added (found by the same review): x = (((((()),),),),); frozenset({x, (1, x)}), x added
-    // first, but (1, x) is written first, so x is written inside it: frozenset 1, (1, x) 2,
-    // x 3, its innermost () at 8.
+    // A set item shared with another item counts at its deeper place, whatever the order of
+    // the items (when the depth was typed JSON's, the writer's sorted order decided; found
+    // by a review): x = (((((()),),),),); frozenset({x, (1, x)}), x added first: frozenset 1,
+    // (1, x) 2, x 3, its innermost () at 8.
     let p = common::hex_decode("800428298585858585944a01000000680086912e");
     check_exact(
         "frozenset({x, (1, x)})",
@@ -214,9 +231,8 @@ fn max_nesting_depth() {
         8,
         true,
     );
-    // frozenset({x20, ..., x1}) with x_i = (i, x_(i+1)), x21 = (), added x20 first: in
-    // that order no path is deeper than 3, but typed JSON writes x1 first (its text sorts
-    // first) and every x_i inside it: 22 (the () in x20).
+    // frozenset({x20, ..., x1}) with x_i = (i, x_(i+1)), x21 = (), added x20 first: the
+    // path from x1 goes through every x_i: 22 (the () in x20).
     let mut p = b"\x80\x04)\x940".to_vec();
     for i in (1u8..=20).rev() {
         p.extend_from_slice(&[b'K', i, b'h', 20 - i, 0x86, 0x94, b'0']);
@@ -250,23 +266,34 @@ fn max_nesting_depth() {
 
 /// Values with far more containers than their depth, so that the build keeps heights
 /// (src/depth.rs) and they, or the walk when they cannot, decide: written by CPython at every
-/// protocol, with the depth computed in Python by the walk `max_nesting_depth` defines (on
-/// what `pickle.loads` gives, so sharing is what the memo shares).
+/// protocol, with the depth computed in Python as `max_nesting_depth` defines it (on what
+/// `pickle.loads` gives, so sharing is what the memo shares): the longest path from the root,
+/// an edge to a container on the path a leaf.
 fn many_containers_beside_a_deep_value() {
     let script = r#"
 import pickle
 
 def depth(root):
-    seen, deepest, work = set(), 0, [(root, 1)]
+    containers = (list, tuple, dict, set, frozenset)
+    def kids(v):
+        return [c for kv in v.items() for c in kv] if isinstance(v, dict) else list(v)
+    if not isinstance(root, containers):
+        return 1
+    # id -> None while on the path, then the height; post-order by an explicit stack
+    height, work = {}, [(root, False)]
     while work:
-        v, d = work.pop()
-        deepest = max(deepest, d)
-        if not isinstance(v, (list, tuple, dict, set, frozenset)) or id(v) in seen:
-            continue
-        seen.add(id(v))
-        kids = [c for kv in v.items() for c in kv] if isinstance(v, dict) else list(v)
-        work.extend((c, d + 1) for c in reversed(kids))
-    return deepest
+        v, leaving = work.pop()
+        if leaving:
+            h = 1
+            for c in kids(v):
+                hc = height.get(id(c)) if isinstance(c, containers) else 1
+                h = max(h, 1 + (hc or 1))
+            height[id(v)] = h
+        elif id(v) not in height:
+            height[id(v)] = None
+            work.append((v, True))
+            work.extend((c, False) for c in reversed(kids(v)) if isinstance(c, containers))
+    return height[id(root)]
 
 def chain(n, wrap):
     v = 1000
@@ -282,7 +309,7 @@ cases["last"] = [[i, (i,), {"k": [i]}] for i in range(200)] + [chain(25, lambda 
 # dicts of dicts, and frozensets of frozensets, among many lists
 cases["dicts"] = {"d": chain(20, lambda v: {"x": v}), "l": [[i] for i in range(80)]}
 cases["frozen"] = ([], [chain(12, lambda v: frozenset([v, 7]))], [[] for _ in range(60)])
-# a list reached twice: first shallow, then under a deep chain (counted where first met)
+# a list reached twice: first shallow, then under a deep chain (counted at the deeper)
 x = [[[2000]]]
 cases["dag"] = [x, chain(10, lambda v: [v, x])] + [[] for _ in range(50)]
 # a list that holds a list holding it: filled after it was put into another (the walk decides)

@@ -9,9 +9,11 @@
 //!   container holds more than `max_container_items`, the arena holds at most `max_nodes`
 //!   values, and a lower bound of the bytes the decoder must have charged (node slots, item
 //!   slots, keyed entries, bytearray bytes) is within `max_alloc_bytes`;
-//! - its nesting depth, the nesting of node objects in its typed JSON (counted here apart from
-//!   the library's own check), is within `max_nesting_depth`; a `max_nesting_depth` refusal
-//!   names `max + 1`, and the same input decoded without the limit is deeper than `max`;
+//! - its nesting depth, the values on the longest path from a root (counted here apart from
+//!   the library's own check), is within `max_nesting_depth`, and so is the nesting of node
+//!   objects in its typed JSON (a shared value is a `ref` leaf there); a `max_nesting_depth`
+//!   refusal names `max + 1`, and the same input decoded without the limit is deeper than
+//!   `max`;
 //! - its typed JSON parses as JSON (serde_json; past serde_json's recursion limit of 128 an
 //!   iterative bracket/string check), its bracket depth is bounded by `max_nesting_depth`, and
 //!   the repr writer terminates;
@@ -531,11 +533,16 @@ fn check_document(data: &[u8], limits: &Limits, stream: bool, doc: &Document<'_>
     let mut streamed = Vec::new();
     assert!(json::write_typed_json(doc, &mut streamed).is_ok() && streamed == text.as_bytes());
     check_json(&text, limits);
-    let depth = json_node_depth(&text);
+    let depth = nesting_depth(doc);
     assert!(
         depth <= limits.max_nesting_depth,
         "accepted a document {depth} deep, past max_nesting_depth {}: {data:?}",
         limits.max_nesting_depth
+    );
+    let written = json_node_depth(&text);
+    assert!(
+        written <= depth,
+        "typed JSON nests {written} node objects in a document {depth} deep: {data:?}"
     );
     // One text per document (json::node_to_typed_json per root would cost the whole arena per
     // root: quadratic for a stream of many small pickles). A single pickle's text is put in
@@ -550,13 +557,68 @@ fn check_document(data: &[u8], limits: &Limits, stream: bool, doc: &Document<'_>
     }
 }
 
-/// The nesting depth of `doc` as `max_nesting_depth` counts it (src/limits.rs): the nesting
-/// of node objects (`{"type":...}`) in its typed JSON, which writes roots in order, depth
-/// first, items in order (a set's sorted), and a value met again as a `ref` leaf. Computed
-/// here from the text, apart from the library's check (its bound from heights and its walk),
-/// so the two can be compared.
+/// The nesting depth of `doc` as `max_nesting_depth` counts it (src/limits.rs): the values on
+/// the longest path from a root, a shared value counted at every place it is reached, an
+/// edge back to a value on the path (a cycle) a leaf; roots in order, depth first, children
+/// in [`Value::for_each_child`]'s order. Computed here apart from the library's check (its
+/// heights and its walk), with one frame per open value holding its children and the index
+/// of the next, so the two can be compared.
 pub fn nesting_depth(doc: &Document<'_>) -> u64 {
-    json_node_depth(&json::to_typed_json(doc))
+    use std::collections::HashMap;
+    /// A value's children, in order.
+    fn children(doc: &Document<'_>, id: NodeId) -> Vec<NodeId> {
+        let mut out = Vec::new();
+        if let Some(v) = doc.get(id) {
+            v.for_each_child(|c| out.push(c));
+        }
+        out
+    }
+    // None: on the path; Some(h): its height.
+    let mut height: HashMap<NodeId, Option<u64>> = HashMap::new();
+    let mut deepest = 0;
+    for &root in doc.roots() {
+        // (value, its children, index of the next child, tallest child so far)
+        let mut frames: Vec<(NodeId, Vec<NodeId>, usize, u64)> = Vec::new();
+        let root_height = match height.get(&root) {
+            Some(&h) => h.unwrap_or(1),
+            None => {
+                height.insert(root, None);
+                frames.push((root, children(doc, root), 0, 0));
+                0
+            }
+        };
+        let mut finished = root_height;
+        while let Some(frame) = frames.last_mut() {
+            let Some(&c) = frame.1.get(frame.2) else {
+                // Every child seen: the height is known.
+                let (id, _, _, tallest) = frames.pop().unwrap_or((root, Vec::new(), 0, 0));
+                let h = tallest + 1;
+                height.insert(id, Some(h));
+                match frames.last_mut() {
+                    Some(parent) => parent.3 = parent.3.max(h),
+                    None => finished = h,
+                }
+                continue;
+            };
+            frame.2 += 1;
+            match height.get(&c) {
+                // On the path (a cycle), or a leaf's entry never made: one level.
+                Some(None) => frame.3 = frame.3.max(1),
+                Some(Some(h)) => frame.3 = frame.3.max(*h),
+                None => {
+                    let kids = children(doc, c);
+                    if kids.is_empty() {
+                        frame.3 = frame.3.max(1);
+                    } else {
+                        height.insert(c, None);
+                        frames.push((c, kids, 0, 0));
+                    }
+                }
+            }
+        }
+        deepest = deepest.max(finished.max(1));
+    }
+    deepest
 }
 
 /// The deepest nesting of JSON objects whose first key is `"type"` in `text` (compact JSON as
