@@ -33,7 +33,7 @@ use crate::latin1;
 use crate::limits::{LimitName, Limits};
 use crate::memo::Memo;
 use crate::opcode::{Opcode, BININT_ARG};
-use crate::policy::{ArgType, Constructor, Policy, Python2Str, TextEncoding};
+use crate::policy::{Checked, Constructor, Policy, Python2Str, TextEncoding};
 use crate::reader::{binint_at, Reader};
 use crate::scan::{ScanReport, Scanner};
 use crate::text::Text;
@@ -411,9 +411,9 @@ struct Machine<'a, 'p> {
     /// empty NEWOBJ_EX keyword arguments), with the global called: they may not change after
     /// the call, or what the schema checked would no longer be what the record holds (A46).
     sealed: HashMap<NodeId, NodeId>,
-    /// The (dict, key type) pairs whose keys a schema found all of that type: a sealed dict
-    /// is not checked again when it is passed again.
-    keys_checked: HashSet<(NodeId, ArgType)>,
+    /// What argument schemas found (dicts whose keys matched, texts' lengths): not found
+    /// again when the same value is passed again.
+    checked: Checked,
     /// When to stop ([`Decoder::deadline`]), looked at by opcode count.
     clock: Clock,
     /// Where a new dict's pairs and a new set's items are gathered while their keys are
@@ -911,7 +911,7 @@ impl<'a, 'p> Machine<'a, 'p> {
             indexes: HashMap::new(),
             hash_cache: HashCache::default(),
             sealed: HashMap::new(),
-            keys_checked: HashSet::new(),
+            checked: Checked::default(),
             clock: Clock::default(),
             new_pairs: Vec::new(),
             new_items: Vec::new(),
@@ -1125,6 +1125,23 @@ impl<'a, 'p> Machine<'a, 'p> {
         }
         self.charge(NODE_BYTES.saturating_add(extra))?;
         self.created = n + 1;
+        Ok(())
+    }
+
+    /// Refuses, as [`Machine::fat`] would, a value of the side table owning `extra` bytes that
+    /// the limits have no room for: called before those bytes are copied, so that a copy
+    /// never passes `max_alloc_bytes` before it is charged.
+    fn fat_fits(&self, extra: u64) -> Result<()> {
+        let n = self.created;
+        if n >= self.limits.max_nodes {
+            return Err(self.limit(LimitName::MaxNodes, n + 1));
+        }
+        let total = self
+            .alloc
+            .saturating_add(NODE_BYTES.saturating_add(extra.saturating_add(FAT_BYTES)));
+        if total > self.limits.max_alloc_bytes {
+            return Err(self.limit(LimitName::MaxAllocBytes, total));
+        }
         Ok(())
     }
 
@@ -1910,7 +1927,7 @@ impl<'a, 'p> Machine<'a, 'p> {
             Constructor::Record => {
                 if let Some(schema) = &rule.args {
                     schema
-                        .check(&self.arena, argv, &mut self.keys_checked)
+                        .check(&self.arena, argv, &mut self.checked)
                         .map_err(|why| self.rejected(&why))?;
                     if let Some(k) = kwargs {
                         if matches!(self.get(k)?, Value::Dict(d) if !d.is_empty()) {
@@ -2061,12 +2078,19 @@ impl<'a, 'p> Machine<'a, 'p> {
         let data = match argv {
             [] => Vec::new(),
             [b] => match self.get(*b)? {
-                Value::Bytes(b) => b.to_vec(),
-                Value::ByteArray(b) => b.to_vec(),
+                Value::Bytes(b) => {
+                    self.fat_fits(b.len() as u64)?;
+                    b.to_vec()
+                }
+                Value::ByteArray(b) => {
+                    self.fat_fits(b.len() as u64)?;
+                    b.to_vec()
+                }
                 _ => return Err(self.rejected("bytearray() takes bytes")),
             },
             [text, encoding] => {
                 let (text, len) = self.latin1_source(*text, *encoding)?;
+                self.fat_fits(len as u64)?;
                 latin1::pack(&text, len)
             }
             _ => return Err(self.rejected("bytearray() takes at most two arguments")),
@@ -3273,6 +3297,7 @@ impl<'a, 'p> Machine<'a, 'p> {
             }
             O::Bytearray8 => {
                 let b = self.r.take_prefixed::<8>()?;
+                self.fat_fits(b.len() as u64)?;
                 let id = self.fat(Fat::ByteArray(b.to_vec()), b.len() as u64)?;
                 self.push(id)?;
             }
@@ -3293,7 +3318,8 @@ impl<'a, 'p> Machine<'a, 'p> {
                 match self.get(top)? {
                     Value::Bytes(_) => {}
                     Value::ByteArray(b) => {
-                            let copy = b.to_vec();
+                        self.fat_fits(b.len() as u64)?;
+                        let copy = b.to_vec();
                         let n = copy.len() as u64;
                         self.pop()?;
                         let id = self.fat(Fat::Bytes(Cow::Owned(copy)), n)?;

@@ -11,6 +11,7 @@ mod toml_file;
 
 use std::collections::HashMap;
 
+pub(crate) use schema::Checked;
 pub use schema::{ArgSpec, ArgType, ArgsSchema};
 
 use crate::error::{escape_for_display, ErrorKind};
