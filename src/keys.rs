@@ -20,7 +20,8 @@ use num_bigint::BigInt;
 use num_traits::{FromPrimitive, ToPrimitive};
 
 use crate::clock::Clock;
-use crate::value::{Arena, Node, NodeId, PyBytes, Value};
+use crate::policy::RecordKey;
+use crate::value::{Arena, Node, NodeId, Object, PyBytes, Value};
 
 /// The index of a dict or set: `(hash, position in items)` pairs.
 pub(crate) type KeyIndex = HashTable<(u64, u32)>;
@@ -235,6 +236,69 @@ impl<S: BuildHasher> KeyOps<'_, '_, S> {
         self.arena.get(id)
     }
 
+    /// The value `id` is hashed and compared as: itself, or for a record whose key is its
+    /// first argument ([`RecordKey::FirstArgument`]: Mitogen's `Secret`, `Blob`), that
+    /// argument, followed through records of the same kind (each argument was made before
+    /// its record, so the chain only goes back, and ends). `Unhashable` for a record that is
+    /// ([`RecordKey::Unhashable`], or a first-argument record called with none).
+    fn resolve(&self, mut id: NodeId) -> Result<NodeId, Unhashable> {
+        loop {
+            let Some(Value::Object(o)) = self.node(id) else {
+                return Ok(id);
+            };
+            match o.key {
+                RecordKey::Identity | RecordKey::OnePerFirstArgument => return Ok(id),
+                RecordKey::Unhashable => return Err(Unhashable),
+                RecordKey::FirstArgument => {
+                    let next = self.first_argument(o)?;
+                    // Never forward (a guard: arguments are made before their record).
+                    if !next.is_shared() && next >= id {
+                        return Err(Unhashable);
+                    }
+                    id = next;
+                }
+            }
+        }
+    }
+
+    /// The first positional argument of a record; `Unhashable` when it has none.
+    fn first_argument(&self, o: &Object) -> Result<NodeId, Unhashable> {
+        match self.node(o.args) {
+            Some(Value::Tuple(items)) => items.first().copied().ok_or(Unhashable),
+            _ => Err(Unhashable),
+        }
+    }
+
+    /// The hash of a [`RecordKey::OnePerFirstArgument`] record: its global's name and its
+    /// first argument's hash, which must be a scalar's (else `Unhashable`, so that no walk
+    /// goes through records).
+    fn hash_one_per_argument(&self, o: &Object) -> Result<u64, Unhashable> {
+        let a = self.resolve(self.first_argument(o)?)?;
+        let ha = match self.node(a) {
+            Some(
+                Value::None
+                | Value::Bool(_)
+                | Value::Int(_)
+                | Value::BigInt(_)
+                | Value::Float(_)
+                | Value::Complex(..)
+                | Value::Str(_)
+                | Value::Bytes(_)
+                | Value::Global(_),
+            ) => self.hash_scalar(a)?.ok_or(Unhashable)?,
+            _ => return Err(Unhashable),
+        };
+        let mut h = self.state.build_hasher();
+        h.write_u8(12);
+        if let Some(Value::Global(g)) = self.node(o.callable) {
+            let (module, name) = g.python3_name();
+            module.hash(&mut h);
+            name.hash(&mut h);
+        }
+        h.write_u64(ha);
+        Ok(h.finish())
+    }
+
     fn cached(&self, id: NodeId) -> Option<u64> {
         self.cache?.try_borrow().ok()?.hashes.get(&id).copied()
     }
@@ -289,6 +353,7 @@ impl<S: BuildHasher> KeyOps<'_, '_, S> {
 
     /// The hash of a hashable value, or `Unhashable`.
     pub(crate) fn hash(&self, root: NodeId) -> Result<u64, Unhashable> {
+        let root = self.resolve(root)?;
         // Fast path: scalars.
         if let Some(h) = self.hash_scalar(root)? {
             return Ok(h);
@@ -312,6 +377,7 @@ impl<S: BuildHasher> KeyOps<'_, '_, S> {
         let mut pending = Some(root);
         loop {
             if let Some(id) = pending.take() {
+                let id = self.resolve(id)?;
                 let known = match done.get(&id).copied().or_else(|| self.cached(id)) {
                     Some(h) => Some(h),
                     None => self.hash_scalar(id)?,
@@ -457,10 +523,16 @@ impl<S: BuildHasher> KeyOps<'_, '_, S> {
                 module.hash(&mut h);
                 name.hash(&mut h);
             }
-            Value::Object(_) => {
-                h.write_u8(8);
-                h.write_u32(id.0);
-            }
+            Value::Object(o) => match o.key {
+                RecordKey::Identity => {
+                    h.write_u8(8);
+                    h.write_u32(id.0);
+                }
+                RecordKey::Unhashable => return Err(Unhashable),
+                // Its argument is not a first-argument record: one level.
+                RecordKey::FirstArgument => return self.hash_scalar(self.resolve(id)?),
+                RecordKey::OnePerFirstArgument => return self.hash_one_per_argument(o).map(Some),
+            },
             Value::Tuple(_) | Value::FrozenSet(_) => return Ok(None),
             _ => return Err(Unhashable),
         }
@@ -500,9 +572,15 @@ impl<S: BuildHasher> KeyOps<'_, '_, S> {
                 | Value::Int(_)
                 | Value::Float(_)
                 | Value::Complex(..)
-                | Value::Global(_)
-                | Value::Object(_),
+                | Value::Global(_),
             ) => Ok(None),
+            Some(Value::Object(o)) => match o.key {
+                RecordKey::Identity => Ok(None),
+                RecordKey::Unhashable => Err(Unhashable),
+                // Its argument is not a first-argument record: one level.
+                RecordKey::FirstArgument => self.hashable_costly(self.resolve(id)?),
+                RecordKey::OnePerFirstArgument => self.hash_one_per_argument(o).map(|_| None),
+            },
             Some(Value::Tuple(_) | Value::FrozenSet(_)) => self.hash(id).map(Some),
             _ => Err(Unhashable),
         }
@@ -663,6 +741,10 @@ impl<S: BuildHasher> KeyOps<'_, '_, S> {
             if met.is_multiple_of(WALK_CHECK) && !self.walk_fits(compared.len() + work.len()) {
                 return false;
             }
+            // A record compared as its first argument is that argument.
+            let (Ok(x), Ok(y)) = (self.resolve(x), self.resolve(y)) else {
+                return false;
+            };
             if x == y || !compared.insert((x, y)) {
                 continue;
             }
@@ -691,6 +773,24 @@ impl<S: BuildHasher> KeyOps<'_, '_, S> {
                     _ => self.py_bytes_eq(x, y, p, q),
                 },
                 (Value::Global(p), Value::Global(q)) => p.python3_name() == q.python3_name(),
+                // One object per first argument: the same global, equal arguments.
+                (Value::Object(p), Value::Object(q))
+                    if p.key == RecordKey::OnePerFirstArgument
+                        && q.key == RecordKey::OnePerFirstArgument =>
+                {
+                    let same_global = matches!(
+                        (self.node(p.callable), self.node(q.callable)),
+                        (Some(Value::Global(g)), Some(Value::Global(h)))
+                            if g.python3_name() == h.python3_name()
+                    );
+                    match (self.first_argument(p), self.first_argument(q)) {
+                        (Ok(m), Ok(n)) if same_global => {
+                            work.push((m, n));
+                            true
+                        }
+                        _ => false,
+                    }
+                }
                 (Value::Tuple(p), Value::Tuple(q)) => {
                     if p.len() != q.len() {
                         return false;

@@ -1955,6 +1955,7 @@ impl<'a, 'p> Machine<'a, 'p> {
                     state: None,
                     listitems: Vec::new(),
                     dictitems: Vec::new(),
+                    key: rule.key,
                 };
                 // The object is its side-table slot ([`FAT_BYTES`]); what it gains later
                 // (items, pairs) is charged as it comes.

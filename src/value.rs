@@ -56,6 +56,7 @@ use std::borrow::Cow;
 use num_bigint::BigInt;
 
 use crate::latin1;
+use crate::policy::RecordKey;
 
 /// The UTF-8 text of a [`Node::Latin1`] is shorter than this: counting its Latin-1 length
 /// when it is viewed costs little. A longer one is a [`Fat::Latin1`], which keeps its length,
@@ -382,6 +383,8 @@ pub struct Object {
     pub listitems: Vec<NodeId>,
     /// Pairs added by SETITEM/SETITEMS.
     pub dictitems: Vec<(NodeId, NodeId)>,
+    /// How it is compared as a dict key or set item: its policy rule's `key`.
+    pub key: RecordKey,
 }
 
 /// A global (class or function) named by GLOBAL, STACK_GLOBAL, INST or an extension code and

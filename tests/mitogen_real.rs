@@ -213,3 +213,46 @@ for h in sys.stdin:
     // Both kinds occur often enough to mean something.
     assert!(ended > 300 && ended < 2700, "{ended} of 3000 ended");
 }
+
+/// Dict keys made of Mitogen's classes (`tests/python/mitogen_keys.py`): a `Secret` or `Blob`
+/// key is equal to the plain text or bytes it holds (a `str` and a `bytes` subclass), two
+/// `_unpickle_context` calls with one id are one key (the parent's Router keeps one Context per
+/// id), a `Kwargs` key (a `dict` subclass) is refused, and `CallError`s and Senders are keys
+/// of their own. Mitogen's own unpickler and `decode --policy mitogen` give the same number
+/// of pairs for each (found by a review helper: records were all keys by identity).
+#[test]
+fn record_keys_are_equal_where_mitogens_are() {
+    let Some(python) = mitogen_python() else {
+        return;
+    };
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/python/mitogen_keys.py");
+    let out = Command::new("timeout")
+        .args(["--kill-after=10", "120"])
+        .arg(&python)
+        .arg(script)
+        .arg(env!("CARGO_BIN_EXE_picklewarden"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "mitogen_keys.py failed ({:?}):\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    let r: serde_json::Value =
+        serde_json::from_str(text.lines().last().unwrap_or_default()).unwrap();
+    let cases = r.as_object().unwrap();
+    for (case, pair) in cases {
+        assert_eq!(pair[0], pair[1], "{case}: [mitogen, picklewarden] = {pair}");
+    }
+    let expected = serde_json::json!({
+        "secret-vs-str-keys": 1, "str-vs-secret-keys": 1, "blob-vs-bytes-keys": 1,
+        "kwargs-as-key": "refused", "two-secrets": 1, "secrets-differ": 2,
+        "two-contexts-one-id": 1, "two-contexts-two-ids": 2, "context-vs-int": 2,
+        "secret-in-tuple-key": 1, "two-senders": 2, "call-errors": 2,
+    });
+    for (case, n) in expected.as_object().unwrap() {
+        assert_eq!(&r[case][1], n, "{case}: {r}");
+    }
+}

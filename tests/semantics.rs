@@ -937,3 +937,125 @@ fn python2_and_python3_names_of_one_global_are_one_key() {
     let doc = decode(p3, &policy);
     assert!(matches!(root(&doc).1, Value::Dict(d) if d.len() == 2));
 }
+
+/// A record's `key` setting (src/policy/mod.rs, `RecordKey`): `first_argument` hashes and
+/// compares as its first argument (a `str` subclass made from it), `one_per_first_argument`
+/// is equal to a call of the same global with an equal first argument and to nothing else,
+/// `unhashable` is refused as a key, and `identity` (the default) is a key of its own.
+#[test]
+fn record_keys_follow_their_policy_setting() {
+    let policy = Policy::from_toml_str(
+        r#"
+name = "keys"
+[[global]]
+module = "m"
+name = "AsArg"
+constructor = "record"
+key = "first_argument"
+[[global]]
+module = "m"
+name = "OnePer"
+constructor = "record"
+key = "one_per_first_argument"
+[[global]]
+module = "m"
+name = "Other"
+constructor = "record"
+key = "one_per_first_argument"
+[[global]]
+module = "m"
+name = "NoHash"
+constructor = "record"
+key = "unhashable"
+[[global]]
+module = "m"
+name = "Plain"
+constructor = "record"
+"#,
+    )
+    .unwrap();
+    let pairs = |p: &[u8]| {
+        let doc = decode(p, &policy);
+        match doc.root().and_then(|r| doc.get(r)) {
+            Some(Value::Dict(d)) => d.len(),
+            other => panic!("{other:?}"),
+        }
+    };
+    let g = |name: &str| format!("cm\n{name}\n").into_bytes();
+    let dict = |body: Vec<u8>| [b"\x80\x02}(".to_vec(), body, b"u.".to_vec()].concat();
+    // {AsArg('a'): 1, 'a': 2}: one pair, as {Secret('a'): 1, 'a': 2} in Mitogen.
+    let as_arg = dict(
+        [
+            g("AsArg"),
+            b"X\x01\x00\x00\x00a\x85RK\x01X\x01\x00\x00\x00aK\x02".to_vec(),
+        ]
+        .concat(),
+    );
+    assert_eq!(pairs(&as_arg), 1);
+    // {('a',): 1, (AsArg('a'),): 2}: one pair (inside a tuple too).
+    let in_tuple = dict(
+        [
+            b"X\x01\x00\x00\x00a\x85K\x01".to_vec(),
+            g("AsArg"),
+            b"X\x01\x00\x00\x00a\x85R\x85K\x02".to_vec(),
+        ]
+        .concat(),
+    );
+    assert_eq!(pairs(&in_tuple), 1);
+    // OnePer(5) twice: one pair; OnePer(5) and OnePer(6): two; OnePer(5) and 5: two;
+    // OnePer(5) and Other(5): two (another global).
+    let one_per = |a: &[u8], b: &[u8]| {
+        dict(
+            [
+                g("OnePer"),
+                a.to_vec(),
+                b"\x85RK\x01".to_vec(),
+                b.to_vec(),
+                b"K\x02".to_vec(),
+            ]
+            .concat(),
+        )
+    };
+    let call = |name: &str, arg: &[u8]| [g(name), arg.to_vec(), b"\x85R".to_vec()].concat();
+    assert_eq!(pairs(&one_per(b"K\x05", &call("OnePer", b"K\x05"))), 1);
+    assert_eq!(pairs(&one_per(b"K\x05", &call("OnePer", b"K\x06"))), 2);
+    assert_eq!(pairs(&one_per(b"K\x05", b"K\x05")), 2);
+    assert_eq!(pairs(&one_per(b"K\x05", &call("Other", b"K\x05"))), 2);
+    // Plain() twice: two pairs (identity).
+    let plain = dict(
+        [
+            g("Plain"),
+            b")RK\x01".to_vec(),
+            g("Plain"),
+            b")RK\x02".to_vec(),
+        ]
+        .concat(),
+    );
+    assert_eq!(pairs(&plain), 2);
+    // Refused as keys: NoHash(), AsArg() with no argument, AsArg([]) (its argument is a
+    // list), OnePer((1,)) (its argument is not a scalar).
+    for (label, key) in [
+        ("NoHash()", [g("NoHash"), b")R".to_vec()].concat()),
+        ("AsArg()", [g("AsArg"), b")R".to_vec()].concat()),
+        ("AsArg([])", call("AsArg", b"]")),
+        ("OnePer((1,))", call("OnePer", b"K\x01\x85")),
+    ] {
+        let p = dict([key, b"K\x01".to_vec()].concat());
+        let e = refusal(&p, &policy);
+        assert_eq!(e.kind().name(), "unhashable_key", "{label}: {e}");
+    }
+    // A setting that could never apply is refused: key on a constructor other than record,
+    // or an unknown key.
+    let bad = Policy::from_toml_str(
+        "name = \"x\"\n[[global]]\nmodule = \"builtins\"\nname = \"set\"\nconstructor = \"set\"\nkey = \"unhashable\"\n",
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(bad.contains("key applies to record globals only"), "{bad}");
+    let bad = Policy::from_toml_str(
+        "name = \"x\"\n[[global]]\nmodule = \"m\"\nname = \"R\"\nconstructor = \"record\"\nkey = \"value\"\n",
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(bad.contains("unknown key \"value\""), "{bad}");
+}

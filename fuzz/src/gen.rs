@@ -13,7 +13,7 @@ use arbitrary::Arbitrary;
 
 /// Globals the generator names by index: allowed by `data`, by the fuzz policy's records, and
 /// refused ones.
-pub const KNOWN_GLOBALS: [(&str, &str); 16] = [
+pub const KNOWN_GLOBALS: [(&str, &str); 19] = [
     ("_codecs", "encode"),
     ("builtins", "set"),
     ("__builtin__", "set"),
@@ -25,6 +25,9 @@ pub const KNOWN_GLOBALS: [(&str, &str); 16] = [
     ("fuzz", "Rec"),
     ("fuzz", "Schema"),
     ("fuzz", "Plain"),
+    ("fuzz", "AsArg"),
+    ("fuzz", "OnePer"),
+    ("fuzz", "NoHash"),
     ("os", "system"),
     ("builtins", "eval"),
     ("copyreg", "_reconstructor"),

@@ -38,9 +38,9 @@ use picklewarden::{
 use picklewarden::{NodeId, Value};
 
 /// A policy used only by the fuzz harness: record constructors in every form (with and without
-/// an argument schema), an extension code mapped to a record, and Python 2 strings as UTF-8
-/// text, so the fuzzer reaches the record, BUILD, items, schema and EXT paths that the shipped
-/// policies refuse early.
+/// an argument schema, and with each way of being a key), an extension code mapped to a
+/// record, and Python 2 strings as UTF-8 text, so the fuzzer reaches the record, BUILD, items,
+/// schema, record-key and EXT paths that the shipped policies refuse early.
 pub const FUZZ_POLICY_TOML: &str = r#"
 name = "fuzz-records"
 description = "fuzz harness only: records in every form"
@@ -69,6 +69,24 @@ module = "fuzz"
 name = "Plain"
 constructor = "record"
 forms = []
+
+[[global]]
+module = "fuzz"
+name = "AsArg"
+constructor = "record"
+key = "first_argument"
+
+[[global]]
+module = "fuzz"
+name = "OnePer"
+constructor = "record"
+key = "one_per_first_argument"
+
+[[global]]
+module = "fuzz"
+name = "NoHash"
+constructor = "record"
+key = "unhashable"
 
 [[global]]
 module = "builtins"

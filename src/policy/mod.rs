@@ -180,6 +180,43 @@ pub struct GlobalRule {
     pub forms: Forms,
     /// For `record`: the accepted positional arguments, if constrained.
     pub args: Option<ArgsSchema>,
+    /// For `record`: how the object is compared as a dict key or set item ([`RecordKey`];
+    /// [`RecordKey::Identity`] for every other constructor).
+    pub key: RecordKey,
+}
+
+/// How a `record` object is hashed and compared as a dict key or set item: what the class it
+/// stands for inherits or defines as `__hash__` and `__eq__` (the TOML setting `key`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum RecordKey {
+    /// `"identity"` (the default): each object is a key of its own, as a plain class's
+    /// instances are (`object.__hash__`, `object.__eq__`).
+    #[default]
+    Identity,
+    /// `"unhashable"`: refused as a key or item (`unhashable_key`), as instances of a `dict`
+    /// or `list` subclass are (Mitogen's `Kwargs`).
+    Unhashable,
+    /// `"first_argument"`: hashed and compared as its first positional argument, as a `str`
+    /// or `bytes` subclass made from it is (Mitogen's `Secret` and `Blob`: `Secret('a') ==
+    /// 'a'`). Unhashable when called without arguments.
+    FirstArgument,
+    /// `"one_per_first_argument"`: calls of this global with equal first arguments are one
+    /// object, as a factory that keeps one per argument makes them (Mitogen's parent's
+    /// `_unpickle_context`, through `Router.context_by_id`): equal to an object of the same
+    /// global whose first argument is equal, to nothing else. The first argument must be a
+    /// scalar (None, bool, int, float, complex, str, bytes, global), else the object is
+    /// unhashable.
+    OnePerFirstArgument,
+}
+
+impl RecordKey {
+    /// The TOML name of each setting, in [`RecordKey`]'s order.
+    pub const NAMES: [(&'static str, RecordKey); 4] = [
+        ("identity", RecordKey::Identity),
+        ("unhashable", RecordKey::Unhashable),
+        ("first_argument", RecordKey::FirstArgument),
+        ("one_per_first_argument", RecordKey::OnePerFirstArgument),
+    ];
 }
 
 impl GlobalRule {
@@ -434,6 +471,7 @@ mod tests {
             constructor: Constructor::Set,
             forms: Forms::ALL,
             args: None,
+            key: RecordKey::Identity,
         });
         let r = p.rule(p.find("builtins", "set").unwrap()).unwrap();
         assert!(r.forms.reduce && r.forms.inst);

@@ -6,7 +6,7 @@ use serde::Deserialize;
 
 use super::{
     ArgSpec, ArgType, ArgsSchema, Constructor, Forms, GlobalRule, Policy, PolicyError, Python2Str,
-    TextEncoding,
+    RecordKey, TextEncoding,
 };
 use crate::limits::{parse_size, LimitName, Limits};
 
@@ -43,6 +43,8 @@ struct GlobalEntry {
     args: Option<Vec<ArgEntry>>,
     #[serde(default)]
     min_args: Option<usize>,
+    #[serde(default)]
+    key: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -271,12 +273,33 @@ pub(super) fn parse(text: &str) -> Result<Policy, PolicyError> {
                 })
             }
         };
+        let key = match g.key.as_deref() {
+            None => RecordKey::Identity,
+            Some(k) => {
+                let Some(&(_, key)) = RecordKey::NAMES.iter().find(|(n, _)| *n == k) else {
+                    return Err(err(format!(
+                        "{}.{}: unknown key {k:?} (one of: {})",
+                        g.module,
+                        g.name,
+                        RecordKey::NAMES.map(|(n, _)| n).join(", ")
+                    )));
+                };
+                if constructor != Constructor::Record {
+                    return Err(err(format!(
+                        "key applies to record globals only ({}.{})",
+                        g.module, g.name
+                    )));
+                }
+                key
+            }
+        };
         policy.allow(GlobalRule {
             module: g.module,
             name: g.name,
             constructor,
             forms,
             args,
+            key,
         });
     }
     for e in file.extensions {
