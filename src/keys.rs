@@ -241,8 +241,14 @@ impl<S: BuildHasher> KeyOps<'_, '_, S> {
     /// argument, followed through records of the same kind (each argument was made before
     /// its record, so the chain only goes back, and ends). `Unhashable` for a record that is
     /// ([`RecordKey::Unhashable`], or a first-argument record called with none).
+    #[inline]
     fn resolve(&self, mut id: NodeId) -> Result<NodeId, Unhashable> {
         loop {
+            // Only a value of the side table can be a record: the rest are themselves,
+            // found from the node without a view.
+            if !matches!(self.arena.node(id), Some(Node::Fat(_))) {
+                return Ok(id);
+            }
             let Some(Value::Object(o)) = self.node(id) else {
                 return Ok(id);
             };
@@ -528,9 +534,9 @@ impl<S: BuildHasher> KeyOps<'_, '_, S> {
                     h.write_u8(8);
                     h.write_u32(id.0);
                 }
-                RecordKey::Unhashable => return Err(Unhashable),
-                // Its argument is not a first-argument record: one level.
-                RecordKey::FirstArgument => return self.hash_scalar(self.resolve(id)?),
+                // Every caller resolves first (`KeyOps::resolve`), so a first-argument record
+                // is not met here; were it, it would be refused, not hashed as itself.
+                RecordKey::Unhashable | RecordKey::FirstArgument => return Err(Unhashable),
                 RecordKey::OnePerFirstArgument => return self.hash_one_per_argument(o).map(Some),
             },
             Value::Tuple(_) | Value::FrozenSet(_) => return Ok(None),
@@ -555,6 +561,7 @@ impl<S: BuildHasher> KeyOps<'_, '_, S> {
             None if id.is_shared() => return Ok(None),
             _ => {}
         }
+        let id = self.resolve(id)?;
         match self.node(id) {
             Some(Value::Str(s)) => {
                 let b = s.as_bytes();
@@ -576,9 +583,8 @@ impl<S: BuildHasher> KeyOps<'_, '_, S> {
             ) => Ok(None),
             Some(Value::Object(o)) => match o.key {
                 RecordKey::Identity => Ok(None),
-                RecordKey::Unhashable => Err(Unhashable),
-                // Its argument is not a first-argument record: one level.
-                RecordKey::FirstArgument => self.hashable_costly(self.resolve(id)?),
+                // Resolved above: not met here.
+                RecordKey::Unhashable | RecordKey::FirstArgument => Err(Unhashable),
                 RecordKey::OnePerFirstArgument => self.hash_one_per_argument(o).map(|_| None),
             },
             Some(Value::Tuple(_) | Value::FrozenSet(_)) => self.hash(id).map(Some),
