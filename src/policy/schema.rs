@@ -131,7 +131,9 @@ fn type_matches(ty: ArgType, v: Value<'_>) -> bool {
 
 impl Checked {
     /// The code points of the text `bytes` (node `id`) as far as a check against `max` needs
-    /// them: its exact count when it is at most `max + 1`, else at least `max + 1`. One code
+    /// them: for a text of at most `max` bytes, its byte length (an upper bound: the text
+    /// passes uncounted); else its exact count when that is at most `max + 1`, and at least
+    /// `max + 1` otherwise. One code
     /// point per byte that is not a UTF-8 continuation byte, in valid UTF-8 and in
     /// `surrogatepass` UTF-8 alike, each surrogate encoded on its own (a text with surrogates
     /// was once counted in bytes, which refused real Mitogen CallErrors holding
