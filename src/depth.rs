@@ -302,10 +302,10 @@ pub(crate) fn walk_depth(arena: &Arena<'_>, roots: &[NodeId], max: u64) -> Resul
                     // or a node on the path (a cycle) being 1.
                     let mut tallest = 0u64;
                     v.for_each_child(|c| {
+                        // A leaf was never entered: UNSEEN, as is a shared value's missing
+                        // entry.
                         let h = match state.get(c.index()) {
-                            Some(&h) if h != UNSEEN && h != ON_PATH && is_container(c) => {
-                                u64::from(h)
-                            }
+                            Some(&h) if h != UNSEEN && h != ON_PATH => u64::from(h),
                             _ => 1,
                         };
                         tallest = tallest.max(h);

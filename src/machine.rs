@@ -1119,30 +1119,31 @@ impl<'a, 'p> Machine<'a, 'p> {
     /// to be shared).
     #[inline(always)]
     fn count_value(&mut self, extra: u64) -> Result<()> {
+        self.alloc = self.value_fits(extra)?;
+        self.created += 1;
+        Ok(())
+    }
+
+    /// [`Machine::count_value`]'s checks without the counting: the bytes charged once the
+    /// value is counted, or the refusal it would make.
+    #[inline(always)]
+    fn value_fits(&self, extra: u64) -> Result<u64> {
         let n = self.created;
         if n >= self.limits.max_nodes {
             return Err(self.limit(LimitName::MaxNodes, n + 1));
         }
-        self.charge(NODE_BYTES.saturating_add(extra))?;
-        self.created = n + 1;
-        Ok(())
+        let total = self.alloc.saturating_add(NODE_BYTES.saturating_add(extra));
+        if total > self.limits.max_alloc_bytes {
+            return Err(self.limit(LimitName::MaxAllocBytes, total));
+        }
+        Ok(total)
     }
 
     /// Refuses, as [`Machine::fat`] would, a value of the side table owning `extra` bytes that
     /// the limits have no room for: called before those bytes are copied, so that a copy
     /// never passes `max_alloc_bytes` before it is charged.
     fn fat_fits(&self, extra: u64) -> Result<()> {
-        let n = self.created;
-        if n >= self.limits.max_nodes {
-            return Err(self.limit(LimitName::MaxNodes, n + 1));
-        }
-        let total = self
-            .alloc
-            .saturating_add(NODE_BYTES.saturating_add(extra.saturating_add(FAT_BYTES)));
-        if total > self.limits.max_alloc_bytes {
-            return Err(self.limit(LimitName::MaxAllocBytes, total));
-        }
-        Ok(())
+        self.value_fits(extra.saturating_add(FAT_BYTES)).map(|_| ())
     }
 
     /// A new value that every document shares (`None`, a bool, an int held in its id),

@@ -609,7 +609,9 @@ pub fn nesting_depth(doc: &Document<'_>) -> u64 {
         while let Some(frame) = frames.last_mut() {
             let Some(&c) = frame.1.get(frame.2) else {
                 // Every child seen: the height is known.
-                let (id, _, _, tallest) = frames.pop().unwrap_or((root, Vec::new(), 0, 0));
+                let Some((id, _, _, tallest)) = frames.pop() else {
+                    break;
+                };
                 let h = tallest + 1;
                 height.insert(id, Some(h));
                 match frames.last_mut() {
