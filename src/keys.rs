@@ -242,7 +242,7 @@ impl<S: BuildHasher> KeyOps<'_, '_, S> {
     /// its record, so the chain only goes back, and ends). `Unhashable` for a record that is
     /// ([`RecordKey::Unhashable`], or a first-argument record called with none).
     #[inline]
-    fn resolve(&self, mut id: NodeId) -> Result<NodeId, Unhashable> {
+    pub(crate) fn resolve(&self, mut id: NodeId) -> Result<NodeId, Unhashable> {
         loop {
             // Only a value of the side table can be a record: the rest are themselves,
             // found from the node without a view.

@@ -53,6 +53,7 @@ pub mod mitogen;
 pub mod opcode;
 pub mod policy;
 mod reader;
+mod reader_keys;
 pub mod repr;
 pub mod scan;
 pub mod text;

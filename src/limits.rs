@@ -39,6 +39,18 @@ pub const DEFAULT_MAX_LONG_TEXT_DIGITS: u64 = 4300;
 pub const DEFAULT_MAX_LONG_BYTES: u64 = 4096;
 /// Default for [`Limits::max_opcodes`]: 256 Mi opcodes executed in one decode.
 pub const DEFAULT_MAX_OPCODES: u64 = 256 * 1024 * 1024;
+/// Default for [`Limits::max_key_steps`]: 1 Mi steps (a few milliseconds of CPython) for one
+/// dict key or set item. Without it a 130-byte key that is a DAG of tuples makes CPython hash
+/// 3**40 items at one SETITEM, holding the GIL for good.
+pub const DEFAULT_MAX_KEY_STEPS: u64 = 1024 * 1024;
+/// Default for [`Limits::max_key_steps_per_byte`]: 64 steps per input byte for the whole
+/// document. Without it a key used again and again (a 40,000-item tuple as the key of 40,000
+/// dicts) makes CPython's work quadratic in the input.
+pub const DEFAULT_MAX_KEY_STEPS_PER_BYTE: u64 = 64;
+/// Default for [`Limits::max_key_collisions`]: 8 distinct keys of one dict or set with one
+/// CPython hash value. Without it keys chosen to collide (`k * (2**61 - 1)` all hash to 0)
+/// make CPython's dict quadratic: 40,000 of them (519 KB) took CPython 42 s.
+pub const DEFAULT_MAX_KEY_COLLISIONS: u64 = 8;
 
 /// The name of one limit; `name()` is the field name of [`Limits`] and the key accepted by
 /// `--limit NAME=VALUE` and by the `[limits]` table of a policy file.
@@ -64,11 +76,17 @@ pub enum LimitName {
     MaxLongBytes,
     /// [`Limits::max_opcodes`].
     MaxOpcodes,
+    /// [`Limits::max_key_steps`].
+    MaxKeySteps,
+    /// [`Limits::max_key_steps_per_byte`].
+    MaxKeyStepsPerByte,
+    /// [`Limits::max_key_collisions`].
+    MaxKeyCollisions,
 }
 
 impl LimitName {
     /// Every limit, in documentation order.
-    pub const ALL: [LimitName; 10] = [
+    pub const ALL: [LimitName; 13] = [
         LimitName::MaxInputBytes,
         LimitName::MaxNestingDepth,
         LimitName::MaxStackLen,
@@ -79,6 +97,9 @@ impl LimitName {
         LimitName::MaxLongTextDigits,
         LimitName::MaxLongBytes,
         LimitName::MaxOpcodes,
+        LimitName::MaxKeySteps,
+        LimitName::MaxKeyStepsPerByte,
+        LimitName::MaxKeyCollisions,
     ];
 
     /// The limit's name (the field name of [`Limits`]).
@@ -94,6 +115,9 @@ impl LimitName {
             LimitName::MaxLongTextDigits => "max_long_text_digits",
             LimitName::MaxLongBytes => "max_long_bytes",
             LimitName::MaxOpcodes => "max_opcodes",
+            LimitName::MaxKeySteps => "max_key_steps",
+            LimitName::MaxKeyStepsPerByte => "max_key_steps_per_byte",
+            LimitName::MaxKeyCollisions => "max_key_collisions",
         }
     }
 
@@ -109,6 +133,9 @@ impl LimitName {
             LimitName::MaxNodes => "values",
             LimitName::MaxLongTextDigits => "digits",
             LimitName::MaxOpcodes => "opcodes",
+            LimitName::MaxKeySteps => "steps",
+            LimitName::MaxKeyStepsPerByte => "steps per input byte",
+            LimitName::MaxKeyCollisions => "keys",
         }
     }
 
@@ -129,6 +156,15 @@ impl LimitName {
             }
             LimitName::MaxLongBytes => "big ints are quadratic to print as decimal",
             LimitName::MaxOpcodes => "bounds CPU time independently of memory",
+            LimitName::MaxKeySteps => {
+                "CPython does not cache tuple hashes: one key that is a DAG of tuples freezes the reader after picklewarden"
+            }
+            LimitName::MaxKeyStepsPerByte => {
+                "keys hashed and compared again and again make the reader's work quadratic in the input"
+            }
+            LimitName::MaxKeyCollisions => {
+                "numbers and tuples of them hash deterministically in CPython, so colliding keys make its dicts quadratic"
+            }
         }
     }
 
@@ -197,6 +233,24 @@ pub struct Limits {
     pub max_long_bytes: u64,
     /// Opcodes executed. Default [`DEFAULT_MAX_OPCODES`].
     pub max_opcodes: u64,
+    /// Steps of CPython's work for one dict key or set item at one insertion (SETITEM,
+    /// SETITEMS, ADDITEMS, FROZENSET, `set()`, `frozenset()`): its hash (a tuple's unfolded
+    /// size, as CPython does not cache tuple hashes; a big int's 30-bit digits; a frozenset's
+    /// length the first time) and its comparisons with the keys CPython compares it to (keys
+    /// sharing its CPython hash value, or one equal to it but another object), each its size.
+    /// The model is in `src/reader_keys.rs`. It bounds the reader after picklewarden
+    /// (CPython's `pickle.loads`, a Mitogen parent), not picklewarden, whose own hashing is
+    /// linear. Default [`DEFAULT_MAX_KEY_STEPS`].
+    pub max_key_steps: u64,
+    /// The document's total of those steps per input byte (rounded up): the total may reach
+    /// this many times the input's length, or `max_key_steps`, whichever is more.
+    /// Default [`DEFAULT_MAX_KEY_STEPS_PER_BYTE`].
+    pub max_key_steps_per_byte: u64,
+    /// Distinct keys of one dict or set that share one CPython hash value, counted for keys
+    /// whose CPython hash is deterministic (ints outside -2**30..2**30, floats, complex
+    /// numbers, tuples and frozensets of numbers, `None`, bools and empty texts).
+    /// Default [`DEFAULT_MAX_KEY_COLLISIONS`].
+    pub max_key_collisions: u64,
 }
 
 impl Default for Limits {
@@ -212,6 +266,9 @@ impl Default for Limits {
             max_long_text_digits: DEFAULT_MAX_LONG_TEXT_DIGITS,
             max_long_bytes: DEFAULT_MAX_LONG_BYTES,
             max_opcodes: DEFAULT_MAX_OPCODES,
+            max_key_steps: DEFAULT_MAX_KEY_STEPS,
+            max_key_steps_per_byte: DEFAULT_MAX_KEY_STEPS_PER_BYTE,
+            max_key_collisions: DEFAULT_MAX_KEY_COLLISIONS,
         }
     }
 }
@@ -230,6 +287,9 @@ impl Limits {
             LimitName::MaxLongTextDigits => self.max_long_text_digits,
             LimitName::MaxLongBytes => self.max_long_bytes,
             LimitName::MaxOpcodes => self.max_opcodes,
+            LimitName::MaxKeySteps => self.max_key_steps,
+            LimitName::MaxKeyStepsPerByte => self.max_key_steps_per_byte,
+            LimitName::MaxKeyCollisions => self.max_key_collisions,
         }
     }
 
@@ -246,6 +306,9 @@ impl Limits {
             LimitName::MaxLongTextDigits => &mut self.max_long_text_digits,
             LimitName::MaxLongBytes => &mut self.max_long_bytes,
             LimitName::MaxOpcodes => &mut self.max_opcodes,
+            LimitName::MaxKeySteps => &mut self.max_key_steps,
+            LimitName::MaxKeyStepsPerByte => &mut self.max_key_steps_per_byte,
+            LimitName::MaxKeyCollisions => &mut self.max_key_collisions,
         };
         *slot = value;
     }

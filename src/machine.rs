@@ -35,6 +35,7 @@ use crate::memo::Memo;
 use crate::opcode::{Opcode, BININT_ARG};
 use crate::policy::{Checked, Constructor, Policy, Python2Str, TextEncoding};
 use crate::reader::{binint_at, Reader};
+use crate::reader_keys::{counted, Container, ReaderCell, ENTRY_BYTES};
 use crate::scan::{ScanReport, Scanner};
 use crate::text::Text;
 use crate::text::{self, NumberError, ParsedInt};
@@ -400,6 +401,8 @@ struct Machine<'a, 'p> {
     indexes: HashMap<u32, KeyIndex>,
     /// The hashes of the tuples, frozensets and long texts hashed so far (src/keys.rs).
     hash_cache: HashCache,
+    /// The model of the work CPython does with the keys (src/reader_keys.rs).
+    reader_keys: ReaderCell,
     /// Containers created (list, tuple, dict, set, frozenset, record object): no path of the
     /// depth check holds more than these plus one leaf.
     containers: u64,
@@ -910,6 +913,7 @@ impl<'a, 'p> Machine<'a, 'p> {
             heights: Heights::default(),
             indexes: HashMap::new(),
             hash_cache: HashCache::default(),
+            reader_keys: ReaderCell::default(),
             sealed: HashMap::new(),
             checked: Checked::default(),
             clock: Clock::default(),
@@ -1348,12 +1352,13 @@ impl<'a, 'p> Machine<'a, 'p> {
     /// hash index (empty while the dict is small enough for a linear search).
     fn dict_insert(
         &mut self,
+        container: Container,
         d: &mut Vec<(NodeId, NodeId)>,
         index: &mut KeyIndex,
         flat: &[NodeId],
     ) -> Result<()> {
         self.open_keys();
-        let r = self.dict_insert_keys(d, index, flat);
+        let r = self.dict_insert_keys(container, d, index, flat);
         self.close_keys(r)
     }
 
@@ -1374,6 +1379,12 @@ impl<'a, 'p> Machine<'a, 'p> {
             Ok(mut c) => c.close(),
             Err(_) => (0, None),
         };
+        // And what the model of the reader's key work remembered (src/reader_keys.rs).
+        let modelled = match self.reader_keys.try_borrow_mut() {
+            Ok(mut m) => std::mem::take(&mut m.uncharged).saturating_mul(ENTRY_BYTES),
+            Err(_) => 0,
+        };
+        let kept = kept.saturating_add(modelled);
         match over {
             Some(Over::Bytes(wanted)) => {
                 let seen = self.alloc.saturating_add(wanted);
@@ -1388,6 +1399,7 @@ impl<'a, 'p> Machine<'a, 'p> {
 
     fn dict_insert_keys(
         &mut self,
+        container: Container,
         d: &mut Vec<(NodeId, NodeId)>,
         index: &mut KeyIndex,
         flat: &[NodeId],
@@ -1410,10 +1422,17 @@ impl<'a, 'p> Machine<'a, 'p> {
             for pair in flat.chunks_exact(2) {
                 let &[k, v] = pair else { continue };
                 let hk = ops.hashable_costly(k).map_err(unhashable)?;
-                match d.iter_mut().find(|e| ops.eq_hashed(k, hk, e.0)) {
-                    Some(slot) => slot.1 = v,
-                    None => d.push((k, v)),
-                }
+                let equal = match d.iter_mut().find(|e| ops.eq_hashed(k, hk, e.0)) {
+                    Some(slot) => {
+                        slot.1 = v;
+                        Some(slot.0)
+                    }
+                    None => {
+                        d.push((k, v));
+                        None
+                    }
+                };
+                self.model_key(&ops, container, k, equal)?;
             }
             return Ok(());
         }
@@ -1432,19 +1451,50 @@ impl<'a, 'p> Machine<'a, 'p> {
             let &[k, v] = pair else { continue };
             let h = ops.hash(k).map_err(unhashable)?;
             let items = &d;
-            match ops.find(index, h, k, |pos| items.get(pos as usize).map(|e| e.0)) {
-                Some(pos) => {
-                    if let Some(slot) = d.get_mut(pos as usize) {
-                        slot.1 = v;
-                    }
-                }
+            let equal = match ops.find(index, h, k, |pos| items.get(pos as usize).map(|e| e.0)) {
+                Some(pos) => d.get_mut(pos as usize).map(|slot| {
+                    slot.1 = v;
+                    slot.0
+                }),
                 None => {
                     index_insert(index, h, d.len() as u32);
                     d.push((k, v));
+                    None
                 }
-            }
+            };
+            self.model_key(&ops, container, k, equal)?;
         }
         Ok(())
+    }
+
+    /// Runs the model of the reader's key work (src/reader_keys.rs) on one insertion of `k`
+    /// into `container` (`equal`: the key there that `k` equals, if any), refusing with the
+    /// model's limit. The commonest keys (short texts, shared ints) cost nothing there and
+    /// are answered from their node.
+    #[inline]
+    fn model_key<S: std::hash::BuildHasher>(
+        &self,
+        ops: &KeyOps<'_, 'a, S>,
+        container: Container,
+        k: NodeId,
+        equal: Option<NodeId>,
+    ) -> Result<()> {
+        if !counted(self.arena.node(k), k) {
+            return Ok(());
+        }
+        let Ok(mut model) = self.reader_keys.try_borrow_mut() else {
+            return Err(self.err(internal()));
+        };
+        let input_len = self.arena.input.len() as u64;
+        model
+            .insert(ops, &self.limits, input_len, container, k, equal)
+            .map_err(|r| {
+                self.err(ErrorKind::LimitExceeded {
+                    limit: r.limit,
+                    seen: r.seen,
+                    max: r.max,
+                })
+            })
     }
 
     /// Looks at the deadline once per [`KEYS_CHECK`] keys of one insertion: the opcode count
@@ -1461,17 +1511,19 @@ impl<'a, 'p> Machine<'a, 'p> {
     /// Inserts items into a detached set and its hash index (as [`Machine::dict_insert`]).
     fn set_insert(
         &mut self,
+        container: Container,
         s: &mut Vec<NodeId>,
         index: &mut KeyIndex,
         items: &[NodeId],
     ) -> Result<()> {
         self.open_keys();
-        let r = self.set_insert_keys(s, index, items);
+        let r = self.set_insert_keys(container, s, index, items);
         self.close_keys(r)
     }
 
     fn set_insert_keys(
         &mut self,
+        container: Container,
         s: &mut Vec<NodeId>,
         index: &mut KeyIndex,
         items: &[NodeId],
@@ -1488,9 +1540,11 @@ impl<'a, 'p> Machine<'a, 'p> {
         if index.is_empty() && s.len() + items.len() <= SMALL_KEYED {
             for &k in items {
                 let hk = ops.hashable_costly(k).map_err(unhashable)?;
-                if !s.iter().any(|&e| ops.eq_hashed(k, hk, e)) {
+                let equal = s.iter().copied().find(|&e| ops.eq_hashed(k, hk, e));
+                if equal.is_none() {
                     s.push(k);
                 }
+                self.model_key(&ops, container, k, equal)?;
             }
             return Ok(());
         }
@@ -1507,13 +1561,14 @@ impl<'a, 'p> Machine<'a, 'p> {
             self.keys_deadline(i)?;
             let h = ops.hash(k).map_err(unhashable)?;
             let existing = &s;
-            if ops
+            let equal = ops
                 .find(index, h, k, |pos| existing.get(pos as usize).copied())
-                .is_none()
-            {
+                .and_then(|pos| s.get(pos as usize).copied());
+            if equal.is_none() {
                 index_insert(index, h, s.len() as u32);
                 s.push(k);
             }
+            self.model_key(&ops, container, k, equal)?;
         }
         Ok(())
     }
@@ -1528,7 +1583,8 @@ impl<'a, 'p> Machine<'a, 'p> {
             Some(r) => r,
             None => {
                 set.clear();
-                self.set_insert(&mut set, &mut index, items)
+                let container = self.reader_keys.get_mut().fresh_container();
+                self.set_insert(container, &mut set, &mut index, items)
             }
         };
         let id = r.and_then(|()| {
@@ -2388,12 +2444,16 @@ impl<'a, 'p> Machine<'a, 'p> {
 
     /// Inserts the pairs of `flat` into the dict `target` ([`Machine::keyed_insert`]).
     fn dict_items(&mut self, target: NodeId, flat: &[NodeId]) -> Result<()> {
-        self.keyed_insert::<(NodeId, NodeId)>(target, |m, d, index| m.dict_insert(d, index, flat))
+        self.keyed_insert::<(NodeId, NodeId)>(target, |m, d, index| {
+            m.dict_insert(Container::node(target), d, index, flat)
+        })
     }
 
     /// ADDITEMS: inserts `items` into the set `target` ([`Machine::keyed_insert`]).
     fn set_add(&mut self, target: NodeId, items: &[NodeId]) -> Result<()> {
-        self.keyed_insert::<NodeId>(target, |m, s, index| m.set_insert(s, index, items))
+        self.keyed_insert::<NodeId>(target, |m, s, index| {
+            m.set_insert(Container::node(target), s, index, items)
+        })
     }
 
     /// Inserts into the dict or set `target` with `insert`, which is given its entries and hash
@@ -3364,8 +3424,13 @@ impl<'a, 'p> Machine<'a, 'p> {
                 d.clear();
                 let mut index = KeyIndex::default();
                 let stack = mem::take(&mut self.stack);
-                let r =
-                    self.dict_insert(&mut d, &mut index, stack.get(start..).unwrap_or_default());
+                let container = self.reader_keys.get_mut().fresh_container();
+                let r = self.dict_insert(
+                    container,
+                    &mut d,
+                    &mut index,
+                    stack.get(start..).unwrap_or_default(),
+                );
                 self.stack = stack;
                 let placed = r.and_then(|()| self.pool_pairs(&d));
                 self.new_pairs = d;

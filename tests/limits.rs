@@ -679,6 +679,113 @@ fn max_opcodes() {
     }
 }
 
+/// A dict whose key is a DAG of tuples, `levels` deep: `(1, 1, 1)` (4 steps: the tuple and its
+/// items), then each level a tuple of the one below three times (DUP, DUP, TUPLE3; 1 + 3 x
+/// the level below). The unfolded size of `levels` levels is (3**(levels+1) - 1) / 2, what
+/// CPython's `tuplehash` walks at the SETITEM.
+fn tuple_dag_key(levels: u32) -> (Vec<u8>, u64) {
+    let mut p = b"\x80\x02}K\x01".to_vec();
+    for _ in 0..levels {
+        p.extend_from_slice(b"22\x87");
+    }
+    p.extend_from_slice(b"K\x02s.");
+    (p, (3u64.pow(levels + 1) - 1) / 2)
+}
+
+fn max_key_steps() {
+    for levels in [1, 3, 6] {
+        let (p, n) = tuple_dag_key(levels);
+        check_exact(
+            "tuple DAG key",
+            &p,
+            &data(),
+            LimitName::MaxKeySteps,
+            n,
+            true,
+        );
+    }
+    // The same DAG as a set item (ADDITEMS), a frozenset item (FROZENSET) and set()'s argument
+    // (REDUCE on builtins.set of a list): 40 steps each (3 levels).
+    let dag = b"K\x0122\x8722\x8722\x87";
+    let mut set = b"\x80\x04\x8f(".to_vec();
+    set.extend_from_slice(dag);
+    set.extend_from_slice(b"\x90.");
+    let mut frozen = b"\x80\x04(".to_vec();
+    frozen.extend_from_slice(dag);
+    frozen.extend_from_slice(b"\x91.");
+    let mut call = b"\x80\x04\x8c\x08builtins\x8c\x03set\x93](".to_vec();
+    call.extend_from_slice(dag);
+    call.extend_from_slice(b"e\x85R.");
+    for (label, p) in [
+        ("set item", set),
+        ("frozenset item", frozen),
+        ("set()", call),
+    ] {
+        check_exact(label, &p, &data(), LimitName::MaxKeySteps, 40, true);
+    }
+    // A key equal to one in the set but another object is compared item by item: a set of
+    // two equal 1,000-int tuples (MARK, BININT2 x 1,000, TUPLE, twice); the second costs its
+    // hash and one comparison, 2 x 1,001 steps.
+    let mut p = b"\x80\x04\x8f(".to_vec();
+    for _ in 0..2 {
+        p.push(b'(');
+        for i in 0..1000u16 {
+            p.push(b'M');
+            p.extend_from_slice(&i.to_le_bytes());
+        }
+        p.push(b't');
+    }
+    p.extend_from_slice(b"\x90.");
+    check_exact(
+        "equal tuples",
+        &p,
+        &data(),
+        LimitName::MaxKeySteps,
+        2002,
+        true,
+    );
+}
+
+fn max_key_steps_per_byte() {
+    // A 1,000-int tuple (1,001 steps) as the key of 2,000 dicts, reached through the memo:
+    // 2,002,000 steps in all, over max_key_steps' 1 Mi, so the per-byte rule decides.
+    let p = python_hex(
+        "import pickle; t = tuple(range(1000)); print(pickle.dumps([{t: 0} for _ in range(2000)], 4).hex())",
+    );
+    let total = 2000u64 * 1001;
+    let n = total.div_ceil(p.len() as u64);
+    check_exact(
+        "shared tuple key",
+        &p,
+        &data(),
+        LimitName::MaxKeyStepsPerByte,
+        n,
+        true,
+    );
+}
+
+fn max_key_collisions() {
+    // k * (2**61 - 1) all have CPython hash 0 (ints and big ints alike); so do the tuples
+    // (k * (2**61 - 1),), and the floats 2.0**61 * m and the int m share one (2**61 is 1
+    // modulo 2**61 - 1).
+    for (label, expr, n) in [
+        ("ints", "{k * (2**61 - 1): 0 for k in range(1, 10)}", 9),
+        (
+            "tuples",
+            "{(k * (2**61 - 1),): 0 for k in range(1, 12)}",
+            11,
+        ),
+        ("floats", "set(3 * 2.0**(61 * j) for j in range(7))", 7),
+    ] {
+        for proto in [2, 4] {
+            let p = python_hex(&format!(
+                "import pickle; print(pickle.dumps({expr}, {proto}).hex())"
+            ));
+            check_exact(label, &p, &data(), LimitName::MaxKeyCollisions, n, true);
+        }
+    }
+}
+
 /// One test per limit; the exhaustive match fails to compile when a limit is added without one.
 #[test]
 fn every_limit_at_n_minus_1_n_and_n_plus_1() {
@@ -695,6 +802,9 @@ fn every_limit_at_n_minus_1_n_and_n_plus_1() {
             LimitName::MaxLongTextDigits => max_long_text_digits(),
             LimitName::MaxLongBytes => max_long_bytes(),
             LimitName::MaxOpcodes => max_opcodes(),
+            LimitName::MaxKeySteps => max_key_steps(),
+            LimitName::MaxKeyStepsPerByte => max_key_steps_per_byte(),
+            LimitName::MaxKeyCollisions => max_key_collisions(),
         }
     }
 }

@@ -140,6 +140,9 @@ pub fn tight_limits(base: &Limits) -> Limits {
         max_long_text_digits: 40,
         max_long_bytes: 16,
         max_opcodes: 2048,
+        max_key_steps: 4096,
+        max_key_steps_per_byte: 8,
+        max_key_collisions: 4,
     };
     let mut out = *base;
     for name in LimitName::ALL {

@@ -1,0 +1,526 @@
+//! The work the reader after picklewarden does with dict keys and set items.
+//!
+//! An accepted document is built again by someone else: CPython's `pickle.loads` behind a
+//! sidecar's verdict, a Mitogen parent behind `guard`, the Python objects of the Python
+//! package. picklewarden's own hashing is keyed SipHash and caches every tuple's hash, so its
+//! own cost is linear; CPython's is not:
+//!
+//! - CPython does not cache a tuple's hash (`Objects/tupleobject.c` `tuplehash`), so a key
+//!   that is a DAG of tuples (`t1 = (t0, t0, t0)`, `t2 = (t1, t1, t1)`, ...) costs its
+//!   *unfolded* size at every insertion: 40 levels in 130 bytes are 3**40 item hashes;
+//! - ints, floats, complex numbers, `None`, bools and tuples and frozensets of them hash
+//!   deterministically (no `PYTHONHASHSEED`), so keys that share one hash value can be chosen
+//!   (`k * (2**61 - 1)` all hash to 0), and a dict or set of n of them costs n**2 comparisons;
+//! - a key equal to one already in the container but another object is compared item by item
+//!   (`tuplerichcompare`) at every insertion.
+//!
+//! This module models that work in **steps** and the build refuses a document whose model
+//! passes the limits [`Limits::max_key_steps`] (one insertion), [`Limits::max_key_steps_per_byte`]
+//! (the document) and [`Limits::max_key_collisions`] (keys of one container sharing one CPython
+//! hash value).
+//!
+//! ## The model
+//! The *size* of a value, as CPython's `hash` and `==` walk it: 1 for a scalar, a big int's
+//! count of 30-bit digits (`longobject.c` hashes digit by digit), 1 plus the items' sizes for a
+//! tuple (unfolded: a tuple reached twice counts twice, saturating at `u64::MAX`), and 1 plus
+//! its length for a frozenset (its items' hashes are kept in its table; `==` looks each up).
+//! One insertion (SETITEM/SETITEMS on a dict, ADDITEMS, FROZENSET, `set()`/`frozenset()`)
+//! costs, for its key:
+//! - the hash: the size of a tuple or big int; of a frozenset the first time it is hashed
+//!   (CPython keeps a frozenset's hash), 0 after; 0 for anything else (str and bytes keep
+//!   their hash; the first hash of each is linear in bytes the input or `max_alloc_bytes`
+//!   already pays for; other scalars are constant);
+//! - the comparisons: one per key of the container that CPython would compare it with, each
+//!   costing the key's size: every key already there with the same CPython hash value, for
+//!   keys whose hash is deterministic; else one, if a key equal to it but not the same object
+//!   is there.
+//!
+//! Keys that are ints from -2**30 to 2**30 - 1, texts and bytes are counted as cost 0 and
+//! are not tracked for collisions (their hashes are unique among themselves, or randomized):
+//! each needs at least one input byte per insertion, so they add at most one constant step a
+//! byte, and at most two members (`''`, `b''` and one such int) to a class of colliding keys.
+//!
+//! CPython's hash functions are those of CPython 3.12 and later (`Python/pyhash.c`,
+//! `Objects/longobject.c`, `floatobject.c`, `complexobject.c`, `tupleobject.c` (xxHash-based,
+//! 3.8+), `setobject.c`; `hash(None)` is the constant `0xFCA86420` from 3.12): collisions
+//! chosen against another version's hash of tuples or `None` are not seen.
+
+use std::cell::RefCell;
+use std::collections::{HashMap, HashSet};
+
+use num_bigint::{BigInt, Sign};
+use num_traits::ToPrimitive;
+
+use crate::keys::KeyOps;
+use crate::limits::{LimitName, Limits};
+use crate::value::{Node, NodeId, Value};
+
+/// CPython's `_PyHASH_MODULUS`, 2**61 - 1 (`Include/cpython/pyhash.h`).
+const MODULUS: u64 = (1 << 61) - 1;
+/// `_PyHASH_BITS`.
+const HASH_BITS: u32 = 61;
+/// `_PyHASH_INF`, the hash of `float('inf')`.
+const HASH_INF: u64 = 314_159;
+/// `_PyHASH_IMAG`, the multiplier of a complex number's imaginary part.
+const HASH_IMAG: u64 = 1_000_003;
+/// `hash(None)` since CPython 3.12 (`Objects/object.c` `none_hash`).
+const HASH_NONE: u64 = 0xFCA8_6420;
+/// What the bookkeeping of one remembered value or one class of keys is charged
+/// (`max_alloc_bytes`): a hash-table entry and its share of the table.
+pub(crate) const ENTRY_BYTES: u64 = 32;
+
+/// `-1` is CPython's error return of a hash function, so a hash of -1 becomes -2.
+fn not_minus_one(h: u64) -> u64 {
+    if h == u64::MAX {
+        u64::MAX - 1
+    } else {
+        h
+    }
+}
+
+/// `hash(i)` of an int (`long_hash`): `|i| mod (2**61 - 1)`, negated for a negative `i`.
+pub(crate) fn int_hash(i: i64) -> u64 {
+    let m = i.unsigned_abs() % MODULUS;
+    not_minus_one(if i < 0 { m.wrapping_neg() } else { m })
+}
+
+/// `hash(b)` of a big int.
+pub(crate) fn bigint_hash(b: &BigInt) -> u64 {
+    let m = (b.magnitude() % MODULUS).to_u64().unwrap_or(0);
+    not_minus_one(if b.sign() == Sign::Minus {
+        m.wrapping_neg()
+    } else {
+        m
+    })
+}
+
+/// `frexp`: `x == m * 2**e` with `0.5 <= |m| < 1`, for a finite non-zero `x`.
+fn frexp(x: f64) -> (f64, i32) {
+    let bits = x.to_bits();
+    let exp = ((bits >> 52) & 0x7ff) as i32;
+    if exp == 0 {
+        // Subnormal: scale into the normal range first.
+        let (m, e) = frexp(x * f64::from_bits(0x43f0_0000_0000_0000)); // 2**64
+        return (m, e - 64);
+    }
+    let m = f64::from_bits((bits & !(0x7ff << 52)) | (1022 << 52));
+    (m, exp - 1022)
+}
+
+/// `hash(x)` of a float (`_Py_HashDouble`); `None` for a NaN, which CPython 3.10+ hashes by
+/// the object's address.
+pub(crate) fn float_hash(v: f64) -> Option<u64> {
+    if v.is_nan() {
+        return None;
+    }
+    if v.is_infinite() {
+        return Some(if v > 0.0 {
+            HASH_INF
+        } else {
+            HASH_INF.wrapping_neg()
+        });
+    }
+    if v == 0.0 {
+        return Some(0);
+    }
+    let (mut m, mut e) = frexp(v);
+    let mut negative = false;
+    if m < 0.0 {
+        negative = true;
+        m = -m;
+    }
+    let mut x: u64 = 0;
+    while m != 0.0 {
+        x = ((x << 28) & MODULUS) | x >> (HASH_BITS - 28);
+        m *= 268_435_456.0; // 2**28
+        e -= 28;
+        let y = m as u64; // the integer part (0 <= m < 2**28)
+        m -= y as f64;
+        x += y;
+        if x >= MODULUS {
+            x -= MODULUS;
+        }
+    }
+    let bits = HASH_BITS as i32;
+    let e = if e >= 0 {
+        e % bits
+    } else {
+        bits - 1 - ((-1 - e) % bits)
+    } as u32;
+    x = ((x << e) & MODULUS) | x.checked_shr(HASH_BITS - e).unwrap_or(0);
+    Some(not_minus_one(if negative { x.wrapping_neg() } else { x }))
+}
+
+/// `hash(complex(re, im))` (`complex_hash`).
+pub(crate) fn complex_hash(re: f64, im: f64) -> Option<u64> {
+    let (r, i) = (float_hash(re)?, float_hash(im)?);
+    Some(not_minus_one(r.wrapping_add(HASH_IMAG.wrapping_mul(i))))
+}
+
+/// `hash(t)` of a tuple from its items' hashes (`tuplehash`, xxHash-based, CPython 3.8+).
+pub(crate) struct TupleHash {
+    acc: u64,
+    len: u64,
+}
+
+const XXPRIME_1: u64 = 11_400_714_785_074_694_791;
+const XXPRIME_2: u64 = 14_029_467_366_897_019_727;
+const XXPRIME_5: u64 = 2_870_177_450_012_600_261;
+
+impl TupleHash {
+    pub(crate) fn new() -> TupleHash {
+        TupleHash {
+            acc: XXPRIME_5,
+            len: 0,
+        }
+    }
+
+    pub(crate) fn lane(&mut self, h: u64) {
+        self.acc = self.acc.wrapping_add(h.wrapping_mul(XXPRIME_2));
+        self.acc = self.acc.rotate_left(31);
+        self.acc = self.acc.wrapping_mul(XXPRIME_1);
+        self.len += 1;
+    }
+
+    pub(crate) fn finish(&self) -> u64 {
+        let acc = self.acc.wrapping_add(self.len ^ (XXPRIME_5 ^ 3_527_539));
+        if acc == u64::MAX {
+            1_546_275_796
+        } else {
+            acc
+        }
+    }
+}
+
+/// `_shuffle_bits` of `setobject.c`.
+fn shuffle_bits(h: u64) -> u64 {
+    ((h ^ 89_869_747) ^ (h << 16)).wrapping_mul(3_644_798_167)
+}
+
+/// `hash(frozenset)` from its items' hashes (`frozenset_hash`): the xor of the shuffled item
+/// hashes is independent of the table's layout.
+pub(crate) fn frozenset_hash(items: impl Iterator<Item = u64>) -> u64 {
+    let mut h = 0u64;
+    let mut n = 0u64;
+    for i in items {
+        h ^= shuffle_bits(i);
+        n += 1;
+    }
+    h ^= (n + 1).wrapping_mul(1_927_868_237);
+    h ^= (h >> 11) ^ (h >> 25);
+    h = h.wrapping_mul(69_069).wrapping_add(907_133_923);
+    if h == u64::MAX {
+        590_923_713
+    } else {
+        h
+    }
+}
+
+/// What the model knows of one value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Shape {
+    /// Its size (module docs), saturating.
+    pub(crate) size: u64,
+    /// CPython's hash of it, when that is deterministic.
+    pub(crate) hash: Option<u64>,
+}
+
+/// A refusal of the model: the limit and the value seen.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Refusal {
+    pub(crate) limit: LimitName,
+    pub(crate) seen: u64,
+    pub(crate) max: u64,
+}
+
+/// The running state of the model for one decode.
+#[derive(Debug, Default)]
+pub(crate) struct ReaderKeys {
+    /// Shapes of the tuples, frozensets and big ints met, by node (each is walked once).
+    shapes: HashMap<NodeId, Shape>,
+    /// Frozensets CPython has hashed (and so keeps the hash of).
+    hashed: HashSet<NodeId>,
+    /// Distinct tracked keys per (container, CPython hash value).
+    classes: HashMap<(u64, u64), u32>,
+    /// Steps of the whole document so far.
+    total: u64,
+    /// Entries added to the maps above, not yet charged to `max_alloc_bytes`.
+    pub(crate) uncharged: u64,
+    /// Containers made by a call (`set()`, FROZENSET) before they have a node.
+    fresh: u64,
+}
+
+/// The container an insertion goes into, as the model names it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Container(u64);
+
+impl Container {
+    /// A dict or set that has a node.
+    pub(crate) fn node(id: NodeId) -> Container {
+        Container(u64::from(id.0))
+    }
+}
+
+/// Whether the key `k` is of a kind the model counts (module docs): a tuple, frozenset, an int
+/// outside the shared range, a float or a complex number, or a record (resolved to what it is
+/// compared as). The commonest keys, short texts and shared ints, answer from their node.
+#[inline]
+pub(crate) fn counted(ops_node: Option<Node>, k: NodeId) -> bool {
+    match ops_node {
+        Some(
+            Node::Str { .. } | Node::Surrogates { .. } | Node::Bytes { .. } | Node::Latin1 { .. },
+        ) => false,
+        None => !k.is_shared(),
+        Some(_) => true,
+    }
+}
+
+impl ReaderKeys {
+    /// A name for a container made by a call, before its node exists.
+    pub(crate) fn fresh_container(&mut self) -> Container {
+        self.fresh += 1;
+        Container((1 << 32) | self.fresh)
+    }
+
+    /// The shape of `id`, walked with an explicit stack; the shapes of tuples, frozensets
+    /// and big ints are kept, so every node is walked once per decode.
+    pub(crate) fn shape<S: std::hash::BuildHasher>(
+        &mut self,
+        ops: &KeyOps<'_, '_, S>,
+        id: NodeId,
+    ) -> Shape {
+        struct Frame<'v> {
+            id: NodeId,
+            items: &'v [NodeId],
+            next: usize,
+            tuple: bool,
+            size: u64,
+            th: TupleHash,
+            hashes: Vec<u64>,
+            deterministic: bool,
+        }
+        let leaf = |this: &Self, id: NodeId| -> Result<Shape, Option<(&[NodeId], bool)>> {
+            let id = ops.resolve(id).unwrap_or(id);
+            if let Some(s) = this.shapes.get(&id) {
+                return Ok(*s);
+            }
+            let v = ops.arena.get(id);
+            Ok(match v {
+                Some(Value::None) => Shape {
+                    size: 1,
+                    hash: Some(HASH_NONE),
+                },
+                Some(Value::Bool(b)) => Shape {
+                    size: 1,
+                    hash: Some(u64::from(b)),
+                },
+                Some(Value::Int(i)) => Shape {
+                    size: 1,
+                    hash: Some(int_hash(i)),
+                },
+                Some(Value::BigInt(b)) => Shape {
+                    size: b.bits().div_ceil(30).max(1),
+                    hash: Some(bigint_hash(b)),
+                },
+                Some(Value::Float(x)) => Shape {
+                    size: 1,
+                    hash: float_hash(x),
+                },
+                Some(Value::Complex(re, im)) => Shape {
+                    size: 1,
+                    hash: complex_hash(re, im),
+                },
+                Some(Value::Str(s)) => Shape {
+                    size: 1,
+                    hash: s.as_bytes().is_empty().then_some(0),
+                },
+                Some(Value::Bytes(b)) => Shape {
+                    size: 1,
+                    hash: b.is_empty().then_some(0),
+                },
+                Some(Value::Tuple(items)) => return Err(Some((items, true))),
+                Some(Value::FrozenSet(items)) => return Err(Some((items, false))),
+                // Globals and records hash by identity (an address); anything else is not
+                // met (the key was hashed first, so it is hashable).
+                _ => Shape {
+                    size: 1,
+                    hash: None,
+                },
+            })
+        };
+        let root = ops.resolve(id).unwrap_or(id);
+        let mut stack: Vec<Frame<'_>> = Vec::new();
+        let mut pending = Some(root);
+        loop {
+            if let Some(id) = pending.take() {
+                let id = ops.resolve(id).unwrap_or(id);
+                match leaf(self, id) {
+                    Ok(s) => {
+                        if let Some(Value::BigInt(_)) = ops.arena.get(id) {
+                            self.keep(id, s);
+                        }
+                        match stack.last_mut() {
+                            Some(f) => feed(f, s),
+                            None => return s,
+                        }
+                    }
+                    Err(Some((items, tuple))) => stack.push(Frame {
+                        id,
+                        items,
+                        next: 0,
+                        tuple,
+                        size: 1,
+                        th: TupleHash::new(),
+                        hashes: Vec::new(),
+                        deterministic: true,
+                    }),
+                    Err(None) => {}
+                }
+            }
+            let Some(top) = stack.last_mut() else {
+                return Shape {
+                    size: 1,
+                    hash: None,
+                };
+            };
+            if let Some(&child) = top.items.get(top.next) {
+                top.next += 1;
+                pending = Some(child);
+                continue;
+            }
+            let Some(f) = stack.pop() else {
+                continue;
+            };
+            let s = if f.tuple {
+                Shape {
+                    size: f.size,
+                    hash: f.deterministic.then(|| f.th.finish()),
+                }
+            } else {
+                Shape {
+                    size: 1u64.saturating_add(f.items.len() as u64),
+                    hash: f
+                        .deterministic
+                        .then(|| frozenset_hash(f.hashes.iter().copied())),
+                }
+            };
+            self.keep(f.id, s);
+            match stack.last_mut() {
+                Some(parent) => feed(parent, s),
+                None => return s,
+            }
+        }
+
+        fn feed(f: &mut Frame<'_>, s: Shape) {
+            if f.tuple {
+                f.size = f.size.saturating_add(s.size);
+            }
+            match s.hash {
+                Some(h) if f.deterministic => {
+                    if f.tuple {
+                        f.th.lane(h);
+                    } else {
+                        f.hashes.push(h);
+                    }
+                }
+                _ => f.deterministic = false,
+            }
+        }
+    }
+
+    fn keep(&mut self, id: NodeId, s: Shape) {
+        if self.shapes.try_reserve(1).is_ok() && self.shapes.insert(id, s).is_none() {
+            self.uncharged += 1;
+        }
+    }
+
+    /// Models one insertion of the key `k` into `container`; `equal` is the key already
+    /// there that `k` equals, if any (the same node or another). Refuses when the insertion
+    /// passes `max_key_steps` or `max_key_collisions`, or the document passes
+    /// `max_key_steps_per_byte` for an input of `input_len` bytes.
+    pub(crate) fn insert<S: std::hash::BuildHasher>(
+        &mut self,
+        ops: &KeyOps<'_, '_, S>,
+        limits: &Limits,
+        input_len: u64,
+        container: Container,
+        k: NodeId,
+        equal: Option<NodeId>,
+    ) -> Result<(), Refusal> {
+        let k = ops.resolve(k).unwrap_or(k);
+        let equal = equal.map(|e| ops.resolve(e).unwrap_or(e));
+        let (hash_steps, size, hash, tracked) = match ops.arena.get(k) {
+            Some(Value::Tuple(_) | Value::BigInt(_)) => {
+                let s = self.shape(ops, k);
+                (s.size, s.size, s.hash, true)
+            }
+            Some(Value::FrozenSet(items)) => {
+                let s = self.shape(ops, k);
+                let first = self.hashed.try_reserve(1).is_ok() && self.hashed.insert(k);
+                if first {
+                    self.uncharged += 1;
+                }
+                (
+                    if first { s.size } else { 0 },
+                    s.size,
+                    s.hash,
+                    !items.is_empty(),
+                )
+            }
+            Some(Value::Int(i)) => (0, 1, Some(int_hash(i)), NodeId::int(i).is_none()),
+            Some(Value::Float(x)) => (0, 1, float_hash(x), true),
+            Some(Value::Complex(re, im)) => (0, 1, complex_hash(re, im), true),
+            // Texts, bytes, singletons, globals and records: constant (module docs).
+            _ => (0, 1, None, false),
+        };
+        let mut compares = u64::from(equal.is_some_and(|e| e != k));
+        if let (true, Some(h)) = (tracked, hash) {
+            let key = (container.0, h);
+            let count = self.classes.get(&key).copied().unwrap_or(0);
+            compares = u64::from(count);
+            if equal.is_none() {
+                let now = count.saturating_add(1);
+                if u64::from(now) > limits.max_key_collisions {
+                    return Err(Refusal {
+                        limit: LimitName::MaxKeyCollisions,
+                        seen: u64::from(now),
+                        max: limits.max_key_collisions,
+                    });
+                }
+                if self.classes.try_reserve(1).is_ok() {
+                    if count == 0 {
+                        self.uncharged += 1;
+                    }
+                    self.classes.insert(key, now);
+                }
+            }
+        }
+        let steps = hash_steps.saturating_add(compares.saturating_mul(size));
+        if steps > limits.max_key_steps {
+            return Err(Refusal {
+                limit: LimitName::MaxKeySteps,
+                seen: steps,
+                max: limits.max_key_steps,
+            });
+        }
+        self.total = self.total.saturating_add(steps);
+        let allowed = limits
+            .max_key_steps_per_byte
+            .saturating_mul(input_len)
+            .max(limits.max_key_steps);
+        if self.total > allowed {
+            return Err(Refusal {
+                limit: LimitName::MaxKeyStepsPerByte,
+                seen: self.total.div_ceil(input_len.max(1)),
+                max: limits.max_key_steps_per_byte,
+            });
+        }
+        Ok(())
+    }
+}
+
+/// The model as the machine holds it (borrowed through `&self` while keys are compared).
+pub(crate) type ReaderCell = RefCell<ReaderKeys>;
+
+#[cfg(test)]
+mod tests;
