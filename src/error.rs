@@ -62,6 +62,19 @@ pub enum ErrorKind {
     /// GET/BINGET/LONG_BINGET of a memo index that no PUT/BINPUT/LONG_BINPUT/MEMOIZE set.
     #[error("memo index {0} was never set")]
     MemoKeyMissing(u64),
+    /// PUT/BINPUT/LONG_BINPUT of an index far past the entries set so far: at least twice
+    /// their number plus 256. Every pickler numbers its memo 0, 1, 2, ... (`len(memo)`, in
+    /// `Lib/pickle.py` and `_pickle.c`), but CPython's unpickler sizes its memo array by the
+    /// largest index it is given (`_Unpickler_MemoPut`: twice the index), so 7 bytes of
+    /// LONG_BINPUT make the reader after picklewarden allocate and clear gigabytes. Below the
+    /// bound, that array stays linear in the entries.
+    #[error("memo index {index} is too far ahead of the {entries} entries set (at most twice that plus 255)")]
+    MemoIndexAhead {
+        /// The index written.
+        index: u64,
+        /// The entries set so far.
+        entries: u64,
+    },
     /// Text that must be a number (INT, LONG, FLOAT, PUT, GET) is not one, or a count is negative.
     #[error("invalid number text")]
     InvalidNumber,
@@ -186,6 +199,7 @@ impl ErrorKind {
             | StackUnderflow
             | MarkMissing
             | MemoKeyMissing(_)
+            | MemoIndexAhead { .. }
             | InvalidNumber
             | InvalidString
             | InvalidEscape
@@ -223,6 +237,7 @@ impl ErrorKind {
             StackUnderflow => "stack_underflow",
             MarkMissing => "mark_missing",
             MemoKeyMissing(_) => "memo_key_missing",
+            MemoIndexAhead { .. } => "memo_index_ahead",
             InvalidNumber => "invalid_number",
             InvalidString => "invalid_string",
             InvalidEscape => "invalid_escape",

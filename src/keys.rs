@@ -20,6 +20,7 @@ use num_bigint::BigInt;
 use num_traits::{FromPrimitive, ToPrimitive};
 
 use crate::clock::Clock;
+use crate::datetime_key::key_of;
 use crate::policy::RecordKey;
 use crate::value::{Arena, Node, NodeId, Object, PyBytes, Value};
 
@@ -253,7 +254,9 @@ impl<S: BuildHasher> KeyOps<'_, '_, S> {
                 return Ok(id);
             };
             match o.key {
-                RecordKey::Identity | RecordKey::OnePerFirstArgument => return Ok(id),
+                RecordKey::Identity | RecordKey::OnePerFirstArgument | RecordKey::Datetime => {
+                    return Ok(id)
+                }
                 RecordKey::Unhashable => return Err(Unhashable),
                 RecordKey::FirstArgument => {
                     let next = self.first_argument(o)?;
@@ -538,6 +541,10 @@ impl<S: BuildHasher> KeyOps<'_, '_, S> {
                 // is not met here; were it, it would be refused, not hashed as itself.
                 RecordKey::Unhashable | RecordKey::FirstArgument => return Err(Unhashable),
                 RecordKey::OnePerFirstArgument => return self.hash_one_per_argument(o).map(Some),
+                RecordKey::Datetime => {
+                    h.write_u8(13);
+                    key_of(self.arena, o).ok_or(Unhashable)?.hash(&mut h);
+                }
             },
             Value::Tuple(_) | Value::FrozenSet(_) => return Ok(None),
             _ => return Err(Unhashable),
@@ -586,6 +593,7 @@ impl<S: BuildHasher> KeyOps<'_, '_, S> {
                 // Resolved above: not met here.
                 RecordKey::Unhashable | RecordKey::FirstArgument => Err(Unhashable),
                 RecordKey::OnePerFirstArgument => self.hash_one_per_argument(o).map(|_| None),
+                RecordKey::Datetime => key_of(self.arena, o).map(|_| None).ok_or(Unhashable),
             },
             Some(Value::Tuple(_) | Value::FrozenSet(_)) => self.hash(id).map(Some),
             _ => Err(Unhashable),
@@ -796,6 +804,15 @@ impl<S: BuildHasher> KeyOps<'_, '_, S> {
                         }
                         _ => false,
                     }
+                }
+                // By value: two equal dates are one key.
+                (Value::Object(p), Value::Object(q))
+                    if p.key == RecordKey::Datetime && q.key == RecordKey::Datetime =>
+                {
+                    matches!(
+                        (key_of(self.arena, p), key_of(self.arena, q)),
+                        (Some(m), Some(n)) if m == n
+                    )
                 }
                 (Value::Tuple(p), Value::Tuple(q)) => {
                     if p.len() != q.len() {

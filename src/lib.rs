@@ -40,6 +40,7 @@
 pub mod canonical;
 mod clock;
 mod compat;
+mod datetime_key;
 mod depth;
 pub mod dis;
 pub mod error;

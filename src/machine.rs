@@ -31,7 +31,7 @@ use crate::keys::{
 };
 use crate::latin1;
 use crate::limits::{LimitName, Limits};
-use crate::memo::Memo;
+use crate::memo::{memo_index_bound, Memo};
 use crate::opcode::{Opcode, BININT_ARG};
 use crate::policy::{Checked, Constructor, Policy, Python2Str, TextEncoding};
 use crate::reader::{binint_at, Reader};
@@ -1806,6 +1806,13 @@ impl<'a, 'p> Machine<'a, 'p> {
 
     fn memo_put(&mut self, index: u64) -> Result<()> {
         let top = self.top()?;
+        // Near the entries set, as every pickler writes it (`ErrorKind::MemoIndexAhead`).
+        if index >= memo_index_bound(self.memo.count) {
+            return Err(self.err(ErrorKind::MemoIndexAhead {
+                index,
+                entries: self.memo.count,
+            }));
+        }
         if self.memo.count >= self.limits.max_memo_entries && self.memo.is_new(index) {
             return Err(self.limit(LimitName::MaxMemoEntries, self.memo.count + 1));
         }
@@ -3833,15 +3840,29 @@ mod tests {
         assert_eq!(e.offset(), crate::clock::CHECK_EVERY, "{e}");
         let later = Instant::now() + std::time::Duration::from_secs(600);
         Decoder::new(&p, &policy).deadline(later).decode().unwrap();
-        // Under 65,536 opcodes, but its last ADDITEMS compares two tuple DAGs pair by pair.
+        // Under 65,536 opcodes, but its last ADDITEMS compares two tuple DAGs pair by pair
+        // (with the model of CPython's key work lifted: it refuses those keys at once).
         let dag = include_bytes!("../audit/vectors/a46-two-tuple-dags-that-share-differently.pkl");
+        let own = Limits {
+            max_key_steps: u64::MAX,
+            max_key_steps_per_byte: u64::MAX,
+            max_key_collisions: u64::MAX,
+            ..policy.limits
+        };
         let e = Decoder::new(dag, &policy)
+            .limits(own)
             .deadline(Instant::now())
             .decode()
             .unwrap_err();
         assert_eq!(e.kind().name(), "deadline_exceeded", "{e}");
         assert_eq!(e.opcode(), Some(0x90), "{e}");
-        Decoder::new(dag, &policy).deadline(later).decode().unwrap();
+        Decoder::new(dag, &policy)
+            .limits(own)
+            .deadline(later)
+            .decode()
+            .unwrap();
+        let e = Decoder::new(dag, &policy).decode().unwrap_err();
+        assert_eq!(e.kind().name(), "limit_exceeded", "{e}");
         // Under 65,536 opcodes, but one FROZENSET of 10,000 keys (distinct ints): stopped
         // within KEYS_CHECK keys, at the FROZENSET.
         let mut p = b"\x80\x04(".to_vec();
@@ -4294,11 +4315,13 @@ mod tests {
     }
 
     #[test]
-    fn sparse_memo_index_decodes_to_an_empty_list() {
+    fn a_memo_index_ahead_within_the_bound_decodes_far_past_it_is_refused() {
         let policy = Policy::data();
-        let doc = decode(b"\x80\x02]r\xff\xff\xff\x0f.", &policy).unwrap();
+        let doc = decode(b"\x80\x02]r\xff\x00\x00\x00.", &policy).unwrap();
         let root = doc.get(doc.root().unwrap()).unwrap();
         assert!(matches!(root, Value::List(items) if items.is_empty()));
+        let e = decode(b"\x80\x02]r\xff\xff\xff\x0f.", &policy).unwrap_err();
+        assert_eq!(e.kind().name(), "memo_index_ahead");
     }
 
     #[test]

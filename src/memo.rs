@@ -15,6 +15,15 @@ const DENSE_SLOT_BYTES: usize = std::mem::size_of::<NodeId>();
 /// the hash table's control byte.
 const SPARSE_SLOT_BYTES: usize = std::mem::size_of::<(u64, NodeId)>() + 1;
 
+/// The first memo index a PUT may not set when `entries` are set: twice the entries plus 256
+/// (`crate::ErrorKind::MemoIndexAhead`). Below it CPython's unpickler, which sizes its memo
+/// array by the largest index, holds an array linear in the entries; and this memo stays
+/// dense.
+#[inline]
+pub(crate) fn memo_index_bound(entries: u64) -> u64 {
+    entries.saturating_mul(2).saturating_add(256)
+}
+
 /// A memo entry's type, with the value that marks a dense slot as unset (so that a slot is
 /// the size of the entry, not of an `Option` of it).
 pub(crate) trait Slot: Copy + PartialEq {
@@ -82,7 +91,7 @@ impl<T: Slot> Memo<T> {
             *slot = value;
             return Ok(0);
         }
-        if index < self.count.saturating_mul(2).saturating_add(256) && self.sparse.is_empty() {
+        if index < memo_index_bound(self.count) && self.sparse.is_empty() {
             if let Ok(i) = usize::try_from(index) {
                 let grown = self.reserve_dense((i + 1).saturating_sub(self.dense.len()))?;
                 if i > self.dense.len() {

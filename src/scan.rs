@@ -23,7 +23,7 @@ use std::time::Instant;
 use crate::clock::Clock;
 use crate::error::{escape_bytes_for_display, escape_for_display, Error, ErrorKind, Result};
 use crate::limits::{LimitName, Limits};
-use crate::memo::{Memo, Slot};
+use crate::memo::{memo_index_bound, Memo, Slot};
 use crate::opcode::{Opcode, SCALAR_ARG};
 use crate::policy::{Constructor, Policy, Python2Str, TextEncoding};
 use crate::reader::Reader;
@@ -562,6 +562,13 @@ impl<'a> Scan<'a, '_> {
 
     fn memo_put(&mut self, index: u64) -> Result<()> {
         let top = self.top()?;
+        // Near the entries set, as every pickler writes it (`ErrorKind::MemoIndexAhead`).
+        if index >= memo_index_bound(self.memo.count) {
+            return Err(self.err(ErrorKind::MemoIndexAhead {
+                index,
+                entries: self.memo.count,
+            }));
+        }
         if self.memo.count >= self.limits.max_memo_entries && self.memo.is_new(index) {
             return Err(self.limit(LimitName::MaxMemoEntries, self.memo.count + 1));
         }

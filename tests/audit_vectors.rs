@@ -287,11 +287,25 @@ fn colliding_set(n: usize) -> Vec<u8> {
     p
 }
 
+/// The limits with the model of CPython's key work lifted: picklewarden's own hashing of the
+/// colliding keys, which CPython's reader would refuse to be handed (below).
+fn own_hashing_only() -> Limits {
+    Limits {
+        max_key_collisions: u64::MAX,
+        max_key_steps: u64::MAX,
+        max_key_steps_per_byte: u64::MAX,
+        ..Limits::default()
+    }
+}
+
 fn check_dict(n: usize) -> f64 {
     let bytes = colliding_dict(n);
     let policy = Policy::data();
     let start = Instant::now();
-    let doc = Decoder::new(&bytes, &policy).decode().unwrap();
+    let doc = Decoder::new(&bytes, &policy)
+        .limits(own_hashing_only())
+        .decode()
+        .unwrap();
     let secs = start.elapsed().as_secs_f64();
     let Some(Value::Dict(d)) = doc.get(doc.root().unwrap()) else {
         panic!("not a dict");
@@ -314,7 +328,10 @@ fn check_set(n: usize) -> f64 {
     let bytes = colliding_set(n);
     let policy = Policy::data();
     let start = Instant::now();
-    let doc = Decoder::new(&bytes, &policy).decode().unwrap();
+    let doc = Decoder::new(&bytes, &policy)
+        .limits(own_hashing_only())
+        .decode()
+        .unwrap();
     let secs = start.elapsed().as_secs_f64();
     let Some(Value::Set(s)) = doc.get(doc.root().unwrap()) else {
         panic!("not a set");
@@ -352,4 +369,21 @@ fn keys_colliding_under_cpython_hash_decode_correctly() {
         "hash flooding (CPython-colliding int keys): {}",
         report.join("; ")
     );
+
+    // Under the default limits the reader after picklewarden is protected: the ninth key
+    // sharing CPython's hash 0 in one dict or set is refused (max_key_collisions is 8), at
+    // the SETITEMS or ADDITEMS that inserts it.
+    let policy = Policy::data();
+    for (bytes, op) in [(colliding_dict(50), b'u'), (colliding_set(50), 0x90)] {
+        let e = Decoder::new(&bytes, &policy).decode().unwrap_err();
+        match e.kind() {
+            ErrorKind::LimitExceeded { limit, seen, max } => {
+                assert_eq!(limit.name(), "max_key_collisions", "{e}");
+                assert_eq!((*seen, *max), (9, 8), "{e}");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(e.offset(), bytes.len() as u64 - 2, "{e}");
+        assert_eq!(e.opcode(), Some(op));
+    }
 }

@@ -383,8 +383,9 @@ fn max_stack_len() {
 }
 
 fn max_memo_entries() {
-    // indices 0, 1, 0x0fffffff (sparse), MEMOIZE (index 3), then index 0 set again: 4 distinct
-    let p = b"\x80\x04(K\x01q\x00K\x02q\x01K\x03r\xff\xff\xff\x0fK\x04\x94h\x00q\x00l.";
+    // indices 0, 1, 257 (ahead of the 2 set, within 2 x 2 + 256), MEMOIZE (index 3), then
+    // index 0 set again: 4 distinct
+    let p = b"\x80\x04(K\x01q\x00K\x02q\x01K\x03r\x01\x01\x00\x00K\x04\x94h\x00q\x00l.";
     check_exact("memo", p, &data(), LimitName::MaxMemoEntries, 4, true);
     // CPython's own pickle of [a, b, c] strings at protocol 2: BINPUT 0..3 -> 4
     let p = python_hex("import pickle; print(pickle.dumps(['a', 'b', 'c'], 2).hex())");
@@ -840,26 +841,30 @@ fn nesting_depth_of_a_scalar_root_is_one() {
 }
 
 /// A protocol-2 pickle whose LONG_BINPUT names memo index 0x0fffffff: CPython 3.11 would grow
-/// its memo array to that size; picklewarden's sparse memo decodes it to [] with defaults.
+/// its memo array to twice that (4 GiB); picklewarden refuses it before anything is set, as
+/// the reader after it must not be handed it (`memo_index_ahead`), and accepts the index
+/// 2 x entries + 255, the last below the bound.
 #[test]
-fn memo_index_dos_decodes_to_an_empty_list() {
+fn memo_index_dos_is_refused_for_the_reader_after() {
     let p = b"\x80\x02]r\xff\xff\xff\x0f.";
     let policy = Policy::data();
-    let doc = Decoder::new(p, &policy)
-        .limits(Limits::default())
-        .decode()
-        .unwrap_or_else(|e| panic!("refused: {e}"));
-    let root = doc.root().unwrap_or_else(|| panic!("no root"));
-    match doc.get(root) {
-        Some(picklewarden::Value::List(items)) => assert!(items.is_empty(), "{items:?}"),
-        other => panic!("expected an empty list, got {other:?}"),
-    }
+    let e = Decoder::new(p, &policy).decode().unwrap_err();
     assert_eq!(
-        picklewarden::json::to_typed_json(&doc),
-        "{\"format\":\"picklewarden-typed-json/1\",\"value\":{\"type\":\"list\",\"items\":[]}}"
+        e.kind(),
+        &ErrorKind::MemoIndexAhead {
+            index: 0x0fff_ffff,
+            entries: 0
+        }
     );
-    // and it costs one memo entry
-    check_exact("memo dos", p, &policy, LimitName::MaxMemoEntries, 1, true);
+    assert_eq!((e.offset(), e.opcode()), (3, Some(b'r')));
+    // One entry set (index 0): index 257 is the last allowed, 258 the first refused.
+    for (index, ok) in [(257u32, true), (258, false)] {
+        let mut p = b"\x80\x02]q\x00]r".to_vec();
+        p.extend_from_slice(&index.to_le_bytes());
+        p.extend_from_slice(b"0.");
+        let got = Decoder::new(&p, &policy).decode();
+        assert_eq!(got.is_ok(), ok, "index {index}: {:?}", got.err());
+    }
 }
 
 /// Every default is the documented constant, and a limit set to its default changes nothing.

@@ -757,11 +757,14 @@ fn json_depth(text: &str) -> Option<u64> {
 
 /// The limits only the build pass can see (it needs the values); every other limit is the
 /// scan's to enforce.
-pub const BUILD_ONLY_LIMITS: [LimitName; 4] = [
+pub const BUILD_ONLY_LIMITS: [LimitName; 7] = [
     LimitName::MaxNestingDepth,
     LimitName::MaxContainerItems,
     LimitName::MaxNodes,
     LimitName::MaxAllocBytes,
+    LimitName::MaxKeySteps,
+    LimitName::MaxKeyStepsPerByte,
+    LimitName::MaxKeyCollisions,
 ];
 
 /// Whether the build pass may refuse with `kind` after the scan accepted: the limits above,

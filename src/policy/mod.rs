@@ -207,15 +207,22 @@ pub enum RecordKey {
     /// scalar (None, bool, int, float, complex, str, bytes, global), else the object is
     /// unhashable.
     OnePerFirstArgument,
+    /// `"datetime"`: compared and hashed by value, as CPython compares the `datetime` type
+    /// the global names (`datetime.date`, `time`, `datetime`, `timedelta`, `timezone`; the
+    /// rules are in `src/datetime_key.rs`): two equal dates are one key. A record whose value
+    /// cannot be read (a state CPython would reject, a tzinfo that is not a `timezone`
+    /// record) is unhashable. Only for those five globals.
+    Datetime,
 }
 
 impl RecordKey {
     /// The TOML name of each setting, in [`RecordKey`]'s order.
-    pub const NAMES: [(&'static str, RecordKey); 4] = [
+    pub const NAMES: [(&'static str, RecordKey); 5] = [
         ("identity", RecordKey::Identity),
         ("unhashable", RecordKey::Unhashable),
         ("first_argument", RecordKey::FirstArgument),
         ("one_per_first_argument", RecordKey::OnePerFirstArgument),
+        ("datetime", RecordKey::Datetime),
     ];
 }
 

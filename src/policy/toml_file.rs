@@ -290,6 +290,16 @@ pub(super) fn parse(text: &str) -> Result<Policy, PolicyError> {
                         g.module, g.name
                     )));
                 }
+                let datetime_type = g.module == "datetime"
+                    && ["date", "time", "datetime", "timedelta", "timezone"]
+                        .contains(&g.name.as_str());
+                if key == RecordKey::Datetime && !datetime_type {
+                    return Err(err(format!(
+                        "key \"datetime\" applies to datetime.date, time, datetime, timedelta \
+                         and timezone only ({}.{})",
+                        g.module, g.name
+                    )));
+                }
                 key
             }
         };

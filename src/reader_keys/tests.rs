@@ -178,11 +178,7 @@ fn a_tuple_dag_key_costs_its_unfolded_size() {
         if size <= limits.max_key_steps {
             assert_eq!(got, None, "{levels} levels");
         } else {
-            assert_eq!(
-                got,
-                Some((LimitName::MaxKeySteps, size)),
-                "{levels} levels"
-            );
+            assert_eq!(got, Some((LimitName::MaxKeySteps, size)), "{levels} levels");
         }
         // At N-1, N and N+1 for the small ones.
         if size < 1 << 20 {

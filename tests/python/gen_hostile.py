@@ -36,7 +36,8 @@ BIG_OK = {"limit-long_text_1m_digits.pkl"}  # the one file allowed past MAX_FILE
 KINDS = {
     # Malformed
     "unknown_opcode", "unsupported_protocol", "stack_underflow", "mark_missing",
-    "memo_key_missing", "invalid_number", "invalid_string", "invalid_escape", "invalid_utf8",
+    "memo_key_missing", "memo_index_ahead", "invalid_number", "invalid_string", "invalid_escape",
+    "invalid_utf8",
     "type_mismatch", "odd_item_count", "unhashable_key", "frame_straddle",
     "frame_inside_frame", "trailing_data", "stack_not_empty",
     # Truncated
@@ -363,10 +364,14 @@ add("global-stack_global-binunicode8-names.pkl", "global_not_allowed",
     + stop(),
     "os.system via STACK_GLOBAL with BINUNICODE8 names")
 add("global-stack_global-long_binput-names.pkl", "global_not_allowed",
-    proto(4) + sbu("os") + long_binput(70000) + op("POP") + sbu("system") + long_binput(3)
-    + op("POP") + long_binget(70000) + long_binget(3) + op("STACK_GLOBAL") + str_tuple(["id"])
+    proto(4) + sbu("os") + long_binput(200) + op("POP") + sbu("system") + long_binput(3)
+    + op("POP") + long_binget(200) + long_binget(3) + op("STACK_GLOBAL") + str_tuple(["id"])
     + op("REDUCE") + stop(),
     "os.system via STACK_GLOBAL with names fetched by LONG_BINGET after LONG_BINPUT")
+add("memo-long_binput-far-ahead.pkl", "memo_index_ahead",
+    proto(2) + op("EMPTY_LIST") + long_binput(0x0FFFFFFF) + stop(),
+    "[] then LONG_BINPUT 0x0fffffff: CPython sizes its memo array by the index (4 GiB); "
+    "refused for the reader after picklewarden")
 add("global-stack_global-unicode-escaped-names.pkl", "global_not_allowed",
     proto(4) + op("UNICODE") + line(b"\\u006fs") + op("UNICODE") + line(b"sy\\u0073tem")
     + op("STACK_GLOBAL") + str_tuple(["id"]) + op("REDUCE") + stop(),
@@ -1025,8 +1030,8 @@ add("limit-memo-memoize-11.pkl", "limit_exceeded",
     "11 MEMOIZEs under max_memo_entries=10", limit="max_memo_entries",
     limits="max_memo_entries=10")
 add("limit-memo-put-text-11.pkl", "limit_exceeded",
-    none() + b"".join(put_text(i * 1000) for i in range(11)) + stop(),
-    "11 distinct PUT indices (0, 1000, ... 10000) under max_memo_entries=10",
+    none() + b"".join(put_text(i * 20) for i in range(11)) + stop(),
+    "11 distinct PUT indices (0, 20, ... 200) under max_memo_entries=10",
     limit="max_memo_entries", limits="max_memo_entries=10")
 
 _items = b"".join(binint1(i) for i in range(11))

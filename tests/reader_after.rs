@@ -1,0 +1,400 @@
+//! The reader after picklewarden: what picklewarden accepts must be safe to hand to CPython's
+//! own `pickle.loads` (src/reader_keys.rs, the limits `max_key_steps`,
+//! `max_key_steps_per_byte` and `max_key_collisions`).
+//!
+//! - Each attack class on the reader's key work, from recipes written here, at several sizes:
+//!   refused with its limit's name under every built-in policy that can express it (the time
+//!   picklewarden takes is printed, never asserted).
+//! - `datetime`-family keys of `mitogen-plus` compare by value, as CPython's do.
+//! - The differential check: CPython's `pickle.loads` of every file of the repository's
+//!   corpora that picklewarden accepts under `data` stays within a fixed multiple of
+//!   picklewarden's own time (CPython runs in a child process that is killed past a timeout).
+
+// Test code: a failed check is a panic, by design.
+#![allow(
+    clippy::panic,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing
+)]
+
+mod common;
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use picklewarden::{Decoder, ErrorKind, LimitName, Policy, Value};
+
+/// `2**61 - 1`: CPython's `_PyHASH_MODULUS`; `k * MODULUS` hashes to 0 for every int k.
+const MODULUS: u128 = (1u128 << 61) - 1;
+
+/// LONG1 of a non-negative value, as `pickle.encode_long` writes it.
+fn long1(v: u128) -> Vec<u8> {
+    let bits = 128 - v.leading_zeros() as usize;
+    let n = bits / 8 + 1;
+    let mut out = vec![0x8a, n as u8];
+    out.extend_from_slice(&v.to_le_bytes()[..n]);
+    out
+}
+
+/// A tuple DAG on the stack: `(1, 1, 1)`, then each level the one below three times.
+fn dag(levels: u32) -> Vec<u8> {
+    let mut p = b"K\x01".to_vec();
+    for _ in 0..levels {
+        p.extend_from_slice(b"22\x87");
+    }
+    p
+}
+
+/// The attacks: label, the bytes, the policies that can express them, the limit expected.
+fn attacks() -> Vec<(String, Vec<u8>, Vec<&'static str>, LimitName)> {
+    let all = vec!["data", "strict", "mitogen", "mitogen-plus"];
+    let with_set = vec!["data", "mitogen-plus"];
+    let mut out = Vec::new();
+    for levels in [14u32, 20, 40] {
+        // As a dict key (protocol 2: every policy), a set item (EMPTY_SET, ADDITEMS), a
+        // frozenset item (FROZENSET), and set()'s and frozenset()'s argument (REDUCE).
+        let mut key = b"\x80\x02}".to_vec();
+        key.extend(dag(levels));
+        key.extend_from_slice(b"Ns.");
+        out.push((
+            format!("dag {levels} dict key"),
+            key,
+            all.clone(),
+            LimitName::MaxKeySteps,
+        ));
+        let mut item = b"\x80\x04\x8f(".to_vec();
+        item.extend(dag(levels));
+        item.extend_from_slice(b"\x90.");
+        out.push((
+            format!("dag {levels} set item"),
+            item,
+            all.clone(),
+            LimitName::MaxKeySteps,
+        ));
+        let mut frozen = b"\x80\x04(".to_vec();
+        frozen.extend(dag(levels));
+        frozen.extend_from_slice(b"\x91.");
+        out.push((
+            format!("dag {levels} frozenset item"),
+            frozen,
+            all.clone(),
+            LimitName::MaxKeySteps,
+        ));
+        for ctor in ["set", "frozenset"] {
+            let mut call = b"\x80\x02c__builtin__\n".to_vec();
+            call.extend_from_slice(ctor.as_bytes());
+            call.extend_from_slice(b"\n(");
+            call.extend(dag(levels));
+            call.extend_from_slice(b"l\x85R.");
+            out.push((
+                format!("dag {levels} {ctor}() argument"),
+                call,
+                with_set.clone(),
+                LimitName::MaxKeySteps,
+            ));
+        }
+    }
+    for n in [100usize, 10_000, 40_000] {
+        // Int keys k * (2**61 - 1), all CPython hash 0: a dict (SETITEMS) and a set.
+        let mut d = b"\x80\x02}(".to_vec();
+        for k in 1..=n {
+            d.extend(long1(k as u128 * MODULUS));
+            d.push(b'N');
+        }
+        d.extend_from_slice(b"u.");
+        out.push((
+            format!("{n} colliding int keys"),
+            d,
+            all.clone(),
+            LimitName::MaxKeyCollisions,
+        ));
+        // The same as 1-tuples (one lane of hash 0 each: one tuple hash for all).
+        let mut t = b"\x80\x04\x8f(".to_vec();
+        for k in 1..=n {
+            t.extend(long1(k as u128 * MODULUS));
+            t.push(0x85);
+        }
+        t.extend_from_slice(b"\x90.");
+        out.push((
+            format!("{n} colliding 1-tuples in a set"),
+            t,
+            all.clone(),
+            LimitName::MaxKeyCollisions,
+        ));
+    }
+    // Floats m * 2**(61 j): 2**61 is 1 modulo 2**61 - 1, so they all hash as m.
+    let mut f = b"\x80\x04\x8f(".to_vec();
+    for j in 0..16 {
+        f.push(b'G');
+        f.extend_from_slice(&(3.0f64 * 2f64.powi(61 * j)).to_be_bytes());
+    }
+    f.extend_from_slice(b"\x90.");
+    out.push((
+        "16 colliding floats".into(),
+        f,
+        all.clone(),
+        LimitName::MaxKeyCollisions,
+    ));
+    for n in [2_000u32, 10_000, 40_000] {
+        // One n-item tuple (memoized) used as the key of n dicts: n * (n + 1) steps.
+        let mut p = b"\x80\x04(".to_vec();
+        for i in 0..n {
+            p.push(b'J');
+            p.extend_from_slice(&i.to_le_bytes());
+        }
+        p.extend_from_slice(b"t\x940(");
+        for _ in 0..n {
+            p.extend_from_slice(b"}h\x00Ns");
+        }
+        p.extend_from_slice(b"l.");
+        out.push((
+            format!("one {n}-item tuple as the key of {n} dicts"),
+            p,
+            all.clone(),
+            LimitName::MaxKeyStepsPerByte,
+        ));
+        // A set meets a distinct but equal key n times: each ADDITEMS inserts a new 1-tuple
+        // around one memoized n-item tuple, equal to the one before, hashed (n + 2 steps)
+        // and compared with it.
+        let mut q = b"\x80\x04\x8f(".to_vec();
+        for i in 0..n {
+            q.push(b'J');
+            q.extend_from_slice(&i.to_le_bytes());
+        }
+        q.extend_from_slice(b"t\x940");
+        for _ in 0..n {
+            q.extend_from_slice(b"(h\x00\x85\x90");
+        }
+        q.push(b'.');
+        out.push((
+            format!("a set meets {n} equal 1-tuples around one {n}-item tuple"),
+            q,
+            all.clone(),
+            LimitName::MaxKeyStepsPerByte,
+        ));
+    }
+    out
+}
+
+#[test]
+fn attacks_on_the_readers_key_work_are_refused_with_their_limit() {
+    for (label, bytes, policies, limit) in attacks() {
+        for name in policies {
+            let policy = Policy::builtin(name).unwrap();
+            let start = Instant::now();
+            let e = Decoder::new(&bytes, &policy)
+                .decode()
+                .err()
+                .unwrap_or_else(|| panic!("{label} under {name}: accepted"));
+            let took = start.elapsed();
+            match e.kind() {
+                ErrorKind::LimitExceeded {
+                    limit: got,
+                    seen,
+                    max,
+                } => {
+                    assert_eq!(*got, limit, "{label} under {name}: {e}");
+                    assert!(seen > max, "{label}: {e}");
+                }
+                other => panic!("{label} under {name}: {other:?} ({e})"),
+            }
+            eprintln!(
+                "{label} ({} bytes) under {name}: {} in {:.2} ms",
+                bytes.len(),
+                limit.name(),
+                took.as_secs_f64() * 1e3
+            );
+        }
+    }
+}
+
+/// Equal datetime-family values that are distinct objects are one set item, as in CPython;
+/// naive and aware, or date and datetime, are not. Each pickle is CPython's, of a list of the
+/// values given to `set()` by a `__reduce__`, so each value arrives as its own object.
+#[test]
+fn datetime_keys_compare_by_value_under_mitogen_plus() {
+    let cases = [
+        "[d.date(2020, 1, 1), d.date(2020, 1, 1), d.date(2020, 1, 2)]",
+        "[d.datetime(2020, 1, 1, 12), d.datetime(2020, 1, 1, 12), d.date(2020, 1, 1)]",
+        "[d.datetime(2020, 1, 1, 12, tzinfo=d.timezone(d.timedelta(hours=1))), \
+          d.datetime(2020, 1, 1, 11, tzinfo=d.timezone.utc), d.datetime(2020, 1, 1, 11)]",
+        "[d.timedelta(days=1), d.timedelta(hours=24), d.timedelta(seconds=1)]",
+        "[d.timezone(d.timedelta(hours=1), 'A'), d.timezone(d.timedelta(hours=1)), d.timezone.utc]",
+        "[d.time(1, 2, 3), d.time(1, 2, 3), d.time(1, 2, 3, tzinfo=d.timezone.utc), \
+          d.time(2, 2, 3, tzinfo=d.timezone(d.timedelta(hours=1)))]",
+    ];
+    let policy = Policy::builtin("mitogen-plus").unwrap();
+    for case in cases {
+        let out = common::python(
+            &format!(
+                "import pickle, datetime as d\n\
+                 class S(list):\n    def __reduce__(self): return (set, (list(self),))\n\
+                 p = pickle.dumps(S({case}), 2)\n\
+                 print(p.hex(), len(pickle.loads(p)))"
+            ),
+            &[],
+        );
+        let (hex, n) = out.trim().split_once(' ').unwrap();
+        let p = common::hex_decode(hex);
+        let doc = Decoder::new(&p, &policy)
+            .decode()
+            .unwrap_or_else(|e| panic!("{case}: {e}"));
+        let Some(Value::Set(items)) = doc.get(doc.root().unwrap()) else {
+            panic!("{case}: not a set");
+        };
+        assert_eq!(items.len().to_string(), n, "{case}");
+    }
+}
+
+/// The files of the repository's corpora that `data` accepts as one pickle.
+fn accepted_files() -> Vec<PathBuf> {
+    let repo = common::repo();
+    let mut files = Vec::new();
+    for dir in [
+        "tests/corpus/good",
+        "tests/corpus/hostile",
+        "audit/vectors",
+        "tests/regression",
+    ] {
+        let Ok(entries) = std::fs::read_dir(repo.join(dir)) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let path = e.path();
+            if path.extension().is_some_and(|x| x == "pkl") {
+                files.push(path);
+            }
+        }
+    }
+    let seeds = repo.join("fuzz/seeds");
+    let mut stack = vec![seeds];
+    while let Some(dir) = stack.pop() {
+        for e in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                files.push(p);
+            }
+        }
+    }
+    files.sort();
+    let policy = Policy::data();
+    files
+        .into_iter()
+        .filter(|p| {
+            let data = std::fs::read(p).unwrap();
+            Decoder::new(&data, &policy).decode().is_ok()
+        })
+        .collect()
+}
+
+/// The Python side of the differential check: reads file paths on stdin, prints
+/// "start PATH" before and "done SECONDS" after each `pickle.loads` (the best of 3), so that a
+/// file that freezes CPython is named by the last "start" when the child is killed.
+const CPYTHON_TIMER: &str = r#"
+import pickle, sys, time
+for line in sys.stdin:
+    path = line.rstrip("\n")
+    data = open(path, "rb").read()
+    print("start", path, flush=True)
+    best = None
+    for _ in range(3):
+        t = time.perf_counter()
+        try:
+            pickle.loads(data)
+        except Exception:
+            pass
+        d = time.perf_counter() - t
+        best = d if best is None else min(best, d)
+    print("done", best, flush=True)
+"#;
+
+/// CPython's `pickle.loads` of everything `data` accepts from the corpora takes at most
+/// `FACTOR` times picklewarden's decode of it plus `SLACK` (the timer's and the machine's
+/// noise), file by file, and never freezes: the child running it is killed after `TIMEOUT`.
+#[test]
+fn cpython_reads_what_picklewarden_accepts_in_proportionate_time() {
+    const FACTOR: f64 = 100.0;
+    const SLACK: f64 = 0.05;
+    const TIMEOUT: Duration = Duration::from_secs(300);
+    let files = accepted_files();
+    assert!(files.len() > 1000, "only {} files accepted", files.len());
+    let policy = Policy::data();
+    let ours: Vec<f64> = files
+        .iter()
+        .map(|p| {
+            let data = std::fs::read(p).unwrap();
+            (0..3)
+                .map(|_| {
+                    let t = Instant::now();
+                    let _ = Decoder::new(&data, &policy).decode();
+                    t.elapsed().as_secs_f64()
+                })
+                .fold(f64::MAX, f64::min)
+        })
+        .collect();
+    let mut child = Command::new("python3")
+        .args(["-c", CPYTHON_TIMER])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("python3");
+    let mut stdin = child.stdin.take().unwrap();
+    let list: String = files.iter().map(|p| format!("{}\n", p.display())).collect();
+    let writer = std::thread::spawn(move || {
+        let _ = stdin.write_all(list.as_bytes());
+    });
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            if tx.send(line.unwrap_or_default()).is_err() {
+                break;
+            }
+        }
+    });
+    let deadline = Instant::now() + TIMEOUT;
+    let mut current = String::new();
+    let mut theirs = Vec::new();
+    while theirs.len() < files.len() {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match rx.recv_timeout(left) {
+            Ok(line) => {
+                if let Some(path) = line.strip_prefix("start ") {
+                    current = path.to_owned();
+                } else if let Some(secs) = line.strip_prefix("done ") {
+                    theirs.push(secs.parse::<f64>().unwrap());
+                }
+            }
+            Err(_) => {
+                let _ = child.kill();
+                panic!("CPython did not finish within {TIMEOUT:?}; it was loading {current}");
+            }
+        }
+    }
+    let _ = child.wait();
+    let _ = writer.join();
+    let mut worst = (0.0f64, 0usize);
+    for (i, (&c, &p)) in theirs.iter().zip(&ours).enumerate() {
+        assert!(
+            c <= FACTOR * p + SLACK,
+            "{}: CPython took {:.3} s, picklewarden {:.6} s",
+            files[i].display(),
+            c,
+            p
+        );
+        if c / p.max(1e-9) > worst.0 {
+            worst = (c / p.max(1e-9), i);
+        }
+    }
+    eprintln!(
+        "{} files; the largest ratio CPython / picklewarden: {:.1} ({})",
+        files.len(),
+        worst.0,
+        files[worst.1].display()
+    );
+}
