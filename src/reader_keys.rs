@@ -20,16 +20,16 @@
 //! hash value).
 //!
 //! ## The model
-//! The *size* of a value, as CPython's `hash` and `==` walk it: 1 for a scalar, a big int's
-//! count of 30-bit digits (`longobject.c` hashes digit by digit), 1 plus the items' sizes for a
-//! tuple (unfolded: a tuple reached twice counts twice, saturating at `u64::MAX`), and 1 plus
-//! its length for a frozenset (its items' hashes are kept in its table; `==` looks each up).
-//! One insertion (SETITEM/SETITEMS on a dict, ADDITEMS, FROZENSET, `set()`/`frozenset()`)
-//! costs, for its key:
-//! - the hash: the size of a tuple or big int; of a frozenset the first time it is hashed
-//!   (CPython keeps a frozenset's hash), 0 after; 0 for anything else (str and bytes keep
-//!   their hash; the first hash of each is linear in bytes the input or `max_alloc_bytes`
-//!   already pays for; other scalars are constant);
+//! The *size* of a value, as CPython's `==` walks it: 1 for a scalar, a big int's count of
+//! 30-bit digits (`longobject.c` works digit by digit), 1 plus the items' sizes for a tuple or
+//! a frozenset (unfolded: a value reached twice counts twice, saturating at `u64::MAX`). Its
+//! *hash size*, as `hash` walks it: the same, but 1 for a frozenset inside a tuple (CPython
+//! keeps a frozenset's hash). One insertion (SETITEM/SETITEMS on a dict, ADDITEMS, FROZENSET,
+//! `set()`/`frozenset()`) costs, for its key:
+//! - the hash: the hash size of a tuple or big int; of a frozenset, 1 plus its length the
+//!   first time it is hashed (from the hashes its table keeps), 0 after; 0 for anything else
+//!   (str and bytes keep their hash; the first hash of each is linear in bytes the input or
+//!   `max_alloc_bytes` already pays for; other scalars are constant);
 //! - the comparisons: one per key of the container that CPython would compare it with, each
 //!   costing the key's size: every key already there with the same CPython hash value, for
 //!   keys whose hash is deterministic; else one, if a key equal to it but not the same object
@@ -221,6 +221,8 @@ pub(crate) fn frozenset_hash(items: impl Iterator<Item = u64>) -> u64 {
 pub(crate) struct Shape {
     /// Its size (module docs), saturating.
     pub(crate) size: u64,
+    /// Its hash size (module docs), saturating.
+    pub(crate) hash_size: u64,
     /// CPython's hash of it, when that is deterministic.
     pub(crate) hash: Option<u64>,
 }
@@ -295,6 +297,7 @@ impl ReaderKeys {
             next: usize,
             tuple: bool,
             size: u64,
+            hash_size: u64,
             th: TupleHash,
             hashes: Vec<u64>,
             deterministic: bool,
@@ -308,34 +311,45 @@ impl ReaderKeys {
             Ok(match v {
                 Some(Value::None) => Shape {
                     size: 1,
+                    hash_size: 1,
                     hash: Some(HASH_NONE),
                 },
                 Some(Value::Bool(b)) => Shape {
                     size: 1,
+                    hash_size: 1,
                     hash: Some(u64::from(b)),
                 },
                 Some(Value::Int(i)) => Shape {
                     size: 1,
+                    hash_size: 1,
                     hash: Some(int_hash(i)),
                 },
-                Some(Value::BigInt(b)) => Shape {
-                    size: b.bits().div_ceil(30).max(1),
-                    hash: Some(bigint_hash(b)),
-                },
+                Some(Value::BigInt(b)) => {
+                    let digits = b.bits().div_ceil(30).max(1);
+                    Shape {
+                        size: digits,
+                        hash_size: digits,
+                        hash: Some(bigint_hash(b)),
+                    }
+                }
                 Some(Value::Float(x)) => Shape {
                     size: 1,
+                    hash_size: 1,
                     hash: float_hash(x),
                 },
                 Some(Value::Complex(re, im)) => Shape {
                     size: 1,
+                    hash_size: 1,
                     hash: complex_hash(re, im),
                 },
                 Some(Value::Str(s)) => Shape {
                     size: 1,
+                    hash_size: 1,
                     hash: s.as_bytes().is_empty().then_some(0),
                 },
                 Some(Value::Bytes(b)) => Shape {
                     size: 1,
+                    hash_size: 1,
                     hash: b.is_empty().then_some(0),
                 },
                 Some(Value::Tuple(items)) => return Err(Some((items, true))),
@@ -344,6 +358,7 @@ impl ReaderKeys {
                 // met (the key was hashed first, so it is hashable).
                 _ => Shape {
                     size: 1,
+                    hash_size: 1,
                     hash: None,
                 },
             })
@@ -370,6 +385,7 @@ impl ReaderKeys {
                         next: 0,
                         tuple,
                         size: 1,
+                        hash_size: 1,
                         th: TupleHash::new(),
                         hashes: Vec::new(),
                         deterministic: true,
@@ -380,6 +396,7 @@ impl ReaderKeys {
             let Some(top) = stack.last_mut() else {
                 return Shape {
                     size: 1,
+                    hash_size: 1,
                     hash: None,
                 };
             };
@@ -394,11 +411,13 @@ impl ReaderKeys {
             let s = if f.tuple {
                 Shape {
                     size: f.size,
+                    hash_size: f.hash_size,
                     hash: f.deterministic.then(|| f.th.finish()),
                 }
             } else {
                 Shape {
-                    size: 1u64.saturating_add(f.items.len() as u64),
+                    size: f.size,
+                    hash_size: 1,
                     hash: f
                         .deterministic
                         .then(|| frozenset_hash(f.hashes.iter().copied())),
@@ -412,9 +431,8 @@ impl ReaderKeys {
         }
 
         fn feed(f: &mut Frame<'_>, s: Shape) {
-            if f.tuple {
-                f.size = f.size.saturating_add(s.size);
-            }
+            f.size = f.size.saturating_add(s.size);
+            f.hash_size = f.hash_size.saturating_add(s.hash_size);
             match s.hash {
                 Some(h) if f.deterministic => {
                     if f.tuple {
@@ -452,7 +470,7 @@ impl ReaderKeys {
         let (hash_steps, size, hash, tracked) = match ops.arena.get(k) {
             Some(Value::Tuple(_) | Value::BigInt(_)) => {
                 let s = self.shape(ops, k);
-                (s.size, s.size, s.hash, true)
+                (s.hash_size, s.size, s.hash, true)
             }
             Some(Value::FrozenSet(items)) => {
                 let s = self.shape(ops, k);
@@ -460,12 +478,12 @@ impl ReaderKeys {
                 if first {
                     self.uncharged += 1;
                 }
-                (
-                    if first { s.size } else { 0 },
-                    s.size,
-                    s.hash,
-                    !items.is_empty(),
-                )
+                let hash_steps = if first {
+                    1u64.saturating_add(items.len() as u64)
+                } else {
+                    0
+                };
+                (hash_steps, s.size, s.hash, !items.is_empty())
             }
             Some(Value::Int(i)) => (0, 1, Some(int_hash(i)), NodeId::int(i).is_none()),
             Some(Value::Float(x)) => (0, 1, float_hash(x), true),
