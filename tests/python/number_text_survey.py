@@ -16,6 +16,8 @@ Usage:
       (CPython 3: `pickle.loads` and `pickle._loads`; Python 2.7: `cPickle` and `pickle`).
       Runs on Python 2.7 and 3.6 and later (no f-strings). Long texts are named by
       `#LEN:FIRST:LAST` (see key()).
+  python3 tests/python/number_text_survey.py find X.Y
+      Prints `PATH<TAB>VERSION` of pythonX.Y (as survey finds it), or nothing.
   python3 tests/python/number_text_survey.py cases
       Prints every case as `OP<TAB>KEY<TAB>HEX` (the whole text), in the probe's order.
   python3 tests/python/number_text_survey.py survey [--write] [PYTHON...]
@@ -369,6 +371,10 @@ def main():
         probe()
     elif len(sys.argv) >= 2 and sys.argv[1] == "cases":
         print_cases()
+    elif len(sys.argv) == 3 and sys.argv[1] == "find":
+        p = find_python(sys.argv[2])
+        if p is not None:
+            sys.stdout.write("%s\t%s\n" % (p, full_version(p)))
     elif len(sys.argv) >= 2 and sys.argv[1] == "survey":
         survey(sys.argv[2:])
     else:
