@@ -26,6 +26,9 @@ use picklewarden::{Decoder, LimitName, Limits, Policy, Scanner, Value};
 
 const SURVEY: &str = "tests/python/number_text_survey.py";
 
+/// What a pickle gives: the root's reading, or the refusal as (kind, offset, opcode).
+type Outcome = Result<String, (String, u64, u8)>;
+
 /// The built-in policies: the rule holds under every one.
 fn policies() -> Vec<Policy> {
     ["data", "strict", "mitogen", "mitogen-plus"]
@@ -37,7 +40,7 @@ fn policies() -> Vec<Policy> {
 /// What the decode, its careful path and the scan make of `data` under `policy` with
 /// `limits`: the root's reading, or the refusal as (kind, offset, opcode). Panics when the
 /// three disagree.
-fn outcome(data: &[u8], policy: &Policy, limits: Limits) -> Result<String, (String, u64, u8)> {
+fn outcome(data: &[u8], policy: &Policy, limits: Limits) -> Outcome {
     let fast = Decoder::new(data, policy).limits(limits).decode();
     let careful = Decoder::new(data, policy)
         .limits(limits)
@@ -98,11 +101,11 @@ fn big_reading(b: &BigInt) -> String {
     format!("int #{}:{r}", b.magnitude().to_str_radix(16).len())
 }
 
-fn kind(name: &str, offset: u64, opcode: u8) -> Result<String, (String, u64, u8)> {
+fn kind(name: &str, offset: u64, opcode: u8) -> Outcome {
     Err((name.to_owned(), offset, opcode))
 }
 
-fn ok(reading: &str) -> Result<String, (String, u64, u8)> {
+fn ok(reading: &str) -> Outcome {
     Ok(reading.to_owned())
 }
 
@@ -119,7 +122,7 @@ fn version_dependent_texts_are_refused_where_they_are() {
     let one_4301 = format!("{}1", "0".repeat(4300));
     let ten_4300 = format!("1{}", "0".repeat(4299));
     let zeros_4300 = "0".repeat(4300);
-    let cases: Vec<(Vec<u8>, Result<String, (String, u64, u8)>)> = vec![
+    let cases: Vec<(Vec<u8>, Outcome)> = vec![
         // INT with a leading zero: 8 to CPython <= 3.13's C unpickler, refused by its Python one.
         (b"I010\n.".to_vec(), kind(VDN, 0, b'I')),
         (b"I001\n.".to_vec(), kind(VDN, 0, b'I')),
