@@ -78,6 +78,16 @@ pub enum ErrorKind {
     /// Text that must be a number (INT, LONG, FLOAT, PUT, GET) is not one, or a count is negative.
     #[error("invalid number text")]
     InvalidNumber,
+    /// INT, LONG, PUT or GET text that is plain decimal, but that CPython's releases read
+    /// differently (the reason says how: `I010` is 10 to the newest CPython and
+    /// picklewarden, 8 to the C unpickler of CPython <= 3.13 and refused by its Python
+    /// unpickler; `I+1` is `True` to the C unpickler of CPython <= 3.13 and 1 to newer; see
+    /// [`crate::text::version_dependent_int_text`]). Refused under every policy, because
+    /// the bytes picklewarden accepts may be handed on to any CPython 3, which must read
+    /// them as the same value. Malformed, not a policy refusal: like FRAME boundaries, it
+    /// is a rule picklewarden holds every pickle to, on input no CPython pickler writes.
+    #[error("number text read differently by CPython versions: {0}")]
+    VersionDependentNumber(&'static str),
     /// The argument of STRING is not quoted with matching quotes.
     #[error("STRING argument is not quoted")]
     InvalidString,
@@ -201,6 +211,7 @@ impl ErrorKind {
             | MemoKeyMissing(_)
             | MemoIndexAhead { .. }
             | InvalidNumber
+            | VersionDependentNumber(_)
             | InvalidString
             | InvalidEscape
             | InvalidUtf8
@@ -239,6 +250,7 @@ impl ErrorKind {
             MemoKeyMissing(_) => "memo_key_missing",
             MemoIndexAhead { .. } => "memo_index_ahead",
             InvalidNumber => "invalid_number",
+            VersionDependentNumber(_) => "version_dependent_number",
             InvalidString => "invalid_string",
             InvalidEscape => "invalid_escape",
             InvalidUtf8 => "invalid_utf8",

@@ -8,9 +8,11 @@
 //! - FRAME is enforced as `Lib/pickle.py`'s `_Unframer` enforces it: an opcode and its argument
 //!   may not cross the end of a frame, and a FRAME may not start before the current one is used
 //!   up. CPython's C unpickler (`_pickle.c`) does not check either.
-//! - INT/LONG/FLOAT/PUT/GET text must be plain decimal (`[+-]?[0-9]+`; leading zeros read as
-//!   decimal): no whitespace, underscores, NUL bytes, or base prefixes (CPython 3.11 reads INT
-//!   text with base 0 and stops at a NUL; later releases read decimal).
+//! - INT/LONG/FLOAT/PUT/GET text must be plain decimal (`[+-]?[0-9]+`): no whitespace,
+//!   underscores, NUL bytes, or base prefixes (CPython <= 3.13 reads INT and LONG text with
+//!   base 0, and its C unpickler stops at a NUL; later releases read decimal). Decimal text
+//!   that CPython 3's releases read differently (`I010`, `I+1`, `L01`, more than 4300 digits)
+//!   is refused as `version_dependent_number` (`text::version_dependent_int_text`).
 //! - The memo is sparse: a huge index costs one map entry, not an array of that size.
 //! - STOP must leave nothing else on the stack (CPython ignores what is left).
 //! - Anything after STOP is refused unless the input is decoded as a stream.
@@ -38,7 +40,7 @@ use crate::reader::{binint_at, Reader};
 use crate::reader_keys::{counted, Container, ReaderCell, ENTRY_BYTES};
 use crate::scan::{ScanReport, Scanner};
 use crate::text::Text;
-use crate::text::{self, NumberError, ParsedInt};
+use crate::text::{self, IntTextOf, NumberError, ParsedInt};
 use crate::value::{
     Arena, CallKind, Document, Fat, Global, Node, NodeId, Object, Scratch, Value, Word, ARENA_END,
     LATIN1_NODE_BYTES,
@@ -1703,10 +1705,11 @@ impl<'a, 'p> Machine<'a, 'p> {
         }
     }
 
-    fn parse_int_text(&self, text: &[u8]) -> Result<ParsedInt> {
-        text::parse_decimal_int(text, self.limits.max_long_text_digits).map_err(|e| match e {
+    fn parse_int_text(&self, text: &[u8], of: IntTextOf) -> Result<ParsedInt> {
+        text::parse_decimal_int(text, self.limits.max_long_text_digits, of).map_err(|e| match e {
             NumberError::Invalid => self.err(ErrorKind::InvalidNumber),
             NumberError::TooManyDigits(n) => self.limit(LimitName::MaxLongTextDigits, n),
+            NumberError::VersionDependent(why) => self.err(ErrorKind::VersionDependentNumber(why)),
         })
     }
 
@@ -3260,12 +3263,12 @@ impl<'a, 'p> Machine<'a, 'p> {
                 // Only "00" and "01" (how protocol 0 writes False and True) are bools, as in
                 // Lib/pickle.py and, since gh-135241 (2025), _pickle.c; before it, the C
                 // unpickler also made bools of "+0", "-0" and "+1" (any two characters valued
-                // 0 or 1), as the machine's CPython 3.11 still does.
+                // 0 or 1), so those three are refused (parse_int_text).
                 let id = match line {
                     b"00" => self.shared(NodeId::bool(false), 0)?,
                     b"01" => self.shared(NodeId::bool(true), 0)?,
                     _ => {
-                        let p = self.parse_int_text(line)?;
+                        let p = self.parse_int_text(line, IntTextOf::Int)?;
                         self.int_node(p, 0)?
                     }
                 };
@@ -3274,7 +3277,7 @@ impl<'a, 'p> Machine<'a, 'p> {
             O::Long => {
                 let line = self.r.read_line()?;
                 let digits = line.strip_suffix(b"L").unwrap_or(line);
-                let p = self.parse_int_text(digits)?;
+                let p = self.parse_int_text(digits, IntTextOf::Long)?;
                 let extra = match &p {
                     ParsedInt::Big(b) => b.bits() / 8,
                     ParsedInt::Small(_) => 0,

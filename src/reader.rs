@@ -4,6 +4,7 @@
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::opcode::Opcode;
+use crate::text::{self, IntTextOf};
 
 /// A cursor over one input.
 pub(crate) struct Reader<'a> {
@@ -155,7 +156,9 @@ impl<'a> Reader<'a> {
     /// a sign, then convert it with `PyLong_AsSsize_t`, which refuses more (OverflowError),
     /// and refuse a negative PUT; a negative GET finds no memo entry. (Whitespace, underscores
     /// and a NUL, which 3.11's `PyLong_FromString` also takes or stops at, are refused as in
-    /// every other number text here.)
+    /// every other number text here.) [`ErrorKind::VersionDependentNumber`] for text of more
+    /// than 4300 digits, which CPython 3.6 reads and later releases refuse
+    /// ([`text::version_dependent_int_text`]).
     pub(crate) fn memo_arg(&mut self, op: Opcode) -> Result<u64> {
         match op {
             Opcode::Get | Opcode::Put => {
@@ -167,6 +170,9 @@ impl<'a> Reader<'a> {
                 };
                 if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
                     return Err(self.err(ErrorKind::InvalidNumber));
+                }
+                if let Some(why) = text::version_dependent_int_text(text, IntTextOf::Memo) {
+                    return Err(self.err(ErrorKind::VersionDependentNumber(why)));
                 }
                 std::str::from_utf8(digits)
                     .ok()

@@ -27,7 +27,7 @@ use crate::memo::{memo_index_bound, Memo, Slot};
 use crate::opcode::{Opcode, SCALAR_ARG};
 use crate::policy::{Constructor, Policy, Python2Str, TextEncoding};
 use crate::reader::Reader;
-use crate::text::{self, NumberError};
+use crate::text::{self, IntTextOf, NumberError};
 use crate::value::CallKind;
 
 /// Text payloads shorter than this are checked for ASCII first (most keys and names), which is
@@ -545,10 +545,11 @@ impl<'a> Scan<'a, '_> {
         Ok((n, first))
     }
 
-    fn check_int(&self, text: &[u8]) -> Result<()> {
-        text::check_decimal_int(text, self.limits.max_long_text_digits).map_err(|e| match e {
+    fn check_int(&self, text: &[u8], of: IntTextOf) -> Result<()> {
+        text::check_decimal_int(text, self.limits.max_long_text_digits, of).map_err(|e| match e {
             NumberError::Invalid => self.err(ErrorKind::InvalidNumber),
             NumberError::TooManyDigits(n) => self.limit(LimitName::MaxLongTextDigits, n),
+            NumberError::VersionDependent(why) => self.err(ErrorKind::VersionDependentNumber(why)),
         })
     }
 
@@ -902,13 +903,13 @@ impl<'a> Scan<'a, '_> {
                 O::Int => {
                     let line = self.r.read_line()?;
                     if line != b"00" && line != b"01" {
-                        self.check_int(line)?;
+                        self.check_int(line, IntTextOf::Int)?;
                     }
                     self.push(Sym::Scalar)?;
                 }
                 O::Long => {
                     let line = self.r.read_line()?;
-                    self.check_int(line.strip_suffix(b"L").unwrap_or(line))?;
+                    self.check_int(line.strip_suffix(b"L").unwrap_or(line), IntTextOf::Long)?;
                     self.push(Sym::Scalar)?;
                 }
                 O::Binfloat => {

@@ -262,16 +262,25 @@ pub enum NumberError {
     Invalid,
     /// More digits than allowed (the count of digits).
     TooManyDigits(u64),
+    /// Plain decimal, but read differently by CPython's releases: why
+    /// ([`version_dependent_int_text`]).
+    VersionDependent(&'static str),
 }
 
-/// Parses decimal int text `[+-]?[0-9]+` (leading zeros allowed and read as decimal, as in
-/// CPython after the fix that stopped INT text being read with base 0; no whitespace, no
-/// underscores, no NUL). `max_digits` bounds the digits before any conversion.
+/// Parses decimal int text `[+-]?[0-9]+` of opcode `of` (no whitespace, no underscores, no
+/// NUL). `max_digits` bounds the digits before any conversion. Leading zeros are read as
+/// decimal, as the newest CPython reads them, where no CPython 3 reads the text otherwise
+/// (`-00`, and PUT/GET's `007`); text an older CPython 3 reads otherwise is refused
+/// ([`version_dependent_int_text`]).
 ///
 /// # Errors
-/// [`NumberError`].
-pub fn parse_decimal_int(text: &[u8], max_digits: u64) -> Result<ParsedInt, NumberError> {
-    check_decimal_int(text, max_digits)?;
+/// [`NumberError`]: not decimal, then more digits than `max_digits`, then version-dependent.
+pub fn parse_decimal_int(
+    text: &[u8],
+    max_digits: u64,
+    of: IntTextOf,
+) -> Result<ParsedInt, NumberError> {
+    check_decimal_int(text, max_digits, of)?;
     let s = std::str::from_utf8(text).map_err(|_| NumberError::Invalid)?;
     if let Ok(v) = s.parse::<i64>() {
         return Ok(ParsedInt::Small(v));
@@ -285,7 +294,7 @@ pub fn parse_decimal_int(text: &[u8], max_digits: u64) -> Result<ParsedInt, Numb
 ///
 /// # Errors
 /// [`NumberError`].
-pub fn check_decimal_int(text: &[u8], max_digits: u64) -> Result<(), NumberError> {
+pub fn check_decimal_int(text: &[u8], max_digits: u64, of: IntTextOf) -> Result<(), NumberError> {
     let digits = match text.first() {
         Some(b'+' | b'-') => text.get(1..).unwrap_or_default(),
         _ => text,
@@ -296,7 +305,81 @@ pub fn check_decimal_int(text: &[u8], max_digits: u64) -> Result<(), NumberError
     if digits.len() as u64 > max_digits {
         return Err(NumberError::TooManyDigits(digits.len() as u64));
     }
-    Ok(())
+    match version_dependent_int_text(text, of) {
+        Some(why) => Err(NumberError::VersionDependent(why)),
+        None => Ok(()),
+    }
+}
+
+/// Which opcode's text an int text is: CPython's releases read INT, LONG and the memo index
+/// of PUT/GET each their own way.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IntTextOf {
+    /// INT (`I`): `00` and `01` are False and True.
+    Int,
+    /// LONG (`L`), its trailing `L` removed.
+    Long,
+    /// PUT (`p`) or GET (`g`): a memo index.
+    Memo,
+}
+
+/// The most digits CPython 3.7.14+, 3.8.14+, 3.9.14+, 3.10.7+ and 3.11+ read as an int in
+/// base 10 (`sys.int_info.default_max_str_digits`, CVE-2020-10735; leading zeros count, a
+/// sign does not). CPython 3.6 and the releases before those read any number of digits.
+pub const CPYTHON_MAX_STR_DIGITS: usize = 4300;
+
+/// Why CPython 3 releases read a plain decimal int text (`[+-]?[0-9]+`, as
+/// [`check_decimal_int`] accepts it) of opcode `of` differently, or `None` when every CPython
+/// 3.6 to 3.13 (the C and the Python unpickler) reads it as the newest does, which is how
+/// picklewarden reads it. The readings were surveyed with `tests/python/number_text_survey.py`
+/// (recorded in `tests/python/number_text_survey.tsv`):
+/// - INT with a leading zero and other digits (`010`, `001`, `-01`, `+010`; not `00`, `01`,
+///   `-00`, `000`): CPython <= 3.13's C unpickler reads it with `strtol(s, &end, 0)`, as octal
+///   (`010` is 8; `08` refused), its Python unpickler with `int(text, 0)`, which refuses it;
+///   newer releases read decimal (gh-126992), as picklewarden would (10).
+/// - INT `+0`, `-0`, `+1`: CPython <= 3.13's C unpickler makes a bool of any two-character
+///   line valued 0 or 1 (`False`, `False`, `True`); its Python unpickler and newer C ones
+///   (gh-135241) give the int. `00` and `01` are bools to all (Python 2 writes them).
+/// - LONG with a leading zero and other digits (`010`, `01`, `-01`): CPython <= 3.13 reads
+///   LONG with `int(text, 0)` and refuses it; newer releases read decimal.
+/// - INT, LONG, PUT or GET text of more than [`CPYTHON_MAX_STR_DIGITS`] digits: CPython 3.6
+///   (and the 3.7-3.10 releases before the CVE-2020-10735 fix) reads it, later ones refuse
+///   it (ValueError; the C unpickler's INT, through `strtol`, still reads a value that fits a
+///   C long, such as `000...01`).
+///
+/// PUT and GET texts are otherwise read alike by every CPython 3 (base 10, sign and leading
+/// zeros taken: `007` is 7). Python 2.7 keys its memo by the text itself (`p01` and `g1` name
+/// two slots), which no CPython 3 does; it is not a reader picklewarden hands bytes on to.
+pub fn version_dependent_int_text(text: &[u8], of: IntTextOf) -> Option<&'static str> {
+    let digits = match text.split_first() {
+        Some((b'+' | b'-', rest)) => rest,
+        _ => text,
+    };
+    if digits.len() > CPYTHON_MAX_STR_DIGITS {
+        return Some(
+            "more than 4300 digits: read by CPython 3.6, refused (int_max_str_digits) by \
+             3.7.14+, 3.8.14+, 3.9.14+, 3.10.7+ and newer",
+        );
+    }
+    let leading_zero =
+        digits.len() > 1 && digits.first() == Some(&b'0') && digits.iter().any(|&d| d != b'0');
+    match of {
+        IntTextOf::Int if text == b"01" => None,
+        IntTextOf::Int if matches!(text, b"+0" | b"-0" | b"+1") => Some(
+            "a bool to the C unpickler of CPython <= 3.13 (any two-character line valued 0 \
+             or 1) and an int to its Python unpickler and to newer CPython (gh-135241)",
+        ),
+        IntTextOf::Int if leading_zero => Some(
+            "a leading zero: octal to the C unpickler of CPython <= 3.13 (strtol base 0), \
+             refused by its Python unpickler (int(text, 0)), decimal to newer CPython \
+             (gh-126992)",
+        ),
+        IntTextOf::Long if leading_zero => Some(
+            "a leading zero: refused by CPython <= 3.13 (int(text, 0)), decimal to newer \
+             CPython (gh-126992)",
+        ),
+        _ => None,
+    }
 }
 
 /// Parses FLOAT text as CPython's `PyOS_string_to_double` does for the FLOAT opcode: decimal or
@@ -618,19 +701,81 @@ mod tests {
 
     #[test]
     fn decimal_ints() {
-        assert_eq!(parse_decimal_int(b"010", 10), Ok(ParsedInt::Small(10)));
-        assert_eq!(parse_decimal_int(b"-5", 10), Ok(ParsedInt::Small(-5)));
-        assert_eq!(parse_decimal_int(b"0x10", 10), Err(NumberError::Invalid));
-        assert_eq!(parse_decimal_int(b"1\x002", 10), Err(NumberError::Invalid));
-        assert_eq!(parse_decimal_int(b" 1", 10), Err(NumberError::Invalid));
+        use IntTextOf::{Int, Long, Memo};
         assert_eq!(
-            parse_decimal_int(b"12345", 4),
+            parse_decimal_int(b"010", 10, Memo),
+            Ok(ParsedInt::Small(10))
+        );
+        assert_eq!(parse_decimal_int(b"-5", 10, Int), Ok(ParsedInt::Small(-5)));
+        assert_eq!(
+            parse_decimal_int(b"0x10", 10, Long),
+            Err(NumberError::Invalid)
+        );
+        assert_eq!(
+            parse_decimal_int(b"1\x002", 10, Int),
+            Err(NumberError::Invalid)
+        );
+        assert_eq!(parse_decimal_int(b" 1", 10, Int), Err(NumberError::Invalid));
+        assert_eq!(
+            parse_decimal_int(b"12345", 4, Int),
+            Err(NumberError::TooManyDigits(5))
+        );
+        // The limit is checked before the version dependence.
+        assert_eq!(
+            parse_decimal_int(b"00012", 4, Int),
             Err(NumberError::TooManyDigits(5))
         );
         assert!(matches!(
-            parse_decimal_int(b"99999999999999999999", 100),
+            parse_decimal_int(b"99999999999999999999", 100, Long),
             Ok(ParsedInt::Big(_))
         ));
+    }
+
+    /// Which plain decimal texts CPython 3's releases read differently, per opcode
+    /// (tests/number_text.rs checks them against the surveyed readings).
+    #[test]
+    fn version_dependent_int_texts() {
+        use IntTextOf::{Int, Long, Memo};
+        let differs = |t: &[u8], of| version_dependent_int_text(t, of).is_some();
+        for t in [&b"010"[..], b"001", b"-01", b"+01", b"007", b"08", b"0010"] {
+            assert!(
+                differs(t, Int) && differs(t, Long) && !differs(t, Memo),
+                "{t:?}"
+            );
+        }
+        for t in [&b"+0"[..], b"-0", b"+1"] {
+            assert!(
+                differs(t, Int) && !differs(t, Long) && !differs(t, Memo),
+                "{t:?}"
+            );
+        }
+        // "01" is True to INT and refused as LONG by CPython <= 3.13.
+        assert!(!differs(b"01", Int) && differs(b"01", Long));
+        for t in [
+            &b"0"[..],
+            b"00",
+            b"000",
+            b"-00",
+            b"+00",
+            b"1",
+            b"-1",
+            b"10",
+            b"+10",
+            b"-10",
+        ] {
+            for of in [Int, Long, Memo] {
+                assert!(!differs(t, of), "{t:?} {of:?}");
+            }
+        }
+        let mut long = vec![b'-'];
+        long.extend(std::iter::repeat_n(b'0', CPYTHON_MAX_STR_DIGITS));
+        for of in [Int, Long, Memo] {
+            assert!(!differs(&long, of));
+        }
+        long.push(b'0');
+        for of in [Int, Long, Memo] {
+            assert!(differs(&long, of));
+        }
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! Targeted CPython semantics, with pickles made (and checked against CPython) by python3 at
 //! test time: dict key and set item equality, shared references and cycles, unhashable keys,
-//! lone surrogates, INT text, FRAME boundaries, Python 2 STRING.
+//! lone surrogates, INT text (tests/number_text.rs has the rest), FRAME boundaries, Python 2 STRING.
 
 // Test code: a failed invariant is a panic, by design (clippy.toml's allow-*-in-tests covers
 // #[test] fns only, not the helpers and the shared module).
@@ -264,11 +264,12 @@ fn lone_surrogates_round_trip_as_surrogatepass_hex() {
     );
 }
 
-/// Protocol-0 INT text "010" decodes as ten: picklewarden reads INT text as plain decimal.
-/// CPython 3.11's C unpickler reads INT with base 0 through strtol and gives 8 (octal), while
-/// its pure-Python unpickler raises ValueError; later CPython releases read decimal.
+/// Protocol-0 INT text "010" is refused as version_dependent_number: CPython <= 3.13's C
+/// unpickler reads INT with base 0 through strtol and gives 8 (octal), its pure-Python
+/// unpickler raises ValueError, later CPython releases read decimal (10). Asked here of the
+/// machine's CPython; tests/number_text.rs has the rest of the table and the survey.
 #[test]
-fn int_text_with_leading_zero_is_decimal() {
+fn int_text_with_leading_zero_is_refused() {
     let out = python(
         "import io, pickle\nd = b'I010\\n.'\nprint(pickle.loads(d))\ntry:\n    pickle._Unpickler(io.BytesIO(d)).load()\n    print('loaded')\nexcept ValueError:\n    print('ValueError')",
         &[],
@@ -279,10 +280,11 @@ fn int_text_with_leading_zero_is_decimal() {
         out.trim()
     );
     let policy = Policy::data();
-    let doc = decode(b"I010\n.", &policy);
-    assert!(matches!(root(&doc).1, Value::Int(10)), "{:?}", root(&doc).1);
-    let doc = decode(b"I-007\n.", &policy);
-    assert!(matches!(root(&doc).1, Value::Int(-7)));
+    for data in [&b"I010\n."[..], b"I-007\n."] {
+        let e = refusal(data, &policy);
+        assert_eq!(e.kind().name(), "version_dependent_number", "{e}");
+        assert_eq!((e.offset(), e.opcode()), (0, Some(b'I')));
+    }
     // "00" and "01" are protocol 0's False and True, not ints
     assert!(matches!(
         root(&decode(b"I01\n.", &policy)).1,
@@ -328,9 +330,10 @@ fn put_and_get_text_indices_are_read_as_cpython_reads_them() {
         );
         let ours = Decoder::new(pickle.as_bytes(), &policy).decode();
         if text == "9223372036854775807" {
-            // CPython 3.11 sizes its memo array by the largest index (MemoryError here), a
-            // bug later releases fixed; picklewarden follows the fix (src/memo.rs).
-            assert!(ours.is_ok(), "{text:?}");
+            // CPython sizes its memo array by the largest index (MemoryError here): refused,
+            // as the reader after picklewarden must not be handed it (src/memo.rs).
+            let e = ours.err().unwrap_or_else(|| panic!("{text:?} accepted"));
+            assert_eq!(e.kind().name(), "memo_index_ahead", "{text:?}");
             continue;
         }
         match ours {
@@ -791,21 +794,22 @@ fn float_repr_is_cpythons_on_many_doubles() {
 }
 
 /// INT lines that are bools: only "00" and "01", as Lib/pickle.py reads them and, since
-/// gh-135241 (merged June 2025), `_pickle.c` too. The machine's CPython 3.11 has the bug that
-/// fix removed (its C unpickler made a bool of any two-character line valued 0 or 1: "+0",
-/// "-0", "+1"); the newest release is the oracle, so those three are checked against
-/// Lib/pickle.py (`pickle._loads`), the rest against `pickle.loads`.
+/// gh-135241 (merged June 2025), `_pickle.c` too. Before that fix the C unpickler made a bool
+/// of any two-character line valued 0 or 1 ("+0", "-0", "+1"), so those three are read
+/// differently by CPython versions and refused (version_dependent_number); the rest are
+/// checked against both of the machine's unpicklers.
 #[test]
 fn int_lines_are_bools_only_when_00_or_01() {
-    // (No leading zeros but "00"/"01": 3.11's Lib/pickle.py reads INT text in base 0.)
-    let texts = ["00", "01", "+0", "-0", "+1", "-1", "0", "1", "10", "-10"];
+    // (No leading zeros but "00"/"01": CPython <= 3.13's Lib/pickle.py reads INT text in
+    // base 0.)
+    let texts = ["00", "01", "-1", "0", "1", "10", "-10"];
     let want = python(
         &format!(
             "import pickle\n\
              for t in {texts:?}:\n\
              \x20   d = b'I' + t.encode() + b'\\n.'\n\
              \x20   c, p = pickle.loads(d), pickle._loads(d)\n\
-             \x20   assert (type(c) is not type(p)) == (t in ('+0', '-0', '+1')), t\n\
+             \x20   assert type(c) is type(p) and c == p, t\n\
              \x20   print(repr(p))"
         ),
         &[],
@@ -816,6 +820,11 @@ fn int_lines_are_bools_only_when_00_or_01() {
         assert_eq!(picklewarden::repr::to_repr(&doc).trim_end(), want, "I{t}");
     }
     assert_eq!(want.lines().count(), texts.len());
+    for t in ["+0", "-0", "+1"] {
+        let data = format!("I{t}\n.");
+        let e = refusal(data.as_bytes(), &Policy::data());
+        assert_eq!(e.kind().name(), "version_dependent_number", "I{t}: {e}");
+    }
 }
 
 /// FLOAT text with exponents of every size, mantissas that offset them (up to 700,000
