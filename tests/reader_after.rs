@@ -7,8 +7,9 @@
 //!   picklewarden takes is printed, never asserted).
 //! - `datetime`-family keys of `mitogen-plus` compare by value, as CPython's do.
 //! - The differential check: CPython's `pickle.loads` of every file of the repository's
-//!   corpora that picklewarden accepts under `data` stays within a fixed multiple of
-//!   picklewarden's own time (CPython runs in a child process that is killed past a timeout).
+//!   corpora (and of the fuzz corpora, when a campaign has filled them) that picklewarden
+//!   accepts under `data` stays within a fixed multiple of picklewarden's own time (CPython
+//!   runs in a child process that is killed past a timeout).
 
 // Test code: a failed check is a panic, by design.
 #![allow(
@@ -269,8 +270,13 @@ fn accepted_files() -> Vec<PathBuf> {
             }
         }
     }
-    let seeds = repo.join("fuzz/seeds");
-    let mut stack = vec![seeds];
+    // The committed fuzz seeds, and the libFuzzer corpora when a campaign has run here
+    // (`fuzz/seed.sh` and `cargo fuzz run` fill them; git-ignored).
+    let mut stack = vec![
+        repo.join("fuzz/seeds"),
+        repo.join("fuzz/corpus/decode"),
+        repo.join("fuzz/corpus/scan_build_agree"),
+    ];
     while let Some(dir) = stack.pop() {
         for e in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
             let p = e.path();
