@@ -37,7 +37,7 @@ use crate::memo::{memo_index_bound, Memo};
 use crate::opcode::{Opcode, BININT_ARG};
 use crate::policy::{Checked, Constructor, Policy, Python2Str, TextEncoding};
 use crate::reader::{binint_at, Reader};
-use crate::reader_keys::{counted, Container, ReaderCell, ENTRY_BYTES};
+use crate::reader_keys::{counted, Container, ReaderCell};
 use crate::scan::{ScanReport, Scanner};
 use crate::text::Text;
 use crate::text::{self, IntTextOf, NumberError, ParsedInt};
@@ -1383,7 +1383,7 @@ impl<'a, 'p> Machine<'a, 'p> {
         };
         // And what the model of the reader's key work remembered (src/reader_keys.rs).
         let modelled = match self.reader_keys.try_borrow_mut() {
-            Ok(mut m) => std::mem::take(&mut m.uncharged).saturating_mul(ENTRY_BYTES),
+            Ok(mut m) => std::mem::take(&mut m.uncharged),
             Err(_) => 0,
         };
         let kept = kept.saturating_add(modelled);

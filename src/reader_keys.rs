@@ -49,7 +49,6 @@ use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
 
 use num_bigint::{BigInt, Sign};
-use num_traits::ToPrimitive;
 
 use crate::keys::KeyOps;
 use crate::limits::{LimitName, Limits};
@@ -86,7 +85,12 @@ pub(crate) fn int_hash(i: i64) -> u64 {
 
 /// `hash(b)` of a big int.
 pub(crate) fn bigint_hash(b: &BigInt) -> u64 {
-    let m = (b.magnitude() % MODULUS).to_u64().unwrap_or(0);
+    // |b| mod (2**61 - 1), from the most significant 64-bit digit down, without allocating.
+    let mut acc: u128 = 0;
+    for d in b.iter_u64_digits().rev() {
+        acc = ((acc << 64) | u128::from(d)) % u128::from(MODULUS);
+    }
+    let m = acc as u64;
     not_minus_one(if b.sign() == Sign::Minus {
         m.wrapping_neg()
     } else {
@@ -239,14 +243,27 @@ pub(crate) struct Refusal {
 #[derive(Debug, Default)]
 pub(crate) struct ReaderKeys {
     /// Shapes of the tuples, frozensets and big ints met, by node (each is walked once).
-    shapes: HashMap<NodeId, Shape>,
+    shapes: HashMap<NodeId, Shape, MixState>,
     /// Frozensets CPython has hashed (and so keeps the hash of).
-    hashed: HashSet<NodeId>,
-    /// Distinct tracked keys per (container, CPython hash value).
-    classes: HashMap<(u64, u64), u32>,
+    hashed: HashSet<NodeId, MixState>,
+    /// Distinct tracked keys per (container, CPython hash value), for the pairs met more than
+    /// once ([`ReaderKeys::seen`] holds the others).
+    classes: HashMap<(u64, u64), u32, MixState>,
+    /// A Bloom filter (two bits a pair) of the (container, CPython hash value) pairs of keys of at most
+    /// [`SMALL_KEY_SIZE`] met: a pair not in it is met for the first time, and needs no entry
+    /// in `classes` (most keys never share a hash: a table entry for each cost more than the
+    /// rest of the model). A false positive counts one key more for its pair (one comparison
+    /// of at most `SMALL_KEY_SIZE` steps too many). A larger key's pairs are all in `classes`,
+    /// so its comparisons are counted exactly; a class mixing both may count one small key
+    /// fewer (one comparison of at most `SMALL_KEY_SIZE` steps). Two bits per input byte (at
+    /// least 2**16 bits: a false positive among the 9 keys of a small input is about as likely
+    /// as 1 in 10**7), made at the first small tracked key.
+    seen: Vec<u64>,
+    /// The seed of the filter's and the tables' hashing.
+    mix: MixState,
     /// Steps of the whole document so far.
     total: u64,
-    /// Entries added to the maps above, not yet charged to `max_alloc_bytes`.
+    /// Bytes of the tables above not yet charged to `max_alloc_bytes`.
     pub(crate) uncharged: u64,
     /// Containers made by a call (`set()`, FROZENSET) before they have a node.
     fresh: u64,
@@ -277,7 +294,174 @@ pub(crate) fn counted(ops_node: Option<Node>, k: NodeId) -> bool {
     }
 }
 
+/// The shape of a value that is not a tuple or frozenset (`Err`: their items, and whether
+/// it is a tuple), computed from its node alone.
+fn leaf_shape<'v, S: std::hash::BuildHasher>(
+    ops: &'v KeyOps<'_, '_, S>,
+    id: NodeId,
+) -> Result<Shape, (&'v [NodeId], bool)> {
+    let one = |hash: Option<u64>| Shape {
+        size: 1,
+        hash_size: 1,
+        hash,
+    };
+    Ok(match ops.arena.get(id) {
+        Some(Value::None) => one(Some(HASH_NONE)),
+        Some(Value::Bool(b)) => one(Some(u64::from(b))),
+        Some(Value::Int(i)) => one(Some(int_hash(i))),
+        Some(Value::BigInt(b)) => {
+            let digits = b.bits().div_ceil(30).max(1);
+            Shape {
+                size: digits,
+                hash_size: digits,
+                hash: Some(bigint_hash(b)),
+            }
+        }
+        Some(Value::Float(x)) => one(float_hash(x)),
+        Some(Value::Complex(re, im)) => one(complex_hash(re, im)),
+        // Texts and bytes hash with a random key, but the empty ones hash to 0.
+        Some(Value::Str(s)) => one(s.as_bytes().is_empty().then_some(0)),
+        Some(Value::Bytes(b)) => one(b.is_empty().then_some(0)),
+        Some(Value::Tuple(items)) => return Err((items, true)),
+        Some(Value::FrozenSet(items)) => return Err((items, false)),
+        // Globals and records hash by identity (an address); anything else is not met (the
+        // key was hashed first, so it is hashable).
+        _ => one(None),
+    })
+}
+
+/// Keys of at most this size go through the model's filter ([`ReaderKeys::seen`]); larger ones
+/// are counted exactly.
+const SMALL_KEY_SIZE: u64 = 16;
+
+/// Tuples of at most this many items, none a tuple or frozenset, are walked directly and not
+/// kept: the commonest tuple keys, `(i, j)`, cost no table.
+const SMALL_TUPLE: usize = 16;
+
+/// The shape of `id` when it is a tuple or frozenset of at most [`SMALL_TUPLE`] items, none of
+/// them a tuple or frozenset; `None` otherwise.
+#[inline]
+fn small_shape<S: std::hash::BuildHasher>(ops: &KeyOps<'_, '_, S>, id: NodeId) -> Option<Shape> {
+    let (items, tuple) = match ops.arena.get(id) {
+        Some(Value::Tuple(items)) => (items, true),
+        Some(Value::FrozenSet(items)) => (items, false),
+        _ => return None,
+    };
+    if items.len() > SMALL_TUPLE {
+        return None;
+    }
+    let mut th = TupleHash::new();
+    let mut hashes = [0u64; SMALL_TUPLE];
+    let (mut size, mut hash_size, mut deterministic) = (1u64, 1u64, true);
+    for (i, &item) in items.iter().enumerate() {
+        let s = leaf_shape(ops, ops.resolve(item).unwrap_or(item)).ok()?;
+        size = size.saturating_add(s.size);
+        hash_size = hash_size.saturating_add(s.hash_size);
+        match s.hash {
+            Some(h) if tuple => th.lane(h),
+            Some(h) => {
+                if let Some(slot) = hashes.get_mut(i) {
+                    *slot = h;
+                }
+            }
+            None => deterministic = false,
+        }
+    }
+    let hash = match (deterministic, tuple) {
+        (false, _) => None,
+        (true, true) => Some(th.finish()),
+        (true, false) => Some(frozenset_hash(hashes.iter().take(items.len()).copied())),
+    };
+    Some(Shape {
+        size,
+        hash_size: if tuple { hash_size } else { 1 },
+        hash,
+    })
+}
+
+/// A keyed hasher for the model's tables: splitmix64 over the words written, from a random
+/// seed per decode. The classes' keys hold CPython hash values the peer chooses; without the
+/// seed it cannot make them collide in these tables, and the mix costs a few instructions a
+/// word where SipHash costs dozens.
+#[derive(Clone, Debug)]
+pub(crate) struct MixState(u64);
+
+impl Default for MixState {
+    fn default() -> MixState {
+        use std::hash::BuildHasher;
+        MixState(std::hash::RandomState::new().hash_one(0x5eed_u64))
+    }
+}
+
+impl std::hash::BuildHasher for MixState {
+    type Hasher = Mix;
+    fn build_hasher(&self) -> Mix {
+        Mix(self.0)
+    }
+}
+
+/// The hasher of [`MixState`].
+pub(crate) struct Mix(u64);
+
+fn splitmix64(x: u64) -> u64 {
+    let mut z = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+impl std::hash::Hasher for Mix {
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut word = [0u8; 8];
+            for (w, &b) in word.iter_mut().zip(chunk) {
+                *w = b;
+            }
+            self.write_u64(u64::from_le_bytes(word));
+        }
+    }
+    fn write_u64(&mut self, x: u64) {
+        self.0 = splitmix64(self.0 ^ x);
+    }
+    fn write_u32(&mut self, x: u32) {
+        self.write_u64(u64::from(x));
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
 impl ReaderKeys {
+    /// Whether the (container, CPython hash) pair `key` is met for the first time (then it is
+    /// marked as met), by [`ReaderKeys::seen`]: `false` may be a false positive.
+    fn first_time(&mut self, input_len: u64, key: (u64, u64)) -> bool {
+        if self.seen.is_empty() {
+            let bits = input_len.saturating_mul(2).max(1 << 16).next_power_of_two();
+            // A power of two (the word is picked by a mask).
+            let words = usize::try_from(bits / 64).unwrap_or(1 << 10);
+            if self.seen.try_reserve_exact(words).is_err() {
+                // No filter: every pair is taken as met before, so that every pair goes to
+                // the table (counting one key more for each, never fewer).
+                return false;
+            }
+            // Not charged to `max_alloc_bytes`: a quarter of the input's length at most (the
+            // README's "Limits" counts it with the input).
+            self.seen.resize(words, 0);
+        }
+        use std::hash::BuildHasher;
+        let h = self.mix.hash_one(key);
+        // Two bits per pair, in one word (one cache line touched): a false positive needs
+        // both set by other pairs.
+        let at = h as usize & (self.seen.len() - 1);
+        let mask = (1u64 << ((h >> 40) & 63)) | (1u64 << ((h >> 46) & 63));
+        let Some(word) = self.seen.get_mut(at) else {
+            return true;
+        };
+        let first = *word & mask != mask;
+        *word |= mask;
+        first
+    }
+
     /// A name for a container made by a call, before its node exists.
     pub(crate) fn fresh_container(&mut self) -> Container {
         self.fresh += 1;
@@ -302,84 +486,25 @@ impl ReaderKeys {
             hashes: Vec<u64>,
             deterministic: bool,
         }
-        let leaf = |this: &Self, id: NodeId| -> Result<Shape, Option<(&[NodeId], bool)>> {
-            let id = ops.resolve(id).unwrap_or(id);
-            if let Some(s) = this.shapes.get(&id) {
-                return Ok(*s);
-            }
-            let v = ops.arena.get(id);
-            Ok(match v {
-                Some(Value::None) => Shape {
-                    size: 1,
-                    hash_size: 1,
-                    hash: Some(HASH_NONE),
-                },
-                Some(Value::Bool(b)) => Shape {
-                    size: 1,
-                    hash_size: 1,
-                    hash: Some(u64::from(b)),
-                },
-                Some(Value::Int(i)) => Shape {
-                    size: 1,
-                    hash_size: 1,
-                    hash: Some(int_hash(i)),
-                },
-                Some(Value::BigInt(b)) => {
-                    let digits = b.bits().div_ceil(30).max(1);
-                    Shape {
-                        size: digits,
-                        hash_size: digits,
-                        hash: Some(bigint_hash(b)),
-                    }
-                }
-                Some(Value::Float(x)) => Shape {
-                    size: 1,
-                    hash_size: 1,
-                    hash: float_hash(x),
-                },
-                Some(Value::Complex(re, im)) => Shape {
-                    size: 1,
-                    hash_size: 1,
-                    hash: complex_hash(re, im),
-                },
-                Some(Value::Str(s)) => Shape {
-                    size: 1,
-                    hash_size: 1,
-                    hash: s.as_bytes().is_empty().then_some(0),
-                },
-                Some(Value::Bytes(b)) => Shape {
-                    size: 1,
-                    hash_size: 1,
-                    hash: b.is_empty().then_some(0),
-                },
-                Some(Value::Tuple(items)) => return Err(Some((items, true))),
-                Some(Value::FrozenSet(items)) => return Err(Some((items, false))),
-                // Globals and records hash by identity (an address); anything else is not
-                // met (the key was hashed first, so it is hashable).
-                _ => Shape {
-                    size: 1,
-                    hash_size: 1,
-                    hash: None,
-                },
-            })
-        };
         let root = ops.resolve(id).unwrap_or(id);
+        if let Some(s) = small_shape(ops, root) {
+            return s;
+        }
+        let leaf = |this: &Self, id: NodeId| match this.shapes.get(&id) {
+            Some(s) => Ok(*s),
+            None => leaf_shape(ops, id),
+        };
         let mut stack: Vec<Frame<'_>> = Vec::new();
         let mut pending = Some(root);
         loop {
             if let Some(id) = pending.take() {
                 let id = ops.resolve(id).unwrap_or(id);
                 match leaf(self, id) {
-                    Ok(s) => {
-                        if let Some(Value::BigInt(_)) = ops.arena.get(id) {
-                            self.keep(id, s);
-                        }
-                        match stack.last_mut() {
-                            Some(f) => feed(f, s),
-                            None => return s,
-                        }
-                    }
-                    Err(Some((items, tuple))) => stack.push(Frame {
+                    Ok(s) => match stack.last_mut() {
+                        Some(f) => feed(f, s),
+                        None => return s,
+                    },
+                    Err((items, tuple)) => stack.push(Frame {
                         id,
                         items,
                         next: 0,
@@ -390,7 +515,6 @@ impl ReaderKeys {
                         hashes: Vec::new(),
                         deterministic: true,
                     }),
-                    Err(None) => {}
                 }
             }
             let Some(top) = stack.last_mut() else {
@@ -448,7 +572,7 @@ impl ReaderKeys {
 
     fn keep(&mut self, id: NodeId, s: Shape) {
         if self.shapes.try_reserve(1).is_ok() && self.shapes.insert(id, s).is_none() {
-            self.uncharged += 1;
+            self.uncharged += ENTRY_BYTES;
         }
     }
 
@@ -468,15 +592,23 @@ impl ReaderKeys {
         let k = ops.resolve(k).unwrap_or(k);
         let equal = equal.map(|e| ops.resolve(e).unwrap_or(e));
         let (hash_steps, size, hash, tracked) = match ops.arena.get(k) {
-            Some(Value::Tuple(_) | Value::BigInt(_)) => {
+            Some(Value::Tuple(_)) => {
                 let s = self.shape(ops, k);
                 (s.hash_size, s.size, s.hash, true)
             }
+            Some(Value::BigInt(b)) => {
+                let digits = b.bits().div_ceil(30).max(1);
+                (digits, digits, Some(bigint_hash(b)), true)
+            }
             Some(Value::FrozenSet(items)) => {
                 let s = self.shape(ops, k);
-                let first = self.hashed.try_reserve(1).is_ok() && self.hashed.insert(k);
-                if first {
-                    self.uncharged += 1;
+                // A small frozenset is counted as hashed afresh each time (at most
+                // SMALL_TUPLE + 1 steps more than CPython, which keeps its hash); a larger
+                // one only the first time.
+                let first = items.len() <= SMALL_TUPLE
+                    || (self.hashed.try_reserve(1).is_ok() && self.hashed.insert(k));
+                if first && items.len() > SMALL_TUPLE {
+                    self.uncharged += ENTRY_BYTES;
                 }
                 let hash_steps = if first {
                     1u64.saturating_add(items.len() as u64)
@@ -494,8 +626,17 @@ impl ReaderKeys {
         let mut compares = u64::from(equal.is_some_and(|e| e != k));
         if let (true, Some(h)) = (tracked, hash) {
             let key = (container.0, h);
-            let count = self.classes.get(&key).copied().unwrap_or(0);
-            compares = u64::from(count);
+            let small = size <= SMALL_KEY_SIZE;
+            let count = if !small {
+                // Exact: a comparison with this key may cost much.
+                self.classes.get(&key).copied().unwrap_or(0)
+            } else if self.first_time(input_len, key) {
+                0
+            } else {
+                // Met before: the pair's count, or 1 when only the filter has it.
+                self.classes.get(&key).copied().unwrap_or(1)
+            };
+            compares = u64::from(count).max(compares);
             if equal.is_none() {
                 let now = count.saturating_add(1);
                 if u64::from(now) > limits.max_key_collisions {
@@ -505,11 +646,10 @@ impl ReaderKeys {
                         max: limits.max_key_collisions,
                     });
                 }
-                if self.classes.try_reserve(1).is_ok() {
-                    if count == 0 {
-                        self.uncharged += 1;
+                if (now > 1 || !small) && self.classes.try_reserve(1).is_ok() {
+                    if self.classes.insert(key, now).is_none() {
+                        self.uncharged += ENTRY_BYTES;
                     }
-                    self.classes.insert(key, now);
                 }
             }
         }
