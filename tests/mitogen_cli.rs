@@ -48,6 +48,9 @@ fn json_lines(out: &Output) -> Vec<serde_json::Value> {
 
 // pickle.dumps([b'ab', 'x', 1], 2)
 const GOOD: &[u8] = b"\x80\x02]q\x00(c_codecs\nencode\nq\x01X\x02\x00\x00\x00abq\x02X\x06\x00\x00\x00latin1q\x03\x86q\x04Rq\x05X\x01\x00\x00\x00xq\x06K\x01e.";
+// GOOD as picklewarden's canonical rewrite hands it on: the bytes as _codecs.encode, whose
+// global and 'latin1' text are memoized for the next bytes; nothing else is (nothing is shared).
+const GOOD_CANONICAL: &[u8] = b"\x80\x02](c_codecs\nencode\nq\x00X\x02\x00\x00\x00abX\x06\x00\x00\x00latin1q\x01\x86RX\x01\x00\x00\x00xK\x01e.";
 const EVIL: &[u8] = b"\x80\x02cos\nsystem\nX\x02\x00\x00\x00id\x85R.";
 // Blob(10**9): accepted by Mitogen's find_class (a gigabyte of zeros), refused by the schema.
 const BLOB_BOMB: &[u8] = b"\x80\x02cmitogen.core\nBlob\nJ\x00\xca\x9a;\x85R.";
@@ -143,10 +146,15 @@ fn decode_passes_over_a_bootstrap_handshake() {
         .contains("\"truncated\""));
 }
 
+/// `os.system` shows a hostile child: the stream is cut there (the frames before it handed on
+/// canonical by default, as received with `--pass-through`).
 #[test]
 fn filter_fails_closed_on_the_first_refusal() {
     let s = stream();
     let out = run(&["filter", "--mitogen", "--framed"], &s);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.stdout, frame(0x4d4a, 1000, 0, GOOD_CANONICAL));
+    let out = run(&["filter", "--mitogen", "--framed", "--pass-through"], &s);
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(out.stdout, frame(0x4d4a, 1000, 0, GOOD));
     let event: serde_json::Value = serde_json::from_str(
@@ -165,7 +173,14 @@ fn filter_fails_closed_on_the_first_refusal() {
 #[test]
 fn filter_drop_passes_the_rest_unchanged() {
     let out = run(
-        &["filter", "--mitogen", "--framed", "--on-reject", "drop"],
+        &[
+            "filter",
+            "--mitogen",
+            "--framed",
+            "--on-reject",
+            "drop",
+            "--pass-through",
+        ],
         &stream(),
     );
     assert_eq!(out.status.code(), Some(0));
@@ -191,9 +206,7 @@ fn filter_canonical_rewrites_the_pickles_of_accepted_frames() {
     s.extend(frame(0x4d49, 1003, 999, b"Channel closed"));
     let out = run(&["filter", "--mitogen", "--framed", "--canonical"], &s);
     assert_eq!(out.status.code(), Some(0), "{out:?}");
-    // [b'ab', 'x', 1]: the bytes as _codecs.encode, whose global and 'latin1' text are
-    // memoized for the next bytes; nothing else is (nothing is shared).
-    let good = b"\x80\x02](c_codecs\nencode\nq\x00X\x02\x00\x00\x00abX\x06\x00\x00\x00latin1q\x01\x86RX\x01\x00\x00\x00xK\x01e.";
+    let good = GOOD_CANONICAL;
     // ('ab', 'ab') with the text in memo entry 0, then the second pickle's BINGET 0.
     let two = b"\x80\x02X\x02\x00\x00\x00abq\x00h\x00\x86.\x80\x02h\x00.";
     let mut want = frame(0x4d4a, 1000, 0, good);
@@ -206,8 +219,11 @@ fn filter_canonical_rewrites_the_pickles_of_accepted_frames() {
         "{}",
         String::from_utf8_lossy(&out.stdout).escape_debug()
     );
-    // Without --canonical the frames pass as received.
-    let out = run(&["filter", "--mitogen", "--framed"], &s);
+    // Canonical is the default (--canonical is accepted and changes nothing); with
+    // --pass-through the frames pass as received.
+    let out2 = run(&["filter", "--mitogen", "--framed"], &s);
+    assert_eq!(out2.stdout, want);
+    let out = run(&["filter", "--mitogen", "--framed", "--pass-through"], &s);
     assert_eq!(out.stdout, s);
     // Kwargs({'a': l}) with l appended to after the call (Mitogen's Kwargs copied the dict
     // holding the empty list; the record holds the list as it ended) has none: refused, the
@@ -218,9 +234,19 @@ fn filter_canonical_rewrites_the_pickles_of_accepted_frames() {
     let refused_when_canonical = |payload: &[u8]| {
         let mut s = frame(0x4d4a, 1000, 0, GOOD);
         s.extend(frame(0x4d4a, 1001, 0, payload));
-        let out = run(&["filter", "--mitogen", "--framed"], &s);
+        let out = run(&["filter", "--mitogen", "--framed", "--pass-through"], &s);
         assert_eq!(out.status.code(), Some(0), "{out:?}");
-        let out = run(&["filter", "--mitogen", "--framed", "--canonical"], &s);
+        let out = run(
+            &[
+                "filter",
+                "--mitogen",
+                "--framed",
+                "--canonical",
+                "--on-reject",
+                "disconnect",
+            ],
+            &s,
+        );
         assert_eq!(out.status.code(), Some(1), "{out:?}");
         assert_eq!(out.stdout, frame(0x4d4a, 1000, 0, good));
         let e = events(&out).remove(0);
@@ -282,7 +308,7 @@ fn filter_passes_a_bootstrap_handshake_on_and_then_checks_frames() {
     let out = run(&["filter", "--mitogen"], &input);
     assert_eq!(out.status.code(), Some(1));
     let mut want = HANDSHAKE.to_vec();
-    want.extend(frame(0x4d4a, 1000, 0, GOOD));
+    want.extend(frame(0x4d4a, 1000, 0, GOOD_CANONICAL));
     assert_eq!(out.stdout, want);
     let ev = events(&out);
     assert_eq!(ev.len(), 1, "{ev:?}");

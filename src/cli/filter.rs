@@ -41,7 +41,7 @@ pub(crate) struct Opts {
 /// Returns whether the stream ended cleanly with no refusal that cut it off.
 pub(crate) fn run(opts: &Opts) -> Result<bool, Fatal> {
     init_audit_log(&opts.frames)?;
-    let checker = Checker::new(&opts.frames, "stdin")?;
+    let mut checker = Checker::new(&opts.frames, "stdin")?;
     let mut reader = FrameReader::with_max_message_bytes(opts.frames.max_message_bytes);
     let mut input = io::stdin().lock();
     let mut output = io::stdout().lock();
@@ -69,7 +69,7 @@ pub(crate) fn run(opts: &Opts) -> Result<bool, Fatal> {
         }
     }
     match relay_frames(
-        &checker,
+        &mut checker,
         opts.frames.on_reject,
         &mut reader,
         &mut input,

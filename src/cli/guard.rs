@@ -84,7 +84,7 @@ fn stop(child: &mut Child) {
 
 pub(crate) fn run(opts: &Opts) -> Result<ExitCode, Fatal> {
     init_audit_log(&opts.frames)?;
-    let checker = Checker::new(&opts.frames, "child stdout")?;
+    let mut checker = Checker::new(&opts.frames, "child stdout")?;
     let (program, args) = opts
         .command
         .split_first()
@@ -145,7 +145,7 @@ pub(crate) fn run(opts: &Opts) -> Result<ExitCode, Fatal> {
     reader.push(&rest);
     let tap = up_tap.as_mut().map(|f| f as &mut dyn Write);
     let result = relay_frames(
-        &checker,
+        &mut checker,
         opts.frames.on_reject,
         &mut reader,
         &mut child_out,

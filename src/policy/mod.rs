@@ -6,11 +6,13 @@
 //! dotted-name walking, no wildcards, no implicit `__builtin__` -> `builtins` mapping (list
 //! both spellings where both are wanted).
 
+pub mod message;
 mod schema;
 mod toml_file;
 
 use std::collections::HashMap;
 
+pub use message::{HandleRule, MessagePolicy, PayloadRule};
 pub(crate) use schema::Checked;
 pub use schema::{ArgSpec, ArgType, ArgsSchema};
 
@@ -273,6 +275,10 @@ pub struct Policy {
     pub extensions: HashMap<u32, (String, String)>,
     /// The limits decodes under this policy use by default.
     pub limits: Limits,
+    /// What a Mitogen child may send to its parent (handles, payloads, Context bounds): the
+    /// `[mitogen]` section, or [`MessagePolicy::mitogen`] when the file has none. Applied by
+    /// `filter` and `guard` ([`crate::mitogen::StreamCheck`]), not by decoding alone.
+    pub mitogen: MessagePolicy,
     rules: Vec<GlobalRule>,
     lookup: HashMap<String, HashMap<String, usize>>,
 }
@@ -299,6 +305,7 @@ impl Policy {
             python2_str: Python2Str::Bytes,
             extensions: HashMap::new(),
             limits: Limits::default(),
+            mitogen: MessagePolicy::mitogen(),
             rules: Vec::new(),
             lookup: HashMap::new(),
         }

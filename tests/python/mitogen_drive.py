@@ -256,7 +256,7 @@ def context_order(pw):
                 + b"\x86R")
     payload = (b"\x80\x02" + call(5, b"b") + b"q\x000" + b"]q\x01(" + call(5, b"a")
                + b"h\x00e.")
-    frame = HEADER.pack(0x4d4a, 0, 1, 1, 101, 0, len(payload)) + payload
+    frame = HEADER.pack(0x4d4a, 0, 1, 1, 1001, 0, len(payload)) + payload
     got = subprocess.run([pw, "filter", "--mitogen", "--framed", "--canonical"], input=frame,
                          capture_output=True, timeout=TIMEOUT)
     assert got.returncode == 0, got.stderr.decode()
@@ -268,7 +268,7 @@ def context_order(pw):
         router = mitogen.core.Router(broker)
         for data in (payload, out):
             router._context_by_id.clear()
-            msg = mitogen.core.Message(data=data, enc=0x4d4a, handle=101)
+            msg = mitogen.core.Message(data=data, enc=0x4d4a, handle=1001)
             msg.router = router
             v = msg.unpickle(throw=False)
             seen.append([[c.context_id, c.name] for c in v] + [v[0] is v[1]])
