@@ -260,6 +260,10 @@ fn one_tuple<'d>(doc: &'d Document<'_>, len: usize) -> Result<Vec<Value<'d>>, St
         Some(Value::Tuple(items)) if items.len() == len => {
             Ok(items.iter().filter_map(|&i| doc.get(i)).collect())
         }
+        Some(Value::Tuple(items)) => Err(format!(
+            "a tuple of {} where Mitogen sends a tuple of {len}",
+            items.len()
+        )),
         Some(v) => Err(format!(
             "a {} where Mitogen sends a tuple of {len}",
             v.type_name()
