@@ -60,31 +60,32 @@ impl StreamCheck {
         let messages = &policy.mitogen;
         let h = frame.header;
         let rule = check_handle(&h, frame.offset, messages)?;
-        let content = frame.decode(policy, limits)?;
         let not_allowed = |why: String| FrameError::PayloadNotAllowed {
             handle: h.handle,
             name: messages.handle_name(h.handle).to_owned(),
             why,
             offset: frame.offset,
         };
+        let payload = frame.payload();
         let mut new_ids = Vec::new();
-        match (rule, &content) {
-            (_, Content::Dead(_)) => {}
-            (None | Some(PayloadRule::Pickles), _) => {}
-            (Some(PayloadRule::Raw), _) => {}
-            (Some(PayloadRule::Empty), _) => {
-                if !frame.payload().is_empty() {
+        // The receivers of these handles read the payload as bytes whatever the enc says, and
+        // never unpickle it: so it is checked as bytes and handed on as received.
+        let raw = match rule {
+            Some(PayloadRule::Raw) => true,
+            Some(PayloadRule::Empty) => {
+                if !payload.is_empty() {
                     return Err(not_allowed(format!(
                         "{} payload bytes where Mitogen sends none",
-                        frame.payload().len()
+                        payload.len()
                     )));
                 }
+                true
             }
-            (Some(PayloadRule::ModuleName), _) => {
-                module_name(frame.payload()).map_err(not_allowed)?;
+            Some(PayloadRule::ModuleName) => {
+                module_name(payload).map_err(not_allowed)?;
+                true
             }
-            (Some(PayloadRule::Route), _) => {
-                let payload = frame.payload();
+            Some(PayloadRule::Route) => {
                 let (id, name) = match payload.iter().position(|&b| b == b':') {
                     Some(at) => (
                         payload.get(..at).unwrap_or_default(),
@@ -95,10 +96,20 @@ impl StreamCheck {
                 new_ids.push(context_id(id).map_err(not_allowed)?);
                 std::str::from_utf8(name)
                     .map_err(|_| not_allowed("the route's name is not UTF-8".into()))?;
+                true
             }
-            (Some(PayloadRule::RouteId), _) => {
-                context_id(frame.payload()).map_err(not_allowed)?;
+            Some(PayloadRule::RouteId) => {
+                context_id(payload).map_err(not_allowed)?;
+                true
             }
+            _ => false,
+        };
+        let content = if raw {
+            Content::Raw(payload)
+        } else {
+            frame.decode(policy, limits)?
+        };
+        match (rule, &content) {
             (Some(PayloadRule::ServiceCall), Content::Values(doc)) => {
                 service_call(doc).map_err(not_allowed)?;
             }
@@ -110,6 +121,7 @@ impl StreamCheck {
                     "not pickled (Mitogen's receiver unpickles it)".into(),
                 ));
             }
+            _ => {}
         }
         if let Content::Values(doc) = &content {
             new_ids.extend(context_ids(doc));
@@ -446,3 +458,7 @@ pub fn refusal_notices(header: &Header, reason: &str) -> Vec<u8> {
     }
     out
 }
+
+#[cfg(test)]
+#[path = "stream_test.rs"]
+mod tests;
