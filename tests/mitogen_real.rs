@@ -127,7 +127,7 @@ fn guard_cuts_off_a_child_sending_os_system() {
 ///   master imports it (the vector is real);
 /// - a reply of 101 new Contexts is refused (`max_new_contexts_per_frame`, 101 > 100) and the
 ///   parent's Router keeps none of them; 100 are accepted and kept;
-/// - a `None` reply with a LONG_BINPUT at 2**31 - 1 reaches the parent as `N.` only;
+/// - a `None` reply with a LONG_BINPUT at 2**27 (2 GiB of memo in CPython 3.11) reaches the parent as `N.` only;
 /// - a set reply (stock Mitogen refuses it too) fails that call;
 /// - the child's own malformed CALL_SERVICE with a reply handle gets the dead notice back
 ///   through the parent (`ChannelError` in the child), instead of waiting forever.

@@ -343,10 +343,10 @@ def run_handover(pw, capture):
         got = call(ctx, F.contexts, 100, 200000)
         r["contexts_kept_after_100"] = len(router._context_by_id) - before
         assert [c.context_id for c in got] == list(range(200000, 200100))
-        # 3. A memo bomb: None with one LONG_BINPUT at index 2**31 - 1 (CPython 3.11 sizes
+        # 3. A memo bomb: None with one LONG_BINPUT at index 2**27 (CPython 3.11 sizes
         #    its memo by it: gigabytes).
         recv = mitogen.core.Receiver(router)
-        bomb = b"\x80\x02Nr\xff\xff\xff\x7f."
+        bomb = b"\x80\x02Nr\x00\x00\x00\x08."
         assert call(ctx, F.send_raw, recv.to_sender(), bomb) == "sent"
         msg = recv.get(timeout=TIMEOUT)
         r["bomb_value"] = repr(msg.unpickle())
