@@ -17,7 +17,10 @@
 //! [`FrameReader`] cuts frames out of a byte stream that arrives in pieces of any size, checking
 //! each header as soon as its 26 bytes are in (so an oversized frame is refused before its
 //! payload is buffered). [`decode_payload`] decodes one payload under a policy (normally the
-//! built-in `mitogen` policy).
+//! built-in `mitogen` policy). [`StreamCheck`] applies the policy's message policy
+//! ([`crate::policy::MessagePolicy`]: handles, payload shapes, Context bounds) to a child's
+//! frames as `filter` and `guard` do; [`FrameError::disposition`] says whether a refusal fails
+//! one call ([`refusal_notices`]) or cuts the stream.
 
 use std::borrow::Cow;
 use std::fmt;

@@ -1006,7 +1006,8 @@ fn read_frames(stream: &[u8], sizes: &[usize]) -> Vec<String> {
     out
 }
 
-/// `Frame::canonical` (what `filter --canonical` hands on): one frame, the header but for the
+/// `Frame::canonical` (what `filter` and `guard` hand on by default): one frame, the header
+/// but for the
 /// length, and a payload that decodes under the same policy to the same typed JSON (or, for a
 /// frame that is not pickles, the frame as received). Allowed: no canonical pickle
 /// (`FrameError::NoCanonical`), and a limit the rewrite passes (bytes become a call of
