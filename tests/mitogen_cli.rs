@@ -667,6 +667,28 @@ fn the_message_policy_checks_each_handles_payload() {
     );
     assert_eq!(out.status.code(), Some(0), "{out:?}");
     assert_eq!(out.stdout, get);
+    // GET_MODULE: the master imports the parent package of the name it looks up, so a policy
+    // may list the top-level packages children import from it.
+    let text = std::fs::read_to_string(&file).unwrap().replace(
+        "payload = \"module_name\"\n",
+        "payload = \"module_name\"\ntop_level_packages = [\"os\", \"ansible_mitogen\"]\n",
+    );
+    std::fs::write(&file, text).unwrap();
+    let policy = ["--policy", file.to_str().unwrap()];
+    for name in [&b"os"[..], b"os.path", b"ansible_mitogen.target"] {
+        let get = frame_to(0x4d49, 100, 0, name);
+        let out = filter(&policy, &get);
+        assert_eq!(out.stdout, get, "{name:?}: {:?}", events(&out));
+    }
+    for name in [&b"this.x"[..], b"this", b"osx.path"] {
+        let out = filter(&policy, &frame_to(0x4d49, 100, 0, name));
+        assert!(out.stdout.is_empty(), "{name:?}");
+        assert_eq!(events(&out)[0]["kind"], "payload_not_allowed");
+        assert!(events(&out)[0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("is not one the policy lets a child import from"));
+    }
     // Dead messages: to a reply handle they pass (a child closing its Sender); to a standard
     // handle (CALL_SERVICE's pool worker would end on one) they are refused, and never
     // answered with another dead message.

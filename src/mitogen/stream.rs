@@ -81,8 +81,11 @@ impl StreamCheck {
                 }
                 true
             }
-            Some(PayloadRule::ModuleName) => {
+            Some(PayloadRule::ModuleName { top_level_packages }) => {
                 module_name(payload).map_err(not_allowed)?;
+                if let Some(list) = top_level_packages {
+                    top_level_package(payload, list).map_err(not_allowed)?;
+                }
                 true
             }
             Some(PayloadRule::Route) => {
@@ -257,6 +260,21 @@ fn module_name(bytes: &[u8]) -> Result<(), String> {
         Ok(())
     } else {
         Err(bad())
+    }
+}
+
+/// The first part of a module name (already checked by [`module_name`]) must be listed.
+fn top_level_package(name: &[u8], list: &[String]) -> Result<(), String> {
+    let text = std::str::from_utf8(name).unwrap_or_default();
+    let top = text.split('.').next().unwrap_or_default();
+    if list.iter().any(|p| p == top) {
+        Ok(())
+    } else {
+        Err(format!(
+            "top-level package {:?} is not one the policy lets a child import from (the \
+             master's finder imports the parent package of a name it looks up)",
+            crate::error::escape_for_display(top)
+        ))
     }
 }
 

@@ -43,7 +43,14 @@ pub enum PayloadRule {
     /// none empty or starting with a digit; at most [`MAX_MODULE_NAME_BYTES`]), as
     /// `Importer._request_module` sends it to GET_MODULE (`ModuleResponder._on_get_module`:
     /// `msg.data.decode()`).
-    ModuleName,
+    ModuleName {
+        /// When set (`top_level_packages`), the name's first part must be one of these: the
+        /// master's `ModuleFinder` imports the parent package of a name it looks up
+        /// (`importlib.util.find_spec('pkg.mod')` imports `pkg`, `mitogen/master.py`
+        /// `_find_loader`), so a child naming `this.x` makes the master import `this`.
+        /// `None` accepts any.
+        top_level_packages: Option<Vec<String>>,
+    },
     /// `"route"`: `ID` or `ID:NAME`, ID decimal digits up to `Context.ID_MAX` (2**32 - 1) and
     /// NAME UTF-8, as `RouteMonitor._send_one` writes ADD_ROUTE; `_on_add_route` makes the
     /// parent's Router keep a Context for ID (`context_by_id(target_id)`), so a new ID counts
@@ -86,7 +93,7 @@ impl PayloadRule {
         match self {
             PayloadRule::Empty => "empty",
             PayloadRule::Raw => "raw",
-            PayloadRule::ModuleName => "module_name",
+            PayloadRule::ModuleName { .. } => "module_name",
             PayloadRule::Route => "route",
             PayloadRule::RouteId => "route_id",
             PayloadRule::ServiceCall => "service_call",
@@ -142,7 +149,15 @@ impl MessagePolicy {
             payload,
         };
         let handles = BTreeMap::from([
-            (100, rule("GET_MODULE", PayloadRule::ModuleName)),
+            (
+                100,
+                rule(
+                    "GET_MODULE",
+                    PayloadRule::ModuleName {
+                        top_level_packages: None,
+                    },
+                ),
+            ),
             (102, rule("FORWARD_LOG", PayloadRule::Raw)),
             (103, rule("ADD_ROUTE", PayloadRule::Route)),
             (104, rule("DEL_ROUTE", PayloadRule::RouteId)),

@@ -649,6 +649,14 @@ mod tests {
                 "packages applies to payload = \"resource_request\" only",
             ),
             (
+                section(&handle(
+                    112,
+                    "resource_request",
+                    "top_level_packages = [\"a\"]",
+                )),
+                "top_level_packages applies to payload = \"module_name\" only",
+            ),
+            (
                 "name = \"x\"\n[mitogen]\nreply_handles = true\n".to_owned(),
                 "missing field",
             ),

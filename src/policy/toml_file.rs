@@ -55,6 +55,8 @@ struct HandleEntry {
     payload: String,
     #[serde(default)]
     packages: Option<Vec<String>>,
+    #[serde(default)]
+    top_level_packages: Option<Vec<String>>,
 }
 
 #[derive(Deserialize)]
@@ -363,6 +365,11 @@ fn message_policy(m: MitogenEntry) -> Result<MessagePolicy, PolicyError> {
                  reply_handles, not listed"
             )));
         }
+        if h.top_level_packages.is_some() && h.payload != "module_name" {
+            return Err(err(format!(
+                "{at}: top_level_packages applies to payload = \"module_name\" only"
+            )));
+        }
         let payload = match (h.payload.as_str(), h.packages) {
             ("resource_request", packages) => PayloadRule::ResourceRequest {
                 packages: packages.unwrap_or_default(),
@@ -374,7 +381,9 @@ fn message_policy(m: MitogenEntry) -> Result<MessagePolicy, PolicyError> {
             }
             ("empty", None) => PayloadRule::Empty,
             ("raw", None) => PayloadRule::Raw,
-            ("module_name", None) => PayloadRule::ModuleName,
+            ("module_name", None) => PayloadRule::ModuleName {
+                top_level_packages: h.top_level_packages,
+            },
             ("route", None) => PayloadRule::Route,
             ("route_id", None) => PayloadRule::RouteId,
             ("service_call", None) => PayloadRule::ServiceCall,
