@@ -17,7 +17,10 @@
 //! [`FrameReader`] cuts frames out of a byte stream that arrives in pieces of any size, checking
 //! each header as soon as its 26 bytes are in (so an oversized frame is refused before its
 //! payload is buffered). [`decode_payload`] decodes one payload under a policy (normally the
-//! built-in `mitogen` policy).
+//! built-in `mitogen` policy). [`StreamCheck`] applies the policy's message policy
+//! ([`crate::policy::MessagePolicy`]: handles, payload shapes, Context bounds) to a child's
+//! frames as `filter` and `guard` do; [`FrameError::disposition`] says whether a refusal fails
+//! one call ([`refusal_notices`]) or cuts the stream.
 
 use std::borrow::Cow;
 use std::fmt;
@@ -28,6 +31,9 @@ use crate::limits::Limits;
 use crate::machine::Decoder;
 use crate::policy::Policy;
 use crate::value::{Arena, Document, Scratch};
+
+mod stream;
+pub use stream::{refusal_notices, Disposition, StreamCheck, MAX_NOTICE_REASON_BYTES};
 
 /// Length of a message header in bytes (`struct.calcsize('>hLLLLLL')`).
 pub const HEADER_LEN: usize = 26;
@@ -273,13 +279,53 @@ pub enum FrameError {
         /// Absolute offset of the header.
         offset: u64,
     },
+    /// The message policy ([`crate::policy::MessagePolicy`]) does not let a child send to this
+    /// handle ([`StreamCheck::check_frame`]), or not a dead message there.
+    HandleNotAllowed {
+        /// The handle.
+        handle: u32,
+        /// Its name (`"CALL_FUNCTION"`, `"reply"`).
+        name: String,
+        /// Whether the frame was a dead message.
+        dead: bool,
+        /// Absolute offset of the header.
+        offset: u64,
+    },
+    /// The payload is not what the handle's [`crate::policy::PayloadRule`] allows.
+    PayloadNotAllowed {
+        /// The handle.
+        handle: u32,
+        /// Its name.
+        name: String,
+        /// What is wrong (attacker text in it escaped and truncated).
+        why: String,
+        /// Absolute offset of the header.
+        offset: u64,
+    },
+    /// A bound of the message policy would be passed (`max_new_contexts_per_frame`,
+    /// `max_new_contexts_per_stream`).
+    MessageLimit {
+        /// The setting's name in the policy file.
+        setting: &'static str,
+        /// The count the frame would reach.
+        seen: u64,
+        /// The setting's value.
+        max: u64,
+        /// Absolute offset of the header.
+        offset: u64,
+    },
 }
 
 impl FrameError {
-    /// A stable name: `bad_enc`, `message_too_large`, `truncated`, or the payload error's
-    /// kind name (`global_not_allowed`, ...).
+    /// A stable name: `bad_enc`, `message_too_large`, `truncated`, `no_canonical_pickle`,
+    /// `handle_not_allowed`, `payload_not_allowed`, `limit_exceeded` (a message policy bound,
+    /// named by [`FrameError::limit_name`]), or the payload error's kind name
+    /// (`global_not_allowed`, ...).
     pub fn kind_name(&self) -> &'static str {
         match self {
+            FrameError::HandleNotAllowed { .. } => "handle_not_allowed",
+            FrameError::PayloadNotAllowed { .. } => "payload_not_allowed",
+            FrameError::MessageLimit { .. } => "limit_exceeded",
             FrameError::BadEnc { .. } => "bad_enc",
             FrameError::TooLarge { .. } => "message_too_large",
             FrameError::Truncated { .. } => "truncated",
@@ -303,6 +349,25 @@ impl FrameError {
             } => Category::LimitExceeded,
             FrameError::NoCanonical { .. } => Category::PolicyDenied,
             FrameError::CanonicalRefused { error, .. } => error.category(),
+            FrameError::HandleNotAllowed { .. } | FrameError::PayloadNotAllowed { .. } => {
+                Category::PolicyDenied
+            }
+            FrameError::MessageLimit { .. } => Category::LimitExceeded,
+        }
+    }
+
+    /// The name of the limit or setting passed, for a refusal of category `limit_exceeded`
+    /// that has one (`max_nesting_depth`, `max_new_contexts_per_frame`, ...).
+    pub fn limit_name(&self) -> Option<&'static str> {
+        match self {
+            FrameError::MessageLimit { setting, .. } => Some(setting),
+            FrameError::Payload(e) | FrameError::CanonicalRefused { error: e, .. } => {
+                match e.kind() {
+                    ErrorKind::LimitExceeded { limit, .. } => Some(limit.name()),
+                    _ => None,
+                }
+            }
+            _ => None,
         }
     }
 
@@ -313,7 +378,10 @@ impl FrameError {
             | FrameError::TooLarge { offset, .. }
             | FrameError::Truncated { offset, .. }
             | FrameError::NoCanonical { offset, .. }
-            | FrameError::CanonicalRefused { offset, .. } => *offset,
+            | FrameError::CanonicalRefused { offset, .. }
+            | FrameError::HandleNotAllowed { offset, .. }
+            | FrameError::PayloadNotAllowed { offset, .. }
+            | FrameError::MessageLimit { offset, .. } => *offset,
             FrameError::Payload(e) => e.offset(),
         }
     }
@@ -355,6 +423,37 @@ impl fmt::Display for FrameError {
                 f,
                 "the canonical pickle of the frame at offset {offset} ({offset:#x}) is refused by \
                  the policy (offsets in the rewrite): {error}"
+            ),
+            FrameError::HandleNotAllowed {
+                handle,
+                name,
+                dead,
+                offset,
+            } => write!(
+                f,
+                "{}handle {handle} ({name}) is not one a child may send to under the Mitogen \
+                 message policy, in the frame at offset {offset} ({offset:#x})",
+                if *dead { "a dead message to " } else { "" }
+            ),
+            FrameError::PayloadNotAllowed {
+                handle,
+                name,
+                why,
+                offset,
+            } => write!(
+                f,
+                "the payload to handle {handle} ({name}) is not allowed: {why}, in the frame at \
+                 offset {offset} ({offset:#x})"
+            ),
+            FrameError::MessageLimit {
+                setting,
+                seen,
+                max,
+                offset,
+            } => write!(
+                f,
+                "Mitogen message policy setting {setting} exceeded: {seen} > {max} new Context \
+                 ids, in the frame at offset {offset} ({offset:#x})"
             ),
         }
     }

@@ -87,37 +87,40 @@ fn deadline_for(overrides: &str) -> Option<std::time::Duration> {
 
 /// A Mitogen child's stdout, as `filter --mitogen` and `guard` check it: the bootstrap handshake
 /// is passed (`bootstrap::Handshake`, Mitogen's own rule for where it ends), then every frame
-/// whose payload is a pickle is decoded; the outcome is the first refusal's kind, or `ok`.
-fn mitogen_outcome(data: &[u8], policy: &Policy, limits: Limits) -> String {
+/// is checked under the policy's message policy and decoded (`mitogen::StreamCheck`, one for
+/// the stream); the outcome is the first refusal's kind and its limit or setting (`-` for
+/// none), or `ok`.
+fn mitogen_outcome(data: &[u8], policy: &Policy, limits: Limits) -> (String, String) {
     use picklewarden::mitogen::bootstrap::{Handshake, Step};
-    use picklewarden::mitogen::{FrameReader, PayloadKind};
+    use picklewarden::mitogen::{FrameError, FrameReader, StreamCheck};
+    let refused = |e: &FrameError| {
+        (
+            e.kind_name().to_owned(),
+            e.limit_name().unwrap_or("-").to_owned(),
+        )
+    };
     let mut h = Handshake::default();
     let start = match h.feed(data, 1 << 20) {
         Step::Done(k) => k,
-        _ => return "bootstrap_not_ended".into(),
+        _ => return ("bootstrap_not_ended".into(), "-".into()),
     };
     let mut reader = FrameReader::new().starting_at(start as u64);
     reader.push(&data[start..]);
+    let mut check = StreamCheck::new();
     loop {
         match reader.next_frame() {
             Ok(Some(frame)) => {
-                if matches!(
-                    frame.header.payload_kind(),
-                    PayloadKind::Binary | PayloadKind::Raw
-                ) {
-                    continue;
-                }
-                if let Err(e) = frame.decode(policy, limits) {
-                    return e.kind_name().to_owned();
+                if let Err(e) = check.check_frame(&frame, policy, limits) {
+                    return refused(&e);
                 }
             }
             Ok(None) => break,
-            Err(e) => return e.kind_name().to_owned(),
+            Err(e) => return refused(&e),
         }
     }
     match reader.finish() {
-        Ok(()) => "ok".into(),
-        Err(e) => e.kind_name().to_owned(),
+        Ok(()) => ("ok".into(), "-".into()),
+        Err(e) => refused(&e),
     }
 }
 
@@ -132,11 +135,11 @@ fn every_vector_has_its_expected_outcome() {
             .unwrap_or_else(|| panic!("{}: unknown policy {}", row.file, row.policy));
         let limits = limits_for(&policy, &row.limits);
         if row.mitogen {
-            let got = mitogen_outcome(&data, &policy, limits);
-            if got != row.expected {
+            let (got, limit) = mitogen_outcome(&data, &policy, limits);
+            if got != row.expected || limit != row.limit {
                 failures.push(format!(
-                    "{} ({}, mitogen): expected {}, got {got}",
-                    row.file, row.attack, row.expected
+                    "{} ({}, mitogen): expected {} ({}), got {got} ({limit})",
+                    row.file, row.attack, row.expected, row.limit
                 ));
             }
             continue;

@@ -48,6 +48,9 @@ fn json_lines(out: &Output) -> Vec<serde_json::Value> {
 
 // pickle.dumps([b'ab', 'x', 1], 2)
 const GOOD: &[u8] = b"\x80\x02]q\x00(c_codecs\nencode\nq\x01X\x02\x00\x00\x00abq\x02X\x06\x00\x00\x00latin1q\x03\x86q\x04Rq\x05X\x01\x00\x00\x00xq\x06K\x01e.";
+// GOOD as picklewarden's canonical rewrite hands it on: the bytes as _codecs.encode, whose
+// global and 'latin1' text are memoized for the next bytes; nothing else is (nothing is shared).
+const GOOD_CANONICAL: &[u8] = b"\x80\x02](c_codecs\nencode\nq\x00X\x02\x00\x00\x00abX\x06\x00\x00\x00latin1q\x01\x86RX\x01\x00\x00\x00xK\x01e.";
 const EVIL: &[u8] = b"\x80\x02cos\nsystem\nX\x02\x00\x00\x00id\x85R.";
 // Blob(10**9): accepted by Mitogen's find_class (a gigabyte of zeros), refused by the schema.
 const BLOB_BOMB: &[u8] = b"\x80\x02cmitogen.core\nBlob\nJ\x00\xca\x9a;\x85R.";
@@ -143,10 +146,15 @@ fn decode_passes_over_a_bootstrap_handshake() {
         .contains("\"truncated\""));
 }
 
+/// `os.system` shows a hostile child: the stream is cut there (the frames before it handed on
+/// canonical by default, as received with `--pass-through`).
 #[test]
 fn filter_fails_closed_on_the_first_refusal() {
     let s = stream();
     let out = run(&["filter", "--mitogen", "--framed"], &s);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.stdout, frame(0x4d4a, 1000, 0, GOOD_CANONICAL));
+    let out = run(&["filter", "--mitogen", "--framed", "--pass-through"], &s);
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(out.stdout, frame(0x4d4a, 1000, 0, GOOD));
     let event: serde_json::Value = serde_json::from_str(
@@ -165,7 +173,14 @@ fn filter_fails_closed_on_the_first_refusal() {
 #[test]
 fn filter_drop_passes_the_rest_unchanged() {
     let out = run(
-        &["filter", "--mitogen", "--framed", "--on-reject", "drop"],
+        &[
+            "filter",
+            "--mitogen",
+            "--framed",
+            "--on-reject",
+            "drop",
+            "--pass-through",
+        ],
         &stream(),
     );
     assert_eq!(out.status.code(), Some(0));
@@ -182,18 +197,16 @@ fn filter_drop_passes_the_rest_unchanged() {
 /// canonical pickle is refused as a refused frame is.
 #[test]
 fn filter_canonical_rewrites_the_pickles_of_accepted_frames() {
-    // pickle.dumps(('ab', 'ab'), 2) spelled with a far LONG_BINPUT (the CPython 3.11 memo
-    // DoS shape), then a second pickle of the same payload fetching the memo entry.
-    let far = b"\x80\x02X\x02\x00\x00\x00abr\x00\x00\x00\x02j\x00\x00\x00\x02\x86.\x80\x02j\x00\x00\x00\x02.";
+    // pickle.dumps(('ab', 'ab'), 2) spelled with a LONG_BINPUT ahead of the entries (index
+    // 200, within the bound), then a second pickle of the same payload fetching the entry.
+    let far = b"\x80\x02X\x02\x00\x00\x00abr\xc8\x00\x00\x00j\xc8\x00\x00\x00\x86.\x80\x02j\xc8\x00\x00\x00.";
     let mut s = frame(0x4d4a, 1000, 0, GOOD);
     s.extend(frame(0x4d4a, 1001, 0, far));
     s.extend(frame(0x4d49, 102, 0, b"mitogen\x0020\x00hi"));
     s.extend(frame(0x4d49, 1003, 999, b"Channel closed"));
     let out = run(&["filter", "--mitogen", "--framed", "--canonical"], &s);
     assert_eq!(out.status.code(), Some(0), "{out:?}");
-    // [b'ab', 'x', 1]: the bytes as _codecs.encode, whose global and 'latin1' text are
-    // memoized for the next bytes; nothing else is (nothing is shared).
-    let good = b"\x80\x02](c_codecs\nencode\nq\x00X\x02\x00\x00\x00abX\x06\x00\x00\x00latin1q\x01\x86RX\x01\x00\x00\x00xK\x01e.";
+    let good = GOOD_CANONICAL;
     // ('ab', 'ab') with the text in memo entry 0, then the second pickle's BINGET 0.
     let two = b"\x80\x02X\x02\x00\x00\x00abq\x00h\x00\x86.\x80\x02h\x00.";
     let mut want = frame(0x4d4a, 1000, 0, good);
@@ -206,8 +219,11 @@ fn filter_canonical_rewrites_the_pickles_of_accepted_frames() {
         "{}",
         String::from_utf8_lossy(&out.stdout).escape_debug()
     );
-    // Without --canonical the frames pass as received.
-    let out = run(&["filter", "--mitogen", "--framed"], &s);
+    // Canonical is the default (--canonical is accepted and changes nothing); with
+    // --pass-through the frames pass as received.
+    let out2 = run(&["filter", "--mitogen", "--framed"], &s);
+    assert_eq!(out2.stdout, want);
+    let out = run(&["filter", "--mitogen", "--framed", "--pass-through"], &s);
     assert_eq!(out.stdout, s);
     // Kwargs({'a': l}) with l appended to after the call (Mitogen's Kwargs copied the dict
     // holding the empty list; the record holds the list as it ended) has none: refused, the
@@ -218,9 +234,19 @@ fn filter_canonical_rewrites_the_pickles_of_accepted_frames() {
     let refused_when_canonical = |payload: &[u8]| {
         let mut s = frame(0x4d4a, 1000, 0, GOOD);
         s.extend(frame(0x4d4a, 1001, 0, payload));
-        let out = run(&["filter", "--mitogen", "--framed"], &s);
+        let out = run(&["filter", "--mitogen", "--framed", "--pass-through"], &s);
         assert_eq!(out.status.code(), Some(0), "{out:?}");
-        let out = run(&["filter", "--mitogen", "--framed", "--canonical"], &s);
+        let out = run(
+            &[
+                "filter",
+                "--mitogen",
+                "--framed",
+                "--canonical",
+                "--on-reject",
+                "disconnect",
+            ],
+            &s,
+        );
         assert_eq!(out.status.code(), Some(1), "{out:?}");
         assert_eq!(out.stdout, frame(0x4d4a, 1000, 0, good));
         let e = events(&out).remove(0);
@@ -282,7 +308,7 @@ fn filter_passes_a_bootstrap_handshake_on_and_then_checks_frames() {
     let out = run(&["filter", "--mitogen"], &input);
     assert_eq!(out.status.code(), Some(1));
     let mut want = HANDSHAKE.to_vec();
-    want.extend(frame(0x4d4a, 1000, 0, GOOD));
+    want.extend(frame(0x4d4a, 1000, 0, GOOD_CANONICAL));
     assert_eq!(out.stdout, want);
     let ev = events(&out);
     assert_eq!(ev.len(), 1, "{ev:?}");
@@ -461,4 +487,429 @@ fn filter_checks_frames_after_any_line_mitogen_takes_for_the_end_of_the_handshak
         assert_eq!(ev[0]["event"], "mitogen_frame_refused", "{end:?}");
         assert_eq!(ev[0]["global"], "os.system");
     }
+}
+
+// ------------------------------------------------------------- the Mitogen message policy
+
+/// A frame from child 1 to its parent (context 0) with `reply_to`.
+fn frame_to(enc: u16, handle: u32, reply_to: u32, payload: &[u8]) -> Vec<u8> {
+    frame(enc, handle, reply_to, payload)
+}
+
+/// The dead message `filter` writes for a refused frame (`refusal_notices`): legacy enc,
+/// `reply_to` 999, src_id and auth_id 1 (the child's), the reason as UTF-8.
+fn dead(dst_id: u32, handle: u32, reason: &str) -> Vec<u8> {
+    let mut v = 0x4d49u16.to_be_bytes().to_vec();
+    for x in [dst_id, 1, 1, handle, 999, reason.len() as u32] {
+        v.extend_from_slice(&x.to_be_bytes());
+    }
+    v.extend_from_slice(reason.as_bytes());
+    v
+}
+
+/// The `(handle, kind, action)` of each audit event.
+fn refusals(out: &Output) -> Vec<(u64, String, String)> {
+    events(out)
+        .iter()
+        .map(|e| {
+            (
+                e["handle"].as_u64().unwrap(),
+                e["kind"].as_str().unwrap().to_owned(),
+                e["action"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+fn filter(extra: &[&str], input: &[u8]) -> Output {
+    let mut args = vec!["filter", "--mitogen", "--framed"];
+    args.extend_from_slice(extra);
+    run(&args, input)
+}
+
+/// pickle.dumps(('svc.Name', 'method', Kwargs({'a': 1})), 2) as Mitogen's
+/// `call_service_async` writes it.
+const SERVICE_CALL: &[u8] = b"\x80\x02X\x08\x00\x00\x00svc.NameX\x06\x00\x00\x00methodcmitogen.core\nKwargs\n}X\x01\x00\x00\x00aK\x01s\x85R\x87.";
+
+/// Every handle below 1000 that Mitogen 0.3.54 gives a child no reason to send to is refused
+/// (`handle_not_allowed`), whatever its payload: the frame is not handed on, the child stays
+/// connected (exit 0, the next frame passes), and nothing is sent for a frame without
+/// `reply_to`.
+#[test]
+fn the_message_policy_refuses_handles_a_child_has_no_reason_to_send_to() {
+    for handle in [
+        0u32, 1, 99, 101, 106, 107, 108, 111, 113, 114, 500, 998, 999,
+    ] {
+        let mut s = frame_to(0x4d4a, handle, 0, b"\x80\x02N.");
+        s.extend(frame(0x4d4a, 1000, 0, GOOD));
+        let out = filter(&[], &s);
+        assert_eq!(out.status.code(), Some(0), "{handle}: {out:?}");
+        assert_eq!(
+            out.stdout,
+            frame(0x4d4a, 1000, 0, GOOD_CANONICAL),
+            "{handle}"
+        );
+        assert_eq!(
+            refusals(&out),
+            [(
+                u64::from(handle),
+                "handle_not_allowed".into(),
+                "fail_call".into()
+            )],
+            "{handle}"
+        );
+        assert_eq!(events(&out)[0]["category"], "policy_denied");
+    }
+    // What Mitogen's child does send upstream passes, each with the payload Mitogen writes.
+    let allowed: [(u16, u32, &[u8]); 10] = [
+        (0x4d49, 100, b"os.path"),
+        (0x4d49, 100, b"ansible_mitogen.target"),
+        (0x4d49, 102, b"mitogen\x0020\x00hi \xff"),
+        (0x4d49, 103, b"5"),
+        (0x4d49, 103, b"4294967295:ssh.host"),
+        (0x4d49, 104, b"5"),
+        (0x4d49, 105, b""),
+        (0x4d49, 109, b""),
+        (0x4d4a, 110, SERVICE_CALL),
+        (0x4d4b, 1000, b"\x00raw reply"),
+    ];
+    let mut s = Vec::new();
+    for (enc, handle, payload) in allowed {
+        s.extend(frame_to(enc, handle, 0, payload));
+    }
+    let out = filter(&["--pass-through"], &s);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert_eq!(out.stdout, s);
+    assert!(events(&out).is_empty());
+}
+
+/// A payload that is not what the handle's rule allows is refused (`payload_not_allowed`),
+/// GET_RESOURCE above all: the master would import the package the child names.
+#[test]
+fn the_message_policy_checks_each_handles_payload() {
+    let refused: [(u16, u32, &[u8], &str); 16] = [
+        (0x4d49, 100, b"", "is not a dotted module name"),
+        (0x4d49, 100, b"os..path", "is not a dotted module name"),
+        (0x4d49, 100, b"1os", "is not a dotted module name"),
+        (0x4d49, 100, b"os;import", "is not a dotted module name"),
+        (0x4d49, 100, b"\xff", "is not a dotted module name"),
+        (0x4d49, 103, b"x:name", "is not a context id"),
+        (0x4d49, 103, b"4294967296", "is over 2**32 - 1"),
+        (0x4d49, 103, b" 5", "is not a context id"),
+        (0x4d49, 103, b"5:\xff", "is not UTF-8"),
+        (0x4d49, 104, b"5:name", "is not a context id"),
+        (
+            0x4d49,
+            105,
+            b"x",
+            "1 payload bytes where Mitogen sends none",
+        ),
+        (
+            0x4d49,
+            109,
+            b"N.",
+            "2 payload bytes where Mitogen sends none",
+        ),
+        (
+            0x4d4a,
+            110,
+            b"\x80\x02X\x01\x00\x00\x00x\x85.",
+            "a tuple of 1 where",
+        ),
+        (
+            0x4d4a,
+            110,
+            b"\x80\x02K\x01K\x02K\x03\x87.",
+            "not (service name",
+        ),
+        // ResourceRequester's ('this', 'x'): refused by default.
+        (
+            0x4d4a,
+            112,
+            b"\x80\x02X\x04\x00\x00\x00thisX\x01\x00\x00\x00x\x86.",
+            "package \"this\" is not one whose resources",
+        ),
+        (0x4d4b, 110, SERVICE_CALL, "not pickled"),
+    ];
+    for (enc, handle, payload, says) in refused {
+        let out = filter(&[], &frame_to(enc, handle, 0, payload));
+        assert_eq!(out.status.code(), Some(0), "{payload:?}: {out:?}");
+        assert!(out.stdout.is_empty(), "{payload:?}");
+        assert_eq!(
+            refusals(&out),
+            [(
+                u64::from(handle),
+                "payload_not_allowed".into(),
+                "fail_call".into()
+            )],
+            "{payload:?}"
+        );
+        let reason = events(&out)[0]["reason"].as_str().unwrap().to_owned();
+        assert!(reason.contains(says), "{payload:?}: {reason}");
+    }
+    // A policy that lists the package lets the same request through.
+    let dir = std::env::temp_dir().join(format!("pw-mitogen-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("allow-this.toml");
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/policy/mitogen.toml"))
+        .unwrap()
+        .replace("packages = []", "packages = [\"this\"]");
+    std::fs::write(&file, text).unwrap();
+    let get = frame_to(
+        0x4d4a,
+        112,
+        0,
+        b"\x80\x02X\x04\x00\x00\x00thisX\x01\x00\x00\x00x\x86.",
+    );
+    let out = filter(
+        &["--pass-through", "--policy", file.to_str().unwrap()],
+        &get,
+    );
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert_eq!(out.stdout, get);
+    // GET_MODULE: the master imports the parent package of the name it looks up, so a policy
+    // may list the top-level packages children import from it.
+    let text = std::fs::read_to_string(&file).unwrap().replace(
+        "payload = \"module_name\"\n",
+        "payload = \"module_name\"\ntop_level_packages = [\"os\", \"ansible_mitogen\"]\n",
+    );
+    std::fs::write(&file, text).unwrap();
+    let policy = ["--policy", file.to_str().unwrap()];
+    for name in [&b"os"[..], b"os.path", b"ansible_mitogen.target"] {
+        let get = frame_to(0x4d49, 100, 0, name);
+        let out = filter(&policy, &get);
+        assert_eq!(out.stdout, get, "{name:?}: {:?}", events(&out));
+    }
+    for name in [&b"this.x"[..], b"this", b"osx.path"] {
+        let out = filter(&policy, &frame_to(0x4d49, 100, 0, name));
+        assert!(out.stdout.is_empty(), "{name:?}");
+        assert_eq!(events(&out)[0]["kind"], "payload_not_allowed");
+        assert!(events(&out)[0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("is not one the policy lets a child import from"));
+    }
+    // Dead messages: to a reply handle they pass (a child closing its Sender); to a standard
+    // handle (CALL_SERVICE's pool worker would end on one) they are refused, and never
+    // answered with another dead message.
+    let closed = frame_to(0x4d49, 1004, 999, b"Sender was explicitly closed");
+    let out = filter(&[], &closed);
+    assert_eq!(out.stdout, closed);
+    let out = filter(&[], &frame_to(0x4d49, 110, 999, b"bye"));
+    assert_eq!(out.status.code(), Some(0));
+    assert!(out.stdout.is_empty());
+    assert_eq!(
+        refusals(&out),
+        [(110, "handle_not_allowed".into(), "fail_call".into())]
+    );
+    assert!(events(&out)[0]["reason"]
+        .as_str()
+        .unwrap()
+        .starts_with("a dead message to handle 110 (CALL_SERVICE)"));
+}
+
+/// A refused frame fails its own call: a reply to the parent's handle 1000 becomes a dead
+/// message to that handle (the parent's `Receiver.get` raises ChannelError), a request with
+/// `reply_to` gets one addressed back to the child's reply handle, and the frames after it
+/// pass. With `--on-reject disconnect` (or its old name `fail`) the same refusal cuts the
+/// stream; with `drop` nothing is sent.
+#[test]
+fn a_refused_frame_fails_only_its_call() {
+    // A set reply (Mitogen's parent refuses `__builtin__.set` too).
+    let set = b"\x80\x02c__builtin__\nset\n]K\x01a\x85R.";
+    let mut s = frame_to(0x4d4a, 1000, 0, set);
+    s.extend(frame_to(0x4d4a, 1001, 0, GOOD));
+    let reason = "refused by picklewarden: global_not_allowed (policy_denied): global \
+                  __builtin__.set is not allowed by policy \"mitogen\" at offset 28 (0x1c, \
+                  opcode 0x63 GLOBAL)";
+    let out = filter(&[], &s);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let mut want = dead(0, 1000, reason);
+    want.extend(frame(0x4d4a, 1001, 0, GOOD_CANONICAL));
+    assert_eq!(
+        out.stdout,
+        want,
+        "{}",
+        String::from_utf8_lossy(&out.stdout).escape_debug()
+    );
+    // A refused request with reply_to: notified back to the child (dst_id 1, handle 1005).
+    let call = frame_to(0x4d4a, 101, 1005, b"\x80\x02N.");
+    let out = filter(&[], &call);
+    assert_eq!(out.status.code(), Some(0));
+    let reason = "refused by picklewarden: handle_not_allowed (policy_denied): handle 101 \
+                  (CALL_FUNCTION) is not one a child may send to under the Mitogen message \
+                  policy, in the frame at offset 0 (0x0)";
+    assert_eq!(out.stdout, dead(1, 1005, reason));
+    // A refused reply that also asks for a reply: both ends are told.
+    let both = frame_to(0x4d4a, 1000, 1006, set);
+    let out = filter(&[], &both);
+    let stdout = out.stdout;
+    assert_eq!(&stdout[..22], &dead(0, 1000, "")[..22]);
+    let second = 26 + u32::from_be_bytes(stdout[22..26].try_into().unwrap()) as usize;
+    assert_eq!(&stdout[second..second + 22], &dead(1, 1006, "")[..22]);
+    for on_reject in ["disconnect", "fail"] {
+        let out = filter(&["--on-reject", on_reject], &s);
+        assert_eq!(out.status.code(), Some(1), "{on_reject}");
+        assert!(out.stdout.is_empty());
+        assert_eq!(events(&out)[0]["action"], "disconnect");
+    }
+    let out = filter(&["--on-reject", "drop"], &s);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(out.stdout, frame(0x4d4a, 1001, 0, GOOD_CANONICAL));
+    assert_eq!(events(&out)[0]["action"], "drop");
+}
+
+/// What shows a hostile child still cuts the stream under the default `fail-call`: a global
+/// that is neither Mitogen's nor plain data, a malformed pickle, a framing error.
+#[test]
+fn a_hostile_frame_still_cuts_the_stream() {
+    for (payload, kind) in [
+        (EVIL, "global_not_allowed"),
+        (&b"\x80\x02cbuiltins\neval\n."[..], "global_not_allowed"),
+        (b"\x80\x02N\xff.", "unknown_opcode"),
+        (b"\x80\x02X\x05\x00\x00\x00ab", "truncated"),
+    ] {
+        let mut s = frame_to(0x4d4a, 1000, 0, payload);
+        s.extend(frame_to(0x4d4a, 1001, 0, GOOD));
+        let out = filter(&[], &s);
+        assert_eq!(out.status.code(), Some(1), "{payload:?}");
+        assert!(out.stdout.is_empty(), "{payload:?}");
+        assert_eq!(
+            refusals(&out),
+            [(1000, kind.into(), "disconnect".into())],
+            "{payload:?}"
+        );
+    }
+    let out = filter(&[], &frame(0x1234, 1000, 0, b"N."));
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(events(&out)[0]["kind"], "bad_enc");
+    assert_eq!(events(&out)[0]["action"], "disconnect");
+}
+
+/// A memo bomb (`None`, plus one LONG_BINPUT at 2**27, which CPython 3.11 sizes its memo
+/// by) never reaches the parent, with or without `--pass-through`: the index is far ahead of
+/// the entries set (`memo_index_ahead`), which no stock child writes, so the stream is cut.
+#[test]
+fn a_memo_bomb_never_reaches_the_parent() {
+    let bomb = b"\x80\x02Nr\x00\x00\x00\x08.";
+    let s = frame_to(0x4d4a, 1000, 0, bomb);
+    for extra in [&[][..], &["--canonical"], &["--pass-through"]] {
+        let out = filter(extra, &s);
+        assert_eq!(out.status.code(), Some(1), "{out:?}");
+        assert!(out.stdout.is_empty(), "{out:?}");
+        assert_eq!(
+            refusals(&out),
+            [(1000, "memo_index_ahead".into(), "disconnect".into())]
+        );
+    }
+    let out = filter(&["--pass-through", "--canonical"], &s);
+    assert_eq!(out.status.code(), Some(2), "the two conflict: {out:?}");
+}
+
+/// `n` calls of `_unpickle_context` with ids `first..first + n` (the global from the memo),
+/// in one list: pickle.dumps([Context(None, i) for i in ...], 2) as Mitogen writes them.
+fn contexts(first: u32, n: u32) -> Vec<u8> {
+    let mut p = b"\x80\x02]q\x00(cmitogen.core\n_unpickle_context\nq\x01".to_vec();
+    for i in first..first + n {
+        p.extend_from_slice(b"h\x01J");
+        p.extend_from_slice(&i.to_le_bytes());
+        p.extend_from_slice(b"N\x86R");
+    }
+    p.extend_from_slice(b"e.");
+    p
+}
+
+/// `max_new_contexts_per_frame` (default 100) at 99, 100 and 101 new ids in one frame: the
+/// refusal names the setting, the count and the frame's offset. Ids named twice, or named
+/// before on the stream, are not new.
+#[test]
+fn max_new_contexts_per_frame_at_n_minus_1_n_n_plus_1() {
+    for (n, ok) in [(99, true), (100, true), (101, false)] {
+        let mut s = frame_to(0x4d4a, 1000, 0, GOOD);
+        let at = s.len();
+        s.extend(frame_to(0x4d4a, 1001, 0, &contexts(5000, n)));
+        let out = filter(&["--pass-through"], &s);
+        assert_eq!(out.status.code(), Some(0), "{n}");
+        if ok {
+            assert_eq!(out.stdout, s, "{n}");
+            assert!(events(&out).is_empty(), "{n}");
+            continue;
+        }
+        let ev = events(&out);
+        assert_eq!(ev.len(), 1, "{ev:?}");
+        assert_eq!(ev[0]["kind"], "limit_exceeded");
+        assert_eq!(ev[0]["category"], "limit_exceeded");
+        assert_eq!(ev[0]["limit"], "max_new_contexts_per_frame");
+        assert_eq!(ev[0]["offset"], at as u64);
+        assert_eq!(ev[0]["action"], "fail_call");
+        assert!(ev[0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("max_new_contexts_per_frame exceeded: 101 > 100 new Context ids"));
+        let mut want = frame_to(0x4d4a, 1000, 0, GOOD);
+        let reason = format!(
+            "refused by picklewarden: limit_exceeded (max_new_contexts_per_frame): Mitogen \
+             message policy setting max_new_contexts_per_frame exceeded: 101 > 100 new Context \
+             ids, in the frame at offset {at} ({at:#x})"
+        );
+        want.extend(dead(0, 1001, &reason));
+        assert_eq!(out.stdout, want);
+    }
+    // 150 calls naming 100 ids (50 twice), then a frame of 100 ids of which 60 were named
+    // before: 40 new.
+    let mut twice = contexts(1, 100);
+    let more = contexts(1, 50);
+    twice.truncate(twice.len() - 2);
+    twice.extend_from_slice(&more[more.len() - 2 - 50 * 10..]);
+    let mut s = frame_to(0x4d4a, 1000, 0, &twice);
+    s.extend(frame_to(0x4d4a, 1001, 0, &contexts(41, 100)));
+    let out = filter(&["--pass-through"], &s);
+    assert_eq!(out.stdout, s, "{:?}", events(&out));
+}
+
+/// `max_new_contexts_per_stream` (default 10,000) at 9,999, 10,000 and 10,001 ids over a
+/// stream, frames of 100 each under the per-frame bound; ADD_ROUTE's ids count too.
+#[test]
+fn max_new_contexts_per_stream_at_n_minus_1_n_n_plus_1() {
+    let mut base = Vec::new();
+    for k in 0..99 {
+        base.extend(frame_to(0x4d4a, 1000, 0, &contexts(k * 100, 100)));
+    }
+    // 9,900 so far; then 99 ids in a frame and one in an ADD_ROUTE: 10,000.
+    base.extend(frame_to(0x4d4a, 1000, 0, &contexts(9900, 99)));
+    let n_minus_1 = base.clone();
+    base.extend(frame_to(0x4d49, 103, 0, b"9999:ssh.host"));
+    let n = base.clone();
+    let at = base.len() as u64;
+    base.extend(frame_to(0x4d4a, 1000, 0, &contexts(10000, 1)));
+    // An id named before is not new: still accepted after the refusal.
+    base.extend(frame_to(0x4d4a, 1000, 0, &contexts(0, 100)));
+    for (s, ok) in [(&n_minus_1, true), (&n, true)] {
+        let out = filter(&["--pass-through"], s);
+        assert_eq!(out.status.code(), Some(0));
+        assert_eq!(&out.stdout, s, "{ok}: {:?}", events(&out));
+    }
+    let out = filter(&["--pass-through"], &base);
+    assert_eq!(out.status.code(), Some(0));
+    let ev = events(&out);
+    assert_eq!(ev.len(), 1, "{ev:?}");
+    assert_eq!(ev[0]["limit"], "max_new_contexts_per_stream");
+    assert_eq!(ev[0]["kind"], "limit_exceeded");
+    assert_eq!(ev[0]["offset"], at);
+    assert!(ev[0]["reason"]
+        .as_str()
+        .unwrap()
+        .contains("max_new_contexts_per_stream exceeded: 10001 > 10000 new Context ids"));
+    let mut want = n.clone();
+    want.extend(dead(
+        0,
+        1000,
+        &format!(
+            "refused by picklewarden: limit_exceeded (max_new_contexts_per_stream): Mitogen \
+             message policy setting max_new_contexts_per_stream exceeded: 10001 > 10000 new \
+             Context ids, in the frame at offset {at} ({at:#x})"
+        ),
+    ));
+    want.extend(frame_to(0x4d4a, 1000, 0, &contexts(0, 100)));
+    assert_eq!(out.stdout, want);
 }

@@ -118,6 +118,76 @@ fn guard_cuts_off_a_child_sending_os_system() {
     assert_eq!(&up[at..at + 10], b"cos\nsystem");
 }
 
+/// Hand-over safety against real Mitogen (`mitogen_drive.py handover`): one child behind the
+/// default `guard` (canonical hand-over, message policy, fail-call refusals) sends what a
+/// hostile child would. Each refused frame fails only its own call with the refusal's reason,
+/// and the next call on the same child works:
+/// - GET_RESOURCE naming `this` is refused (`payload_not_allowed`), and the master never
+///   imports `this`; a guard whose policy lists `this` lets the same frame through and the
+///   master imports it (the vector is real);
+/// - a reply of 101 new Contexts is refused (`max_new_contexts_per_frame`, 101 > 100) and the
+///   parent's Router keeps none of them; 100 are accepted and kept;
+/// - a set reply (stock Mitogen refuses it too) fails that call;
+/// - the child's own malformed CALL_SERVICE with a reply handle gets the dead notice back
+///   through the parent (`ChannelError` in the child), instead of waiting forever;
+/// - last, a `None` reply with a LONG_BINPUT at 2**27 (2 GiB of memo in CPython 3.11) is
+///   refused (`memo_index_ahead`: no stock child writes it) and cuts the stream, so the parent
+///   never reads it and its memory stays small.
+#[test]
+fn guard_fails_only_the_refused_call_and_the_parent_stays_responsive() {
+    let Some(r) = drive("handover") else { return };
+    assert_eq!(r["still_responsive"], true, "{r}");
+    assert_eq!(r["this_imported"], false, "{r}");
+    assert_eq!(r["control_this_imported"], true, "{r}");
+    let flood = r["flood_error"].as_str().unwrap();
+    assert!(
+        flood.starts_with("refused by picklewarden: limit_exceeded (max_new_contexts_per_frame)")
+            && flood.contains("101 > 100"),
+        "{flood}"
+    );
+    assert_eq!(r["contexts_kept_after_flood"], 0, "{r}");
+    assert_eq!(r["contexts_kept_after_100"], 100, "{r}");
+    assert!(!r["bomb_error"].as_str().unwrap().is_empty(), "{r}");
+    assert!(r["parent_maxrss_mib"].as_u64().unwrap() < 512, "{r}");
+    let set = r["set_error"].as_str().unwrap();
+    assert!(
+        set.starts_with("refused by picklewarden: global_not_allowed")
+            && set.contains("__builtin__.set"),
+        "{set}"
+    );
+    let service = r["service_call"].as_str().unwrap();
+    assert!(
+        service.starts_with("ChannelError: refused by picklewarden: payload_not_allowed")
+            && service.contains("handle 110 (CALL_SERVICE)"),
+        "{service}"
+    );
+    let events = r["audit_events"].as_array().unwrap();
+    let seen: Vec<(String, String, String)> = events
+        .iter()
+        .map(|e| {
+            (
+                e["handle"].to_string(),
+                e["kind"].as_str().unwrap().to_owned(),
+                e["action"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    let want = |h: &str, k: &str| (h.to_owned(), k.to_owned(), "fail_call".to_owned());
+    assert_eq!(seen.len(), 5, "{r}");
+    assert_eq!(seen[4].1, "memo_index_ahead", "{r}");
+    assert_eq!(seen[4].2, "disconnect", "{r}");
+    assert_eq!(seen[0], want("112", "payload_not_allowed"));
+    // The two replies were to the parent's reply handles (from 1000 up).
+    assert!(events[1]["handle"].as_u64().unwrap() >= 1000, "{r}");
+    assert!(events[2]["handle"].as_u64().unwrap() >= 1000, "{r}");
+    assert!(seen[..4].iter().all(|s| s.2 == "fail_call"), "{r}");
+    assert_eq!(seen[1].1, "limit_exceeded");
+    assert_eq!(events[1]["limit"], "max_new_contexts_per_frame");
+    assert_eq!(seen[2].1, "global_not_allowed");
+    assert_eq!(events[2]["global"], "__builtin__.set");
+    assert_eq!(seen[3], want("110", "payload_not_allowed"));
+}
+
 /// `bootstrap::Handshake` ends the handshake at the same byte as Mitogen's own parent, on
 /// 3,000 generated inputs mixing the three markers, parts of them, `\r`, spaces and newlines:
 /// Mitogen's side is its `BootstrapProtocol.PATTERNS` applied by `mitogen.core.iter_split`

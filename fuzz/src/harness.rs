@@ -867,7 +867,10 @@ pub fn check_scan_build_agree(data: &[u8]) {
 /// pseudo-random sizes must cut exactly the frames it cuts from the whole stream at once, each
 /// frame's bytes must be the stream's bytes at its offset, the reader must never buffer more
 /// than one frame plus the last piece, and every payload decodes (under the `mitogen` policy,
-/// default and tight limits) to a result whose error offsets fall inside that payload.
+/// default and tight limits) to a result whose error offsets fall inside that payload. The
+/// message policy (`StreamCheck`, one for the stream, as `filter` runs it) gives the same
+/// verdicts whatever the pieces, refuses with an offset inside the frame, and each refusal's
+/// dead notices read back as dead frames carrying the reason.
 ///
 /// The first input byte steers: bit 0 set wraps the rest in one pickle frame with a correct
 /// header (so pickle corpora are frame seeds; bit 1 makes it a dead message), and the byte
@@ -930,6 +933,7 @@ fn read_frames(stream: &[u8], sizes: &[usize]) -> Vec<String> {
     use picklewarden::mitogen::{Content, FrameReader, HEADER_LEN};
     let mut reader = FrameReader::with_max_message_bytes(FRAME_MAX);
     let mut out = Vec::new();
+    let mut check = picklewarden::mitogen::StreamCheck::new();
     let mut at = 0usize; // bytes pushed
     let mut next = 0usize; // stream offset of the next frame
     let mut i = 0usize;
@@ -960,6 +964,7 @@ fn read_frames(stream: &[u8], sizes: &[usize]) -> Vec<String> {
                     let stop = start + frame.payload().len() as u64;
                     let policy = mitogen_policy();
                     let mut summary = format!("frame@{}:{}", next, bytes.len());
+                    summary.push_str(&check_message_policy(&mut check, &frame, policy));
                     for limits in [policy.limits, tight_limits(&policy.limits)] {
                         let decoded = frame.decode(policy, limits);
                         if limits == policy.limits {
@@ -1012,7 +1017,60 @@ fn read_frames(stream: &[u8], sizes: &[usize]) -> Vec<String> {
     out
 }
 
-/// `Frame::canonical` (what `filter --canonical` hands on): one frame, the header but for the
+/// One frame through the stream's message policy check: a refusal's offset is inside the
+/// frame, and its dead notices are whole dead frames (enc legacy, `reply_to` 999, the child's
+/// `src_id` and `auth_id`) whose reason, which starts `refused by picklewarden: `, decodes as a
+/// dead message's under the policy. Gives the verdict for the summary.
+fn check_message_policy(
+    check: &mut picklewarden::mitogen::StreamCheck,
+    frame: &picklewarden::mitogen::Frame,
+    policy: &Policy,
+) -> String {
+    use picklewarden::mitogen::{refusal_notices, Content, FrameReader, IS_DEAD};
+    let e = match check.check_frame(frame, policy, policy.limits) {
+        Ok(_) => return " msg:ok".into(),
+        Err(e) => e,
+    };
+    let end = frame.offset + frame.as_bytes().len() as u64;
+    assert!(
+        (frame.offset..=end).contains(&e.offset()),
+        "message policy refusal offset {} outside the frame {}..{end}: {e}",
+        e.offset(),
+        frame.offset
+    );
+    let _ = e.disposition();
+    let notices = refusal_notices(&frame.header, &e.to_string());
+    let mut reader = FrameReader::new();
+    reader.push(&notices);
+    let mut n = 0;
+    while let Ok(Some(dead)) = reader.next_frame() {
+        n += 1;
+        assert_eq!(dead.header.reply_to, IS_DEAD, "a notice is a dead message");
+        assert_eq!(
+            (dead.header.src_id, dead.header.auth_id),
+            (frame.header.src_id, frame.header.auth_id)
+        );
+        match picklewarden::mitogen::decode_payload(
+            &dead.header,
+            dead.payload(),
+            policy,
+            policy.limits,
+        ) {
+            Ok(Content::Dead(reason)) => {
+                assert!(reason.starts_with("refused by picklewarden: "), "{reason}")
+            }
+            other => panic!("a notice does not read as a dead message: {other:?}"),
+        }
+    }
+    assert!(
+        reader.finish().is_ok() && n <= 2,
+        "{n} notices, or bytes after them"
+    );
+    format!(" msg:{}@{}", e.kind_name(), e.offset())
+}
+
+/// `Frame::canonical` (what `filter` and `guard` hand on by default): one frame, the header
+/// but for the
 /// length, and a payload that decodes under the same policy to the same typed JSON (or, for a
 /// frame that is not pickles, the frame as received). Allowed: no canonical pickle
 /// (`FrameError::NoCanonical`), and a limit the rewrite passes (bytes become a call of

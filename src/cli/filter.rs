@@ -1,7 +1,10 @@
 //! `picklewarden filter --mitogen`: a validating filter on a Mitogen stream. Reads frames from
-//! stdin and writes every accepted frame unchanged to stdout; a refused frame produces an
-//! audit event (JSON on stderr) and ends the stream (exit 1), or with `--on-reject drop` is
-//! dropped. The stream is a child's stdout, read as Mitogen's parent reads it: its bootstrap
+//! stdin, checks each under the policy's message policy and globals, and writes every accepted
+//! frame to stdout as picklewarden's canonical rewrite (the child's bytes with
+//! `--pass-through`); a refused frame produces an audit event (JSON on stderr) and, by default,
+//! dead messages that fail its call in its place (`picklewarden::mitogen::refusal_notices`),
+//! or ends the stream (exit 1) when it shows a hostile child or with `--on-reject disconnect`;
+//! with `--on-reject drop` it is dropped. The stream is a child's stdout, read as Mitogen's parent reads it: its bootstrap
 //! handshake first, passed on unchanged up to the first line Mitogen takes for its end (see
 //! `picklewarden::mitogen::bootstrap`), then frames, as `guard` does. With `--framed` the
 //! stream is frames from its first byte (a stream whose handshake was passed elsewhere).
@@ -41,7 +44,7 @@ pub(crate) struct Opts {
 /// Returns whether the stream ended cleanly with no refusal that cut it off.
 pub(crate) fn run(opts: &Opts) -> Result<bool, Fatal> {
     init_audit_log(&opts.frames)?;
-    let checker = Checker::new(&opts.frames, "stdin")?;
+    let mut checker = Checker::new(&opts.frames, "stdin")?;
     let mut reader = FrameReader::with_max_message_bytes(opts.frames.max_message_bytes);
     let mut input = io::stdin().lock();
     let mut output = io::stdout().lock();
@@ -69,7 +72,7 @@ pub(crate) fn run(opts: &Opts) -> Result<bool, Fatal> {
         }
     }
     match relay_frames(
-        &checker,
+        &mut checker,
         opts.frames.on_reject,
         &mut reader,
         &mut input,

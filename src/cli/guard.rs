@@ -1,9 +1,11 @@
 //! `picklewarden guard -- COMMAND ARGS...`: runs a Mitogen child behind the filter. The
 //! child's stdin is our stdin, relayed unchanged; the child's stdout goes through the
 //! bootstrap handshake (lines up to `MITO002\n`, passed unchanged) and then through the frame
-//! checker before it reaches our stdout. On a refused frame (with the default
-//! `--on-reject fail`) the child is killed and our stdout closed, so the Mitogen parent sees
-//! the child disconnect without ever reading the frame.
+//! checker (the one `filter` runs: message policy, globals, canonical hand-over) before it
+//! reaches our stdout. A refused frame fails only its own call (dead messages in its place);
+//! one that shows a hostile child (or any refusal, with `--on-reject disconnect`) gets the
+//! child killed and our stdout closed, so the Mitogen parent sees the child disconnect
+//! without ever reading the frame.
 //!
 //! Use it as the child's Python: `router.local(python_path=["picklewarden", "guard", "--",
 //! "python3"])`.
@@ -84,7 +86,7 @@ fn stop(child: &mut Child) {
 
 pub(crate) fn run(opts: &Opts) -> Result<ExitCode, Fatal> {
     init_audit_log(&opts.frames)?;
-    let checker = Checker::new(&opts.frames, "child stdout")?;
+    let mut checker = Checker::new(&opts.frames, "child stdout")?;
     let (program, args) = opts
         .command
         .split_first()
@@ -145,7 +147,7 @@ pub(crate) fn run(opts: &Opts) -> Result<ExitCode, Fatal> {
     reader.push(&rest);
     let tap = up_tap.as_mut().map(|f| f as &mut dyn Write);
     let result = relay_frames(
-        &checker,
+        &mut checker,
         opts.frames.on_reject,
         &mut reader,
         &mut child_out,

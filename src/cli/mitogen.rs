@@ -8,7 +8,9 @@ use std::sync::Mutex;
 
 use clap::{Args, ValueEnum};
 use picklewarden::mitogen::bootstrap::{Handshake, Step, DEFAULT_MAX_BOOTSTRAP_BYTES};
-use picklewarden::mitogen::{Content, Frame, FrameError, FrameReader, Header, PayloadKind};
+use picklewarden::mitogen::{
+    refusal_notices, Content, Disposition, Frame, FrameError, FrameReader, Header, StreamCheck,
+};
 use picklewarden::{ErrorKind, Limits, Policy};
 
 use super::{Common, Fatal};
@@ -16,10 +18,19 @@ use super::{Common, Fatal};
 /// What `filter` and `guard` do with a refused frame.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub(crate) enum OnReject {
-    /// Write the audit event and end the stream with exit status 1 (fail closed, as Mitogen
-    /// disconnects a stream it cannot read).
-    Fail,
-    /// Write the audit event, drop the frame and go on.
+    /// Fail only the refused frame's call, as stock Mitogen does when it refuses one message:
+    /// the frame is replaced by dead messages naming the refusal
+    /// (`picklewarden::mitogen::refusal_notices`) and the child stays connected; but a frame
+    /// that shows a hostile child (a framing error, a malformed pickle, a global that is
+    /// neither Mitogen's nor plain data) still cuts the stream
+    /// (`picklewarden::mitogen::Disposition`).
+    FailCall,
+    /// Write the audit event and end the stream with exit status 1 on every refusal (as
+    /// Mitogen disconnects a stream it cannot read).
+    #[value(alias = "fail")]
+    Disconnect,
+    /// Write the audit event, drop the frame and go on (a call waiting for it waits until its
+    /// own timeout, if it has one).
     Drop,
 }
 
@@ -36,17 +47,23 @@ pub(crate) struct FrameOpts {
     /// suffixes as for `--limit`).
     #[arg(long, default_value_t = picklewarden::mitogen::DEFAULT_MAX_MESSAGE_BYTES, value_name = "BYTES", value_parser = super::parse_size)]
     pub(crate) max_message_bytes: u64,
-    /// What to do with a refused frame.
-    #[arg(long, value_enum, default_value = "fail")]
+    /// What to do with a refused frame (`fail` is accepted for `disconnect`).
+    #[arg(long, value_enum, default_value = "fail-call")]
     pub(crate) on_reject: OnReject,
     /// Append audit events (JSON lines) to FILE instead of writing them to stderr.
     #[arg(long, value_name = "FILE")]
     pub(crate) audit_log: Option<PathBuf>,
-    /// Hand on each accepted frame with its pickles rewritten as picklewarden's canonical
-    /// protocol-2 pickles (`picklewarden::mitogen::Frame::canonical`) instead of the child's
-    /// bytes, so the parent's unpickler reads nothing the child wrote. A frame that has no
-    /// canonical pickle is refused as a refused frame is (`no_canonical_pickle`).
-    #[arg(long)]
+    /// Hand on the child's own bytes of each accepted frame instead of picklewarden's
+    /// canonical protocol-2 rewrite of its pickles (the default). RISK: the parent's CPython
+    /// then reads opcodes, memo indices and declared lengths the child chose, which it may read
+    /// otherwise than picklewarden: CPython 3.11 sizes its memo by the largest LONG_BINPUT
+    /// index (a 9-byte `None` reply makes the parent allocate gigabytes) and allocates a
+    /// BINBYTES's declared length before reading it. Use it only to debug, or for a parent
+    /// whose unpickler is known to read every accepted pickle as picklewarden does.
+    #[arg(long, conflicts_with = "canonical")]
+    pub(crate) pass_through: bool,
+    /// The default since pass-through became an option; accepted and ignored.
+    #[arg(long, hide = true)]
     pub(crate) canonical: bool,
 }
 
@@ -69,8 +86,11 @@ pub(crate) struct Checker {
     pub(crate) policy: Policy,
     pub(crate) limits: Limits,
     pub(crate) stream_name: &'static str,
-    /// Frames are handed on rewritten ([`Frame::canonical`]), up to this payload size.
+    /// Frames are handed on rewritten ([`Frame::canonical`]), up to this payload size; `None`
+    /// with `--pass-through`.
     pub(crate) canonical: Option<u64>,
+    /// The message policy's state for this stream (Context ids named so far).
+    pub(crate) stream: StreamCheck,
 }
 
 impl Checker {
@@ -80,31 +100,23 @@ impl Checker {
             policy,
             limits,
             stream_name,
-            canonical: opts.canonical.then_some(opts.max_message_bytes),
+            canonical: (!opts.pass_through).then_some(opts.max_message_bytes),
+            stream: StreamCheck::new(),
         })
     }
 
-    /// Decodes a frame's payload; on refusal writes the audit event and returns the error.
-    /// Gives the frame rewritten when frames are handed on canonical, else `None` (hand it on
-    /// as received).
-    pub(crate) fn check(
-        &self,
-        frame: &Frame,
-        action: OnReject,
-    ) -> Result<Option<Vec<u8>>, FrameError> {
-        let verdict =
-            frame
-                .decode(&self.policy, self.limits)
-                .and_then(|content| match self.canonical {
-                    Some(max) => frame
-                        .canonical(&content, &self.policy, self.limits, max)
-                        .map(Some),
-                    None => Ok(None),
-                });
-        if let Err(e) = &verdict {
-            self.audit(Some(&frame.header), frame.offset, e, action);
+    /// Checks a frame under the message policy and decodes its payload
+    /// ([`StreamCheck::check_frame`]). Gives the frame rewritten when frames are handed on
+    /// canonical, else `None` (hand it on as received). Writes no audit event: see
+    /// [`Checker::audit`].
+    pub(crate) fn check(&mut self, frame: &Frame) -> Result<Option<Vec<u8>>, FrameError> {
+        let content = self.stream.check_frame(frame, &self.policy, self.limits)?;
+        match self.canonical {
+            Some(max) => frame
+                .canonical(&content, &self.policy, self.limits, max)
+                .map(Some),
+            None => Ok(None),
         }
-        verdict
     }
 
     /// Writes the audit event of a refusal (tracing, JSON lines on stderr).
@@ -113,7 +125,7 @@ impl Checker {
         header: Option<&Header>,
         frame_offset: u64,
         e: &FrameError,
-        action: OnReject,
+        action: &str,
     ) {
         // Absent (not empty) when the refusal has no global or opcode (a cut-off frame, an
         // oversized header).
@@ -128,7 +140,7 @@ impl Checker {
             event = "mitogen_frame_refused",
             stream = self.stream_name,
             policy = %self.policy.name,
-            action = match action { OnReject::Fail => "disconnect", OnReject::Drop => "drop" },
+            action,
             frame_offset,
             enc = h.map(|h| h.enc.value()),
             dst_id = h.map(|h| h.dst_id),
@@ -139,6 +151,7 @@ impl Checker {
             length = h.map(|h| h.length),
             kind = e.kind_name(),
             category = e.category().name(),
+            limit = e.limit_name(),
             offset = e.offset(),
             opcode,
             global = global.as_deref(),
@@ -198,6 +211,9 @@ fn refused_json(e: &FrameError) -> String {
     v.insert("category".into(), e.category().name().into());
     v.insert("offset".into(), e.offset().into());
     v.insert("reason".into(), e.to_string().into());
+    if let Some(limit) = e.limit_name() {
+        v.insert("limit".into(), limit.into());
+    }
     if let Some(p) = e.payload_error() {
         if let Some(op) = p.opcode_name() {
             v.insert("opcode".into(), op.into());
@@ -475,10 +491,10 @@ pub(crate) fn decode_frames(
 /// Relays frames from `input` to `output`, checking each: the loop of `filter` and of the
 /// child-to-parent direction of `guard`. `reader` may already hold bytes. Returns `Ok(true)`
 /// at a clean end of input, `Ok(false)` when the stream was cut off (a refusal with
-/// `--on-reject fail`, or a framing error, which is always fatal since frame boundaries are
-/// lost).
+/// `--on-reject disconnect`, one whose [`Disposition`] is `Disconnect` with `fail-call`, or a
+/// framing error, which is always fatal since frame boundaries are lost).
 pub(crate) fn relay_frames(
-    checker: &Checker,
+    checker: &mut Checker,
     on_reject: OnReject,
     reader: &mut FrameReader,
     input: &mut dyn Read,
@@ -489,23 +505,34 @@ pub(crate) fn relay_frames(
     loop {
         loop {
             match reader.next_frame() {
-                Ok(Some(frame)) => {
-                    let verdict = match frame.header.payload_kind() {
-                        PayloadKind::Binary | PayloadKind::Raw => Ok(None),
-                        _ => checker.check(&frame, on_reject),
-                    };
-                    match verdict {
-                        Ok(rewritten) => {
-                            output.write_all(rewritten.as_deref().unwrap_or(frame.as_bytes()))?;
-                            output.flush()?;
-                        }
-                        Err(_) if on_reject == OnReject::Drop => {}
-                        Err(_) => return Ok(false),
+                Ok(Some(frame)) => match checker.check(&frame) {
+                    Ok(rewritten) => {
+                        output.write_all(rewritten.as_deref().unwrap_or(frame.as_bytes()))?;
+                        output.flush()?;
                     }
-                }
+                    Err(e) => {
+                        let action = match (on_reject, e.disposition()) {
+                            (OnReject::Drop, _) => "drop",
+                            (OnReject::FailCall, Disposition::FailCall) => "fail_call",
+                            _ => "disconnect",
+                        };
+                        checker.audit(Some(&frame.header), frame.offset, &e, action);
+                        match action {
+                            "drop" => {}
+                            "fail_call" => {
+                                let notices = refusal_notices(&frame.header, &notice_reason(&e));
+                                if !notices.is_empty() {
+                                    output.write_all(&notices)?;
+                                    output.flush()?;
+                                }
+                            }
+                            _ => return Ok(false),
+                        }
+                    }
+                },
                 Ok(None) => break,
                 Err(e) => {
-                    checker.audit(None, e.offset(), &e, OnReject::Fail);
+                    checker.audit(None, e.offset(), &e, "disconnect");
                     return Ok(false);
                 }
             }
@@ -523,8 +550,18 @@ pub(crate) fn relay_frames(
         reader.push(piece);
     }
     if let Err(e) = reader.finish() {
-        checker.audit(None, e.offset(), &e, OnReject::Fail);
+        checker.audit(None, e.offset(), &e, "disconnect");
         return Ok(false);
     }
     Ok(true)
+}
+
+/// The reason a dead notice gives: the kind (the limit's name for a limit), then the refusal
+/// as the audit event words it.
+fn notice_reason(e: &FrameError) -> String {
+    format!(
+        "{} ({}): {e}",
+        e.kind_name(),
+        e.limit_name().unwrap_or(e.category().name())
+    )
 }

@@ -6,11 +6,13 @@
 //! dotted-name walking, no wildcards, no implicit `__builtin__` -> `builtins` mapping (list
 //! both spellings where both are wanted).
 
+pub mod message;
 mod schema;
 mod toml_file;
 
 use std::collections::HashMap;
 
+pub use message::{HandleRule, MessagePolicy, PayloadRule};
 pub(crate) use schema::Checked;
 pub use schema::{ArgSpec, ArgType, ArgsSchema};
 
@@ -280,6 +282,10 @@ pub struct Policy {
     pub extensions: HashMap<u32, (String, String)>,
     /// The limits decodes under this policy use by default.
     pub limits: Limits,
+    /// What a Mitogen child may send to its parent (handles, payloads, Context bounds): the
+    /// `[mitogen]` section, or [`MessagePolicy::mitogen`] when the file has none. Applied by
+    /// `filter` and `guard` ([`crate::mitogen::StreamCheck`]), not by decoding alone.
+    pub mitogen: MessagePolicy,
     rules: Vec<GlobalRule>,
     lookup: HashMap<String, HashMap<String, usize>>,
 }
@@ -306,6 +312,7 @@ impl Policy {
             python2_str: Python2Str::Bytes,
             extensions: HashMap::new(),
             limits: Limits::default(),
+            mitogen: MessagePolicy::mitogen(),
             rules: Vec::new(),
             lookup: HashMap::new(),
         }
@@ -581,5 +588,105 @@ mod tests {
         ] {
             assert!(Policy::from_toml_str(text).is_err(), "{text}");
         }
+    }
+
+    /// The `[mitogen]` sections of the shipped Mitogen policies are the Rust twin
+    /// (`MessagePolicy::mitogen`), and a policy without the section gets it too.
+    #[test]
+    fn the_mitogen_message_policy_files_match_the_rust_twin() {
+        for name in BUILTIN_POLICIES {
+            let p = Policy::builtin(name).unwrap();
+            assert_eq!(p.mitogen, MessagePolicy::mitogen(), "{name}");
+        }
+        let twin = MessagePolicy::mitogen();
+        let handles: Vec<(u32, &str, &str)> = twin
+            .handles
+            .iter()
+            .map(|(&h, r)| (h, r.name.as_str(), r.payload.name()))
+            .collect();
+        assert_eq!(
+            handles,
+            [
+                (100, "GET_MODULE", "module_name"),
+                (102, "FORWARD_LOG", "raw"),
+                (103, "ADD_ROUTE", "route"),
+                (104, "DEL_ROUTE", "route_id"),
+                (105, "ALLOCATE_ID", "empty"),
+                (109, "DETACHING", "empty"),
+                (110, "CALL_SERVICE", "service_call"),
+                (112, "GET_RESOURCE", "resource_request"),
+            ]
+        );
+        assert_eq!(
+            twin.handles.get(&112).map(|r| &r.payload),
+            Some(&PayloadRule::ResourceRequest {
+                packages: Vec::new()
+            })
+        );
+        assert!(twin.reply_handles);
+        assert_eq!(twin.max_new_contexts_per_frame, 100);
+        assert_eq!(twin.max_new_contexts_per_stream, 10_000);
+    }
+
+    #[test]
+    fn mitogen_sections_that_could_never_apply_are_refused() {
+        let section = |handles: &str| {
+            format!(
+                "name = \"x\"\n[mitogen]\nreply_handles = true\nmax_new_contexts_per_frame = 1\n\
+                 max_new_contexts_per_stream = 2\n{handles}"
+            )
+        };
+        let handle = |h: u32, payload: &str, extra: &str| {
+            format!(
+                "[[mitogen.handle]]\nhandle = {h}\nname = \"H\"\npayload = \"{payload}\"\n{extra}"
+            )
+        };
+        for (text, says) in [
+            (section(&handle(1000, "pickles", "")), "are reply handles"),
+            (
+                section(&(handle(100, "raw", "") + &handle(100, "raw", ""))),
+                "listed twice",
+            ),
+            (
+                section(&handle(100, "code", "")),
+                "unknown payload \"code\"",
+            ),
+            (
+                section(&handle(100, "raw", "packages = [\"a\"]")),
+                "packages applies to payload = \"resource_request\" only",
+            ),
+            (
+                section(&handle(
+                    112,
+                    "resource_request",
+                    "top_level_packages = [\"a\"]",
+                )),
+                "top_level_packages applies to payload = \"module_name\" only",
+            ),
+            (
+                "name = \"x\"\n[mitogen]\nreply_handles = true\n".to_owned(),
+                "missing field",
+            ),
+            (section("bogus = 1\n"), "unknown field"),
+        ] {
+            let e = Policy::from_toml_str(&text).unwrap_err().to_string();
+            assert!(e.contains(says), "{text}: {e}");
+        }
+        // A section is the whole allowlist: here GET_RESOURCE for one package, nothing else.
+        let p = Policy::from_toml_str(&section(&handle(
+            112,
+            "resource_request",
+            "packages = [\"ansible_mitogen\"]",
+        )))
+        .unwrap();
+        assert_eq!(p.mitogen.handles.len(), 1);
+        assert_eq!(p.mitogen.max_new_contexts_per_frame, 1);
+        assert_eq!(p.mitogen.max_new_contexts_per_stream, 2);
+        assert_eq!(
+            p.mitogen.handles.get(&112).map(|r| &r.payload),
+            Some(&PayloadRule::ResourceRequest {
+                packages: vec!["ansible_mitogen".into()]
+            })
+        );
     }
 }

@@ -4,6 +4,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde::Deserialize;
 
+use super::message::{HandleRule, MessagePolicy, PayloadRule, FIRST_REPLY_HANDLE};
 use super::{
     ArgSpec, ArgType, ArgsSchema, Constructor, Forms, GlobalRule, Policy, PolicyError, Python2Str,
     RecordKey, TextEncoding,
@@ -29,6 +30,33 @@ struct PolicyFile {
     globals: Vec<GlobalEntry>,
     #[serde(default, rename = "extension")]
     extensions: Vec<ExtensionEntry>,
+    #[serde(default)]
+    mitogen: Option<MitogenEntry>,
+}
+
+/// The `[mitogen]` section: the message policy ([`MessagePolicy`]). When present it is the
+/// whole handle allowlist (nothing inherited); when absent the policy gets
+/// [`MessagePolicy::mitogen`].
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MitogenEntry {
+    reply_handles: bool,
+    max_new_contexts_per_frame: u64,
+    max_new_contexts_per_stream: u64,
+    #[serde(default, rename = "handle")]
+    handles: Vec<HandleEntry>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct HandleEntry {
+    handle: u32,
+    name: String,
+    payload: String,
+    #[serde(default)]
+    packages: Option<Vec<String>>,
+    #[serde(default)]
+    top_level_packages: Option<Vec<String>>,
 }
 
 #[derive(Deserialize)]
@@ -312,6 +340,9 @@ pub(super) fn parse(text: &str) -> Result<Policy, PolicyError> {
             key,
         });
     }
+    if let Some(m) = file.mitogen {
+        policy.mitogen = message_policy(m)?;
+    }
     for e in file.extensions {
         // As CPython's copyreg.add_extension: codes 1 to 0x7fffffff, each mapped once. And the
         // global must be one this policy allows, or the code could never decode: a mistake
@@ -332,4 +363,60 @@ pub(super) fn parse(text: &str) -> Result<Policy, PolicyError> {
         policy.extensions.insert(e.code, (e.module, e.name));
     }
     Ok(policy)
+}
+
+fn message_policy(m: MitogenEntry) -> Result<MessagePolicy, PolicyError> {
+    let mut handles = BTreeMap::new();
+    for h in m.handles {
+        let at = format!("[[mitogen.handle]] {} ({})", h.handle, h.name);
+        if h.handle >= FIRST_REPLY_HANDLE {
+            return Err(err(format!(
+                "{at}: handles from {FIRST_REPLY_HANDLE} up are reply handles, allowed by \
+                 reply_handles, not listed"
+            )));
+        }
+        if h.top_level_packages.is_some() && h.payload != "module_name" {
+            return Err(err(format!(
+                "{at}: top_level_packages applies to payload = \"module_name\" only"
+            )));
+        }
+        let payload = match (h.payload.as_str(), h.packages) {
+            ("resource_request", packages) => PayloadRule::ResourceRequest {
+                packages: packages.unwrap_or_default(),
+            },
+            (_, Some(_)) => {
+                return Err(err(format!(
+                    "{at}: packages applies to payload = \"resource_request\" only"
+                )))
+            }
+            ("empty", None) => PayloadRule::Empty,
+            ("raw", None) => PayloadRule::Raw,
+            ("module_name", None) => PayloadRule::ModuleName {
+                top_level_packages: h.top_level_packages,
+            },
+            ("route", None) => PayloadRule::Route,
+            ("route_id", None) => PayloadRule::RouteId,
+            ("service_call", None) => PayloadRule::ServiceCall,
+            ("pickles", None) => PayloadRule::Pickles,
+            (other, None) => {
+                return Err(err(format!(
+                    "{at}: unknown payload {other:?} (one of: {})",
+                    PayloadRule::NAMES.join(", ")
+                )))
+            }
+        };
+        let rule = HandleRule {
+            name: h.name,
+            payload,
+        };
+        if handles.insert(h.handle, rule).is_some() {
+            return Err(err(format!("{at} is listed twice")));
+        }
+    }
+    Ok(MessagePolicy {
+        handles,
+        reply_handles: m.reply_handles,
+        max_new_contexts_per_frame: m.max_new_contexts_per_frame,
+        max_new_contexts_per_stream: m.max_new_contexts_per_stream,
+    })
 }

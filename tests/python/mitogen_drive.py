@@ -8,6 +8,14 @@ the pinned mitogen). Every blocking step has a timeout.
       unpickler gives, compared as canonical typed JSON. Prints a JSON summary.
   mitogen_drive.py evil PICKLEWARDEN DIR    the child sends a frame calling os.system: the
       guard must cut the child off before the parent reads it; prints a JSON summary.
+  mitogen_drive.py handover PICKLEWARDEN DIR   one child behind the default guard sends what
+      a hostile child would hand its parent: GET_RESOURCE naming `this` (imported by the master
+      if it got the frame), a reply of 101 new Contexts, a memo-bomb reply, a set reply (which
+      stock Mitogen refuses too) and a malformed CALL_SERVICE asking for a reply; each fails
+      only its own call, the next call on the same child works, and the parent neither imports
+      `this` nor keeps the Contexts nor reads the child's bytes. Then a guard whose policy lets
+      children read `this`'s resources shows the GET_RESOURCE frame imports it. Prints a JSON
+      summary.
   mitogen_drive.py canonical PICKLEWARDEN DIR   the calls of `calls` through `guard
       --canonical` (the parent reads picklewarden's protocol-2 rewrite of every reply), then
       the captured replies through `filter --mitogen --framed --canonical`: every rewritten
@@ -256,7 +264,7 @@ def context_order(pw):
                 + b"\x86R")
     payload = (b"\x80\x02" + call(5, b"b") + b"q\x000" + b"]q\x01(" + call(5, b"a")
                + b"h\x00e.")
-    frame = HEADER.pack(0x4d4a, 0, 1, 1, 101, 0, len(payload)) + payload
+    frame = HEADER.pack(0x4d4a, 0, 1, 1, 1001, 0, len(payload)) + payload
     got = subprocess.run([pw, "filter", "--mitogen", "--framed", "--canonical"], input=frame,
                          capture_output=True, timeout=TIMEOUT)
     assert got.returncode == 0, got.stderr.decode()
@@ -268,7 +276,7 @@ def context_order(pw):
         router = mitogen.core.Router(broker)
         for data in (payload, out):
             router._context_by_id.clear()
-            msg = mitogen.core.Message(data=data, enc=0x4d4a, handle=101)
+            msg = mitogen.core.Message(data=data, enc=0x4d4a, handle=1001)
             msg.router = router
             v = msg.unpickle(throw=False)
             seen.append([[c.context_id, c.name] for c in v] + [v[0] is v[1]])
@@ -308,11 +316,81 @@ def run_evil(pw, capture):
             "audit_events": audit_events(capture)}
 
 
+def expect_channel_error(fn, *args):
+    try:
+        v = fn(*args)
+    except mitogen.core.ChannelError as e:
+        return str(e)
+    raise AssertionError("no ChannelError, got %r" % (v,))
+
+
+def run_handover(pw, capture):
+    r = {}
+    policy_file = os.path.join(capture, "allow-this.toml")
+    broker, router, ctx = start(pw, capture)
+    try:
+        assert call(ctx, F.nothing) is None
+        parent = mitogen.core.Sender(router.myself(), 1)  # its .context: the parent
+        # 1. GET_RESOURCE naming a module with import-time side effects.
+        assert "this" not in sys.modules
+        assert call(ctx, F.send_get_resource, parent, "this", "x") == "sent"
+        assert call(ctx, F.ints) == F.ints()  # the reply came after the frame: it was handled
+        r["this_imported"] = "this" in sys.modules
+        # 2. A Context flood one over max_new_contexts_per_frame (100), then 100 (accepted).
+        before = len(router._context_by_id)
+        r["flood_error"] = expect_channel_error(call, ctx, F.contexts, 101)
+        r["contexts_kept_after_flood"] = len(router._context_by_id) - before
+        got = call(ctx, F.contexts, 100, 200000)
+        r["contexts_kept_after_100"] = len(router._context_by_id) - before
+        assert [c.context_id for c in got] == list(range(200000, 200100))
+        # 3. A set reply fails that call alone.
+        r["set_error"] = expect_channel_error(call, ctx, F.a_set)
+        assert call(ctx, F.text) == F.text()
+        # 4. A child's own malformed service call asking for a reply: the dead notice comes
+        #    back down to it through the parent.
+        r["service_call"] = call(ctx, F.bad_service_call, parent)
+        assert call(ctx, F.ints) == F.ints()
+        r["still_responsive"] = True
+        # 5. Last, a memo bomb: None with one LONG_BINPUT at index 2**27 (CPython 3.11 sizes
+        #    its memo by it: gigabytes). No stock child writes a memo index that far ahead,
+        #    so guard cuts the stream: the call sees the child gone, and the parent never
+        #    reads the bytes.
+        recv = mitogen.core.Receiver(router)
+        bomb = b"\x80\x02Nr\x00\x00\x00\x08."
+        r["bomb_error"] = expect_channel_error(call, ctx, F.send_raw, recv.to_sender(), bomb)
+        import resource
+        r["parent_maxrss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
+    finally:
+        stop(broker)
+    r["audit_events"] = audit_events(capture)
+    # Control: the same GET_RESOURCE frame through a guard whose policy lists `this`.
+    text = open(os.path.join(os.path.dirname(HERE), "..", "policy", "mitogen.toml")).read()
+    assert "packages = []" in text
+    open(policy_file, "w").write(text.replace("packages = []", 'packages = ["this"]'))
+    control = os.path.join(capture, "control")
+    os.makedirs(control, exist_ok=True)
+    broker, router, ctx = start(pw, control, ("--policy", policy_file))
+    try:
+        parent = mitogen.core.Sender(router.myself(), 1)
+        saved = sys.stdout
+        sys.stdout = io.StringIO()  # `this` prints the Zen of Python when imported
+        try:
+            assert call(ctx, F.send_get_resource, parent, "this", "x") == "sent"
+            assert call(ctx, F.nothing) is None
+        finally:
+            sys.stdout = saved
+        r["control_this_imported"] = "this" in sys.modules
+    finally:
+        stop(broker)
+    return r
+
+
 def main():
     logging.basicConfig(level=logging.ERROR)
     mode, pw, capture = sys.argv[1:4]
     os.makedirs(capture, exist_ok=True)
-    run = {"calls": run_calls, "evil": run_evil, "canonical": run_canonical}[mode]
+    run = {"calls": run_calls, "evil": run_evil, "canonical": run_canonical,
+           "handover": run_handover}[mode]
     result = run(pw, capture)
     print(json.dumps(result))
     sys.stdout.flush()

@@ -61,3 +61,49 @@ def send_evil(snd, marker):
     snd.context.send(mitogen.core.Message(data=data, handle=snd.dst_handle,
                                           enc=mitogen.core.Message.ENC_PKL))
     return "sent"
+
+
+# ------------------------------------------------ hand-over safety (mitogen_drive.py handover)
+
+def send_get_resource(snd, package, resource):
+    """Sends GET_RESOURCE to the parent as Mitogen's own ResourceRequester does. A master's
+    ResourceResponder runs importlib.resources.read_binary(package, resource), which imports
+    `package` there."""
+    snd.context.send(mitogen.core.Message.pickled((package, resource),
+                                                  handle=mitogen.core.GET_RESOURCE))
+    return "sent"
+
+
+def contexts(n, first=100000):
+    """n distinct Contexts: the parent's Router keeps one per id for ever."""
+    return [mitogen.core.Context(None, first + i) for i in range(n)]
+
+
+def send_raw(snd, data):
+    """Sends `data` as a pickled message to the parent's receiver behind `snd`."""
+    snd.context.send(mitogen.core.Message(data=data, handle=snd.dst_handle,
+                                          enc=mitogen.core.Message.ENC_PKL))
+    return "sent"
+
+
+def a_set():
+    """Stock Mitogen's parent refuses a set (`cannot unpickle '__builtin__'/'set'`)."""
+    return {1, 2}
+
+
+def bad_service_call(snd):
+    """Calls a service with a payload service.Pool._validate refuses, waiting for the reply
+    on a Receiver of its own: gives the error the reply raised."""
+    recv = mitogen.core.Receiver(snd.context.router)
+    try:
+        snd.context.send(mitogen.core.Message.pickled(("only one",), handle=mitogen.core.CALL_SERVICE,
+                                                      reply_to=recv.handle))
+        try:
+            msg = recv.get(timeout=20)
+            return "reply: %r" % (msg.unpickle(),)
+        except mitogen.core.ChannelError as e:
+            return "ChannelError: %s" % (e,)
+        except mitogen.core.TimeoutError:
+            return "timeout"
+    finally:
+        recv.close()
