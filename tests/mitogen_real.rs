@@ -130,6 +130,8 @@ fn guard_cuts_off_a_child_sending_os_system() {
 /// - a set reply (stock Mitogen refuses it too) fails that call;
 /// - the child's own malformed CALL_SERVICE with a reply handle gets the dead notice back
 ///   through the parent (`ChannelError` in the child), instead of waiting forever;
+/// - a message whose dict key is a 40-level tuple DAG (3**40 item hashes in CPython) fails
+///   with `max_key_steps`, and the next call works;
 /// - last, a `None` reply with a LONG_BINPUT at 2**27 (2 GiB of memo in CPython 3.11) is
 ///   refused (`memo_index_ahead`: no stock child writes it) and cuts the stream, so the parent
 ///   never reads it and its memory stays small.
@@ -173,14 +175,21 @@ fn guard_fails_only_the_refused_call_and_the_parent_stays_responsive() {
         })
         .collect();
     let want = |h: &str, k: &str| (h.to_owned(), k.to_owned(), "fail_call".to_owned());
-    assert_eq!(seen.len(), 5, "{r}");
-    assert_eq!(seen[4].1, "memo_index_ahead", "{r}");
-    assert_eq!(seen[4].2, "disconnect", "{r}");
+    let dag = r["dag_error"].as_str().unwrap();
+    assert!(
+        dag.starts_with("refused by picklewarden: limit_exceeded (max_key_steps)"),
+        "{dag}"
+    );
+    assert_eq!(seen.len(), 6, "{r}");
+    assert_eq!(seen[4].1, "limit_exceeded", "{r}");
+    assert_eq!(events[4]["limit"], "max_key_steps", "{r}");
+    assert_eq!(seen[5].1, "memo_index_ahead", "{r}");
+    assert_eq!(seen[5].2, "disconnect", "{r}");
     assert_eq!(seen[0], want("112", "payload_not_allowed"));
     // The two replies were to the parent's reply handles (from 1000 up).
     assert!(events[1]["handle"].as_u64().unwrap() >= 1000, "{r}");
     assert!(events[2]["handle"].as_u64().unwrap() >= 1000, "{r}");
-    assert!(seen[..4].iter().all(|s| s.2 == "fail_call"), "{r}");
+    assert!(seen[..5].iter().all(|s| s.2 == "fail_call"), "{r}");
     assert_eq!(seen[1].1, "limit_exceeded");
     assert_eq!(events[1]["limit"], "max_new_contexts_per_frame");
     assert_eq!(seen[2].1, "global_not_allowed");

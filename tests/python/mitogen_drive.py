@@ -350,8 +350,15 @@ def run_handover(pw, capture):
         #    back down to it through the parent.
         r["service_call"] = call(ctx, F.bad_service_call, parent)
         assert call(ctx, F.ints) == F.ints()
+        # 5. A reply whose dict key is a 40-level tuple DAG (3**40 item hashes for the
+        #    parent's CPython): that message fails, and the next call works.
+        recv = mitogen.core.Receiver(router)
+        dag = b"\x80\x02}K\x01" + b"22\x87" * 40 + b"Ns."
+        assert call(ctx, F.send_raw, recv.to_sender(), dag) == "sent"
+        r["dag_error"] = expect_channel_error(recv.get, TIMEOUT)
+        assert call(ctx, F.ints) == F.ints()
         r["still_responsive"] = True
-        # 5. Last, a memo bomb: None with one LONG_BINPUT at index 2**27 (CPython 3.11 sizes
+        # 6. Last, a memo bomb: None with one LONG_BINPUT at index 2**27 (CPython 3.11 sizes
         #    its memo by it: gigabytes). No stock child writes a memo index that far ahead,
         #    so guard cuts the stream: the call sees the child gone, and the parent never
         #    reads the bytes.
