@@ -322,7 +322,7 @@ pub fn check_input(data: &[u8], buffers: Option<&[&[u8]]>) {
 /// name), which the policy may not allow, a complex (written with `builtins.complex`, which the
 /// policy may not list beside `__builtin__.complex`), and the memo and input limits (sharing
 /// made with DUP takes a memo entry in the canonical form, and the form may be a few bytes a
-/// value longer). At protocol 2 also the globals and limits of the calls that make bytes,
+/// value longer; and a shorter form allows fewer key steps per byte). At protocol 2 also the globals and limits of the calls that make bytes,
 /// bytearrays, sets and frozensets there (`_codecs.encode`, `__builtin__.set`: a node each
 /// more), and what protocol 2 cannot name.
 fn check_canonical(data: &[u8], policy: &Policy, doc: &Document<'_>, stream: bool) {
@@ -405,7 +405,13 @@ fn check_canonical_at(
                     renamed || called || doc.nodes().any(|v| matches!(v, Value::Complex(..)))
                 }
                 ErrorKind::LimitExceeded { limit, .. } => {
-                    called || matches!(limit, LimitName::MaxMemoEntries | LimitName::MaxInputBytes)
+                    called
+                        || matches!(
+                            limit,
+                            LimitName::MaxMemoEntries
+                                | LimitName::MaxInputBytes
+                                | LimitName::MaxKeyStepsPerByte
+                        )
                 }
                 _ => false,
             };
