@@ -27,7 +27,7 @@ RUNS times on it and reports the median wall time of a run and its peak RSS (VmH
   pw-thp          pw-decode with GLIBC_TUNABLES=glibc.malloc.hugetlb=1: glibc malloc asks for
                   transparent huge pages for the blocks it maps (the arena's pools), so a decode
                   takes a page fault per 2 MiB instead of per 4 KiB, on a kernel whose THP mode is
-                  `madvise` (docs/performance.md, "Page faults"); an environment setting for
+                  `madvise` (docs/performance.md, "Huge pages"); an environment setting for
                   the process, not the library's doing, and not what targets are judged on
 Result objects are dropped after the clock stops (both sides). `objects` is from
 MANIFEST.json: values in the decoded data, every occurrence in a container counted.

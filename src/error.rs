@@ -12,7 +12,7 @@ use crate::opcode::Opcode;
 
 /// The broad class of a refusal. Exhaustive: every [`ErrorKind`] belongs to exactly one.
 ///
-/// The CLI's exit status and the service's answers are derived from it (see the README).
+/// The CLI's exit status and the service's answers are derived from it (docs/errors.md, docs/cli.md, docs/service.md).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Category {
     /// The bytes are not a well-formed pickle (CPython would also refuse them, or they break a

@@ -445,7 +445,7 @@ impl ReaderKeys {
                 return false;
             }
             // Not charged to `max_alloc_bytes`: a quarter of the input's length at most (the
-            // README's "Limits" counts it with the input).
+            // docs/limits.md, "Peak memory", counts it with the input).
             self.seen.resize(words, 0);
         }
         use std::hash::BuildHasher;

@@ -639,7 +639,7 @@ pub(crate) enum Node {
 }
 
 const _: () = assert!(std::mem::size_of::<Node>() == 12);
-// The side table's slot, charged as `FAT_BYTES` and documented in the README's Limits.
+// The side table's slot, charged as `FAT_BYTES` and documented in docs/limits.md, "Peak memory".
 const _: () = assert!(std::mem::size_of::<Fat<'static>>() == 80);
 
 /// The values too large or too rare for a [`Node`] of their own.

@@ -8,7 +8,7 @@
 //!   serving goes on;
 //! - SIGTERM during load: in-flight requests complete, new connections are refused, exit 0;
 //! - a bounded load test (Unix socket only) with good, hostile, largest-allowed and over-limit
-//!   bodies: every answer right, no crash, peak RSS under the bound the README documents.
+//!   bodies: every answer right, no crash, peak RSS under the bound docs/service.md documents.
 
 #![cfg(feature = "service")]
 // Test code: a failed invariant is a panic, by design.
@@ -998,7 +998,7 @@ fn sigterm_during_load_drains_and_exits_0() {
     assert_eq!(events.iter().filter(|e| e["event"] == "verdict").count(), 8);
 }
 
-/// Peak RSS bound of the load test's server, in MiB (README, "Service"): concurrency 2 and
+/// Peak RSS bound of the load test's server, in MiB (docs/service.md, "Tests"): concurrency 2 and
 /// 8 MiB bodies.
 const LOAD_PEAK_RSS_MIB: u64 = 160;
 

@@ -1,6 +1,6 @@
 //! Command-line interface: options shared by the subcommands, input reading and exit codes.
 //!
-//! Exit status (documented in `--help` and the README): 0 accepted, 1 refused (the reason on
+//! Exit status (documented in `--help` and docs/cli.md): 0 accepted, 1 refused (the reason on
 //! stderr), 2 usage or I/O error.
 
 mod check;
@@ -79,15 +79,16 @@ enum Command {
         "  0  listed to the end\n  1  stopped at a byte that is no opcode, or at an argument cut\n",
         "     short (reason on stderr)\n  2  usage or I/O error"))]
     Dis(dis::Opts),
-    /// Validate a Mitogen stream frame by frame: accepted frames pass unchanged from stdin to
-    /// stdout; a refused frame ends the stream (or is dropped), with an audit event on stderr.
+    /// Validate a Mitogen stream frame by frame: accepted frames pass from stdin to stdout as
+    /// picklewarden's canonical rewrite; a refused frame fails its call (or ends the stream, or
+    /// is dropped), with an audit event on stderr.
     #[command(after_help = concat!(
         "Examples:\n",
         "  picklewarden filter --mitogen < child-stdout.bin > checked.bin\n",
         "  picklewarden filter --mitogen --policy mitogen-plus --on-reject drop < in > out\n\n",
         "Audit events are JSON lines on stderr (level from PICKLEWARDEN_LOG, default warn).\n\n",
         "Exit status:\n",
-        "  0  end of input, every frame accepted (or dropped with --on-reject drop)\n",
+        "  0  end of input; every refused frame failed only its call or was dropped\n",
         "  1  a frame was refused and the stream cut off, or the stream ended inside a frame\n",
         "  2  usage or I/O error"))]
     Filter(filter::Opts),
@@ -145,7 +146,8 @@ pub(crate) struct Common {
     /// Override one limit, e.g. `max_nesting_depth=100` or `max_input_bytes=64M`
     /// (repeatable). Names: max_input_bytes, max_nesting_depth, max_stack_len,
     /// max_memo_entries, max_container_items, max_nodes, max_alloc_bytes,
-    /// max_long_text_digits, max_long_bytes, max_opcodes.
+    /// max_long_text_digits, max_long_bytes, max_opcodes, max_key_steps,
+    /// max_key_steps_per_byte, max_key_collisions.
     #[arg(long = "limit", value_name = "NAME=VALUE")]
     limits: Vec<String>,
     /// The input holds several pickles one after another sharing one memo (as Mitogen's

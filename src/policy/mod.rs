@@ -340,7 +340,7 @@ impl Policy {
         Policy::builtin("strict").unwrap_or_else(|| Policy::empty("strict"))
     }
 
-    /// Parses a policy from TOML text (format: see `policy/data.toml` and the README).
+    /// Parses a policy from TOML text (format: see `policy/data.toml` and docs/policies.md).
     ///
     /// # Errors
     /// [`PolicyError`] naming the first problem: bad TOML, an unknown key, constructor, form,
