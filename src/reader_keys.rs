@@ -27,7 +27,8 @@
 //! keeps a frozenset's hash). One insertion (SETITEM/SETITEMS on a dict, ADDITEMS, FROZENSET,
 //! `set()`/`frozenset()`) costs, for its key:
 //! - the hash: the hash size of a tuple or big int; of a frozenset, 1 plus its length the
-//!   first time it is hashed (from the hashes its table keeps), 0 after; 0 for anything else
+//!   first time it is hashed (from the hashes its table keeps), 0 after (one of at most 16
+//!   items is counted every time, which needs no table); 0 for anything else
 //!   (str and bytes keep their hash; the first hash of each is linear in bytes the input or
 //!   `max_alloc_bytes` already pays for; other scalars are constant);
 //! - the comparisons: one per key of the container that CPython would compare it with, each
@@ -284,8 +285,8 @@ impl Container {
 /// outside the shared range, a float or a complex number, or a record (resolved to what it is
 /// compared as). The commonest keys, short texts and shared ints, answer from their node.
 #[inline]
-pub(crate) fn counted(ops_node: Option<Node>, k: NodeId) -> bool {
-    match ops_node {
+pub(crate) fn counted(node: Option<Node>, k: NodeId) -> bool {
+    match node {
         Some(
             Node::Str { .. } | Node::Surrogates { .. } | Node::Bytes { .. } | Node::Latin1 { .. },
         ) => false,
