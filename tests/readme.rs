@@ -54,7 +54,10 @@ fn toml_blocks() -> Vec<(String, String)> {
 #[test]
 fn every_toml_block_of_the_docs_is_a_policy() {
     let blocks = toml_blocks();
-    assert!(!blocks.is_empty(), "README.md and docs/*.md have no ```toml block");
+    assert!(
+        !blocks.is_empty(),
+        "README.md and docs/*.md have no ```toml block"
+    );
     for (i, (file, text)) in blocks.iter().enumerate() {
         if let Err(e) = Policy::from_toml_str(text) {
             panic!("{file}: toml block {i} is refused: {e}\n{text}");
@@ -163,7 +166,10 @@ fn the_example_policy_does_what_the_docs_say_at_every_protocol() {
         let json = accept("set", proto);
         assert!(json.contains("\"set\""), "protocol {proto}: {json}");
         let json = accept("points", proto);
-        assert!(json.contains("\"Point\"") && json.contains("\"set\""), "{json}");
+        assert!(
+            json.contains("\"Point\"") && json.contains("\"set\""),
+            "{json}"
+        );
         // max_nesting_depth = 200: 199 lists around an int are depth 200, 200 lists 201.
         accept("depth200", proto);
         let err = refuse("depth201", proto);
@@ -181,7 +187,11 @@ fn the_example_policy_does_what_the_docs_say_at_every_protocol() {
         // it decodes to the value the global gives.
         let ext = get("ext_point", proto);
         let has_ext1 = ext.windows(2).any(|w| w == b"\x82\xf0");
-        assert_eq!(has_ext1, proto >= 2, "protocol {proto}: EXT1 240 expected from 2");
+        assert_eq!(
+            has_ext1,
+            proto >= 2,
+            "protocol {proto}: EXT1 240 expected from 2"
+        );
         assert_eq!(accept("ext_point", proto), accept("point", proto));
     }
 

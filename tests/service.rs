@@ -604,6 +604,13 @@ fn http_errors_policies_health_and_metrics() {
         let mut c = Client::new(&server.sock);
         let r = c.post("/v1/check?policy=nope", small.clone()).await;
         assert_eq!((r.status, &r.json()["error"]), (404, &Json::from("unknown_policy")));
+        let reason = r.json()["message"].as_str().unwrap_or_default().to_owned();
+        assert!(reason.contains("--policy-dir") && reason.contains("tiny"), "{reason}");
+        // Every JSON answer is one line: the text, then a newline.
+        assert_eq!(r.body.last(), Some(&b'\n'));
+        let ok = c.post("/v1/check", small.clone()).await;
+        assert_eq!(ok.body.last(), Some(&b'\n'));
+        assert_eq!(ok.body.iter().filter(|&&b| b == b'\n').count(), 1);
         let r = c.post("/v1/decode?format=yaml", small.clone()).await;
         assert_eq!((r.status, &r.json()["error"]), (400, &Json::from("bad_request")));
         let r = c.post("/v1/check?stream=maybe", small.clone()).await;
@@ -652,6 +659,30 @@ fn http_errors_policies_health_and_metrics() {
             assert!(m.lines().any(|l| l == line), "no {line:?} in\n{m}");
         }
     });
+}
+
+/// A client that half-closes its side (SHUT_WR) after sending its request gets its answer.
+#[test]
+fn a_half_closed_request_is_answered() {
+    use std::io::Write as _;
+    let dir = scratch("service-half-close");
+    let server = Server::start(&dir, &[]);
+    let body = b"\x80\x04K\x07.";
+    let mut s = std::os::unix::net::UnixStream::connect(&server.sock).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut req = format!(
+        "POST /v1/check HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    )
+    .into_bytes();
+    req.extend_from_slice(body);
+    s.write_all(&req).unwrap();
+    s.shutdown(std::net::Shutdown::Write).unwrap();
+    let mut resp = Vec::new();
+    let _ = s.read_to_end(&mut resp);
+    let text = String::from_utf8_lossy(&resp);
+    assert!(text.starts_with("HTTP/1.1 200"), "{text}");
+    assert!(text.contains("\"verdict\":\"accepted\""), "{text}");
 }
 
 /// Sends a chunked POST over a plain Unix stream and returns the response's status line.
@@ -1655,17 +1686,27 @@ fn python_client_example_works() {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    assert_eq!(lines.len(), 5, "{text}");
+    assert_eq!(lines.len(), 7, "{text}");
     assert_eq!(lines[0]["verdict"], "accepted");
     assert_eq!(lines[1]["verdict"], "refused");
     assert_eq!(lines[1]["kind"], "global_not_allowed");
     assert_eq!(lines[2]["value"], serde_json::json!({"a": [1, 2.5, null]}));
+    // Sets, frozensets, bytearrays, complex numbers and shared values read back.
     assert_eq!(
         lines[3],
+        serde_json::json!({"richer_equal": true, "shared_kept": true})
+    );
+    // An unknown policy: the service's 404 JSON, not a broken pipe.
+    assert_eq!(
+        lines[4],
+        serde_json::json!({"status": 404, "error": "unknown_policy"})
+    );
+    assert_eq!(
+        lines[5],
         serde_json::json!({"canonical_equal": true, "protocol": 5})
     );
     assert_eq!(
-        lines[4],
+        lines[6],
         serde_json::json!({"canonical_equal": true, "protocol": 2})
     );
 }

@@ -15,6 +15,7 @@ import json
 import os
 import pickle
 import socket
+import struct
 import sys
 import urllib.parse
 
@@ -33,20 +34,39 @@ class UnixHTTPConnection(http.client.HTTPConnection):
         self.sock = sock
 
 
+class PicklewardenError(RuntimeError):
+    """The service answered with an HTTP error: `status`, and `answer`, its JSON body (a dict
+    with "error" and "message"; empty for an error of the HTTP parser, which has no body)."""
+
+    def __init__(self, status, answer):
+        super().__init__(f"picklewarden answered {status}: {answer.get('message', answer)}")
+        self.status = status
+        self.answer = answer
+
+
 def _post(sock_path, endpoint, data, **params):
     conn = UnixHTTPConnection(sock_path)
     try:
         query = urllib.parse.urlencode({k: v for k, v in params.items() if v is not None})
-        conn.request("POST", f"/v1/{endpoint}?{query}", body=data,
-                     headers={"Content-Type": "application/octet-stream"})
+        try:
+            conn.request("POST", f"/v1/{endpoint}?{query}", body=data,
+                         headers={"Content-Type": "application/octet-stream"})
+        except (BrokenPipeError, ConnectionResetError):
+            # The service may answer before it has read the body (an unknown policy, a body
+            # over the bound) and close its side: its answer is waiting to be read.
+            pass
         resp = conn.getresponse()
         raw = resp.read()
     finally:
         conn.close()
     if resp.status != 200:
         # 4xx: a malformed request or a body over the bound; 503: busy or past the deadline
-        # (Retry-After says when to try again). Errors of the HTTP parser have no body.
-        raise RuntimeError(f"picklewarden answered {resp.status}: {raw[:200]!r}")
+        # (Retry-After says when to try again).
+        try:
+            answer = json.loads(raw) if raw else {}
+        except ValueError:
+            answer = {"message": raw[:200].decode("latin-1")}
+        raise PicklewardenError(resp.status, answer)
     return json.loads(raw)
 
 
@@ -87,11 +107,18 @@ def _int(text):
     return -value if text.startswith("-") else value
 
 
-def from_typed_json(node):
-    """Plain values of a typed JSON node (docs/typed-json.md) as Python values: none, bool,
-    int, float, str, bytes, list, tuple, dict. Anything else (sets, records, shared or
-    recursive nodes) raises ValueError: extend it for the kinds you accept."""
+def from_typed_json(node, _seen=None):
+    """The Python value of a typed JSON node (docs/typed-json.md): none, bool, int, float,
+    complex, str, bytes, bytearray, list, tuple, dict, set, frozenset, and shared or recursive
+    values (`"id"` and `"ref"`) as the same object. Globals and records raise ValueError: map
+    the ones you accept to your own classes. Recursive (a value nested N deep takes N Python
+    frames; the service's default `max_nesting_depth` is 1000, Python's recursion limit)."""
+    seen = {} if _seen is None else _seen
     t = node["type"]
+    if t == "ref":
+        if node["id"] not in seen:
+            raise ValueError(f"reference to {node['id']} before its value is complete")
+        return seen[node["id"]]
     if t == "none":
         return None
     if t == "bool":
@@ -99,7 +126,9 @@ def from_typed_json(node):
     if t == "int":
         return _int(node["value"])
     if t == "float":
-        return float(node["repr"])
+        return struct.unpack(">d", bytes.fromhex(node["bits"]))[0]
+    if t == "complex":
+        return complex(from_typed_json(node["real"], seen), from_typed_json(node["imag"], seen))
     if t == "str":
         if "value" not in node:
             # A str holding lone surrogates: its UTF-8 (surrogatepass) bytes in hex.
@@ -107,13 +136,36 @@ def from_typed_json(node):
         return node["value"]
     if t == "bytes":
         return bytes.fromhex(node["hex"])
-    if t == "list":
-        return [from_typed_json(i) for i in node["items"]]
-    if t == "tuple":
-        return tuple(from_typed_json(i) for i in node["items"])
-    if t == "dict":
-        return {from_typed_json(k): from_typed_json(v) for k, v in node["items"]}
-    raise ValueError(f"typed JSON node {t!r} not handled by this example")
+    # Mutable containers are recorded before their items are read, so that an item can refer
+    # back to them (a list holding itself).
+    if t == "bytearray":
+        value = bytearray.fromhex(node["hex"])
+    elif t == "list":
+        value = []
+        if "id" in node:
+            seen[node["id"]] = value
+        value.extend(from_typed_json(i, seen) for i in node["items"])
+    elif t == "dict":
+        value = {}
+        if "id" in node:
+            seen[node["id"]] = value
+        for k, v in node["items"]:
+            key = from_typed_json(k, seen)
+            value[key] = from_typed_json(v, seen)
+    elif t == "set":
+        value = set()
+        if "id" in node:
+            seen[node["id"]] = value
+        value.update(from_typed_json(i, seen) for i in node["items"])
+    elif t == "tuple":
+        value = tuple(from_typed_json(i, seen) for i in node["items"])
+    elif t == "frozenset":
+        value = frozenset(from_typed_json(i, seen) for i in node["items"])
+    else:
+        raise ValueError(f"typed JSON node {t!r} not handled by this example")
+    if "id" in node:
+        seen[node["id"]] = value
+    return value
 
 
 class Exploit:
@@ -130,6 +182,16 @@ def main():
     print(json.dumps(check(sock_path, pickle.dumps(Exploit()))))
     verdict = decode(sock_path, pickle.dumps(value))
     print(json.dumps({"value": from_typed_json(verdict["document"]["value"])}))
+    shared = [1]
+    richer = {"s": {1, 2}, "f": frozenset({"x"}), "b": bytearray(b"ab"), "c": 1 + 2j,
+              "shared": [shared, shared]}
+    back = from_typed_json(decode(sock_path, pickle.dumps(richer))["document"]["value"])
+    print(json.dumps({"richer_equal": back == richer,
+                      "shared_kept": back["shared"][0] is back["shared"][1]}))
+    try:
+        check(sock_path, pickle.dumps(value), policy="nope")
+    except PicklewardenError as e:
+        print(json.dumps({"status": e.status, "error": e.answer["error"]}))
     for protocol in (None, 2):
         clean = canonical(sock_path, pickle.dumps(value, protocol=2), protocol=protocol)
         print(json.dumps({"canonical_equal": pickle.loads(clean) == value, "protocol": clean[1]}))

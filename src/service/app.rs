@@ -290,7 +290,11 @@ async fn handle(
                     StatusCode::NOT_FOUND,
                     "unknown_policy",
                     "-",
-                    format!("no policy {shown:?} (loaded: {})", known.join(", ")),
+                    format!(
+                        "no policy {shown:?}: ?policy= takes the name of a built-in policy or \
+                         of a NAME.toml file in --policy-dir (loaded: {})",
+                        known.join(", ")
+                    ),
                 );
                 return finish(&st, peer, endpoint, o, start);
             };
@@ -829,6 +833,8 @@ fn finish(
             text = doc;
         }
     }
+    // One JSON text a line, as curl and line-reading clients expect.
+    text.push('\n');
     // The output budget stays with the body until hyper has sent it or dropped it.
     let share = Duration::try_from_secs_f64(text.len() as f64 / st.cfg.min_send_rate.max(1) as f64)
         .unwrap_or(Duration::MAX);
@@ -986,7 +992,9 @@ async fn method_not_allowed() -> Response {
 }
 
 fn json_response(status: StatusCode, body: &Json) -> Response {
-    let mut resp = (status, Bytes::from(body.to_string())).into_response();
+    let mut text = body.to_string();
+    text.push('\n');
+    let mut resp = (status, Bytes::from(text)).into_response();
     resp.headers_mut().insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static("application/json"),

@@ -420,8 +420,11 @@ async fn accept_loop(
                 req
             },
         );
+        // half_close: a client that shuts down its write side after its request (SHUT_WR)
+        // still gets its answer; hyper's default closes the connection at that EOF.
         let conn = http1::Builder::new()
             .timer(TokioTimer::new())
+            .half_close(true)
             .header_read_timeout(Duration::from_secs(5))
             .serve_connection(io, TowerToHyperService::new(svc));
         let fut = graceful.watcher().watch(conn);
