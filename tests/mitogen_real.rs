@@ -29,10 +29,15 @@ fn mitogen_python() -> Option<PathBuf> {
         return Some(p);
     }
     if std::env::var_os("PICKLEWARDEN_REQUIRE_MITOGEN").is_some_and(|v| v == "1") {
-        panic!("no Mitogen virtualenv python at {}", p.display());
+        panic!(
+            "PICKLEWARDEN_REQUIRE_MITOGEN=1 but there is no Mitogen virtualenv python at {}",
+            p.display()
+        );
     }
     eprintln!(
-        "skipped: no Mitogen virtualenv at {} (create it with .ci/run)",
+        "SKIPPED: no Mitogen virtualenv python at {} (create it with .ci/run, or \
+         `python3 -m venv target/mitogen-venv && target/mitogen-venv/bin/pip install \
+         mitogen==0.3.54`, or set PICKLEWARDEN_MITOGEN_PYTHON)",
         p.display()
     );
     None
