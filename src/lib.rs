@@ -37,6 +37,7 @@
 //! [`num_bigint`] so that its version is always the one picklewarden was built with.
 #![forbid(unsafe_code)]
 
+mod build;
 pub mod canonical;
 mod clock;
 mod compat;
@@ -48,7 +49,6 @@ pub mod json;
 mod keys;
 mod latin1;
 pub mod limits;
-mod machine;
 mod memo;
 pub mod mitogen;
 pub mod opcode;
@@ -62,7 +62,7 @@ pub mod value;
 
 pub use error::{Category, Error, ErrorKind, Result};
 pub use limits::{LimitName, Limits};
-pub use machine::{decode, Decoder};
+pub use build::{decode, Decoder};
 pub use opcode::Opcode;
 pub use policy::Policy;
 pub use scan::{scan, ScanReport, Scanner};

@@ -28,7 +28,7 @@ use std::fmt;
 use crate::canonical::{self, Unwritable};
 use crate::error::{Category, Error, ErrorKind};
 use crate::limits::Limits;
-use crate::machine::Decoder;
+use crate::build::Decoder;
 use crate::policy::Policy;
 use crate::value::{Arena, Document, Scratch};
 

@@ -3845,7 +3845,7 @@ mod tests {
         Decoder::new(&p, &policy).deadline(later).decode().unwrap();
         // Under 65,536 opcodes, but its last ADDITEMS compares two tuple DAGs pair by pair
         // (with the model of CPython's key work lifted: it refuses those keys at once).
-        let dag = include_bytes!("../audit/vectors/a46-two-tuple-dags-that-share-differently.pkl");
+        let dag = include_bytes!("../../audit/vectors/a46-two-tuple-dags-that-share-differently.pkl");
         let own = Limits {
             max_key_steps: u64::MAX,
             max_key_steps_per_byte: u64::MAX,
