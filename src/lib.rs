@@ -42,7 +42,6 @@ pub mod canonical;
 mod clock;
 mod compat;
 mod datetime_key;
-mod depth;
 pub mod dis;
 pub mod error;
 pub mod json;

@@ -17,6 +17,8 @@
 //! - STOP must leave nothing else on the stack (CPython ignores what is left).
 //! - Anything after STOP is refused unless the input is decoded as a stream.
 
+mod depth;
+
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::hash::RandomState;
@@ -26,7 +28,7 @@ use std::time::Instant;
 use num_bigint::BigInt;
 
 use crate::clock::Clock;
-use crate::depth::{walk_depth, Heights};
+use depth::{walk_depth, Heights};
 use crate::error::{escape_bytes_for_display, Error, ErrorKind, Result};
 use crate::keys::{
     bigint_to_f64, index_insert, HashCache, KeyIndex, KeyOps, Over, CACHED_TEXT_BYTES,
