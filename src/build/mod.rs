@@ -18,6 +18,7 @@
 //! - Anything after STOP is refused unless the input is decoded as a stream.
 
 mod depth;
+mod keys;
 
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet, VecDeque};
@@ -30,7 +31,7 @@ use num_bigint::BigInt;
 use crate::clock::Clock;
 use depth::{walk_depth, Heights};
 use crate::error::{escape_bytes_for_display, Error, ErrorKind, Result};
-use crate::keys::{
+use keys::{
     bigint_to_f64, index_insert, HashCache, KeyIndex, KeyOps, Over, CACHED_TEXT_BYTES,
 };
 use crate::latin1;
@@ -39,7 +40,7 @@ use crate::memo::{memo_index_bound, Memo};
 use crate::opcode::{Opcode, BININT_ARG};
 use crate::policy::{Checked, Constructor, Policy, Python2Str, TextEncoding};
 use crate::reader::{binint_at, Reader};
-use crate::reader_keys::{counted, Container, ReaderCell};
+use keys::reader::{counted, Container, ReaderCell};
 use crate::scan::{ScanReport, Scanner};
 use crate::text::Text;
 use crate::text::{self, IntTextOf, NumberError, ParsedInt};

@@ -10,6 +10,9 @@
 //! Hashes are keyed SipHash (`std::hash::RandomState`), not CPython's hash, so an attacker
 //! cannot pick keys that collide (hash flooding). Every walk uses an explicit stack.
 
+mod datetime;
+pub(crate) mod reader;
+
 use std::borrow::Cow;
 use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
@@ -20,7 +23,7 @@ use num_bigint::BigInt;
 use num_traits::{FromPrimitive, ToPrimitive};
 
 use crate::clock::Clock;
-use crate::datetime_key::key_of;
+use datetime::key_of;
 use crate::policy::RecordKey;
 use crate::value::{Arena, Node, NodeId, Object, PyBytes, Value};
 
