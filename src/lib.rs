@@ -56,9 +56,9 @@ pub mod scan;
 pub mod text;
 pub mod value;
 
+pub use build::{decode, Decoder};
 pub use error::{Category, Error, ErrorKind, Result};
 pub use limits::{LimitName, Limits};
-pub use build::{decode, Decoder};
 pub use opcode::Opcode;
 pub use policy::Policy;
 pub use scan::{scan, ScanReport, Scanner};

@@ -23,9 +23,9 @@ use num_bigint::BigInt;
 use num_traits::{FromPrimitive, ToPrimitive};
 
 use crate::clock::Clock;
-use datetime::key_of;
 use crate::policy::RecordKey;
 use crate::value::{Arena, Node, NodeId, Object, PyBytes, Value};
+use datetime::key_of;
 
 /// The index of a dict or set: `(hash, position in items)` pairs.
 pub(crate) type KeyIndex = HashTable<(u64, u32)>;
