@@ -3,7 +3,9 @@
 use std::borrow::Cow;
 use std::mem;
 
-use super::{bigint_to_f64, internal, Machine, ITEM_BYTES};
+use super::budget::ITEM_BYTES;
+use super::keys::bigint_to_f64;
+use super::{internal, Machine};
 use crate::error::{Error, ErrorKind, Result};
 use crate::latin1;
 use crate::policy::Constructor;

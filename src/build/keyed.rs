@@ -3,10 +3,10 @@
 use std::hash::RandomState;
 use std::mem;
 
-use super::{
-    counted, index_insert, internal, Container, KeyIndex, KeyOps, Machine, Over, CACHED_TEXT_BYTES,
-    ITEM_BYTES, KEYED_BYTES,
-};
+use super::budget::{ITEM_BYTES, KEYED_BYTES};
+use super::keys::reader::{counted, Container};
+use super::keys::{index_insert, KeyIndex, KeyOps, Over, CACHED_TEXT_BYTES};
+use super::{internal, Machine};
 use crate::error::{ErrorKind, Result};
 use crate::limits::LimitName;
 use crate::value::{Arena, Node, NodeId};

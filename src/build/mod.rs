@@ -17,9 +17,11 @@
 //! - STOP must leave nothing else on the stack (CPython ignores what is left).
 //! - Anything after STOP is refused unless the input is decoded as a stream.
 
+mod budget;
 mod constructors;
 mod depth;
 mod fast;
+mod fill;
 mod globals;
 mod ints;
 mod keyed;
@@ -42,20 +44,11 @@ use crate::reader::Reader;
 use crate::scan::{ScanReport, Scanner};
 use crate::text::Text;
 use crate::value::{Arena, Document, Fat, Node, NodeId, Object, Scratch, Value, Word, ARENA_END};
-use depth::{walk_depth, Heights};
-use ints::long_le;
-use keys::reader::{counted, Container, ReaderCell};
-use keys::{bigint_to_f64, index_insert, HashCache, KeyIndex, KeyOps, Over, CACHED_TEXT_BYTES};
+use budget::{FAT_BYTES, ITEM_BYTES, KEYED_BYTES, NODE_BYTES};
+use depth::Heights;
+use keys::reader::ReaderCell;
+use keys::{HashCache, KeyIndex};
 
-/// Bytes charged per node (the arena slot).
-const NODE_BYTES: u64 = mem::size_of::<Node>() as u64;
-/// Bytes charged per value kept in the arena's side table ([`Fat`]: globals, big ints,
-/// complex numbers, records, bytes and text not in the input), on top of its node: the slot.
-const FAT_BYTES: u64 = mem::size_of::<Fat<'static>>() as u64;
-/// Bytes charged per list/tuple/set item slot.
-const ITEM_BYTES: u64 = 4;
-/// Bytes charged per dict pair or hashed set item (slot plus index entry).
-const KEYED_BYTES: u64 = 8 + 16;
 /// Decodes pickles under a policy. Build one with [`Decoder::new`], adjust it, then call
 /// [`Decoder::decode`] (one pickle) or [`Decoder::decode_stream`] (several pickles one after
 /// another sharing one memo, as Mitogen's `unpickle_iter` and CPython's `Unpickler.load()`
@@ -478,32 +471,6 @@ impl<'a, 'p> Machine<'a, 'p> {
         })
     }
 
-    /// Reserves the arena for the nodes the scan counted (no regrowth, no copies, no doubling
-    /// slack), never past what `max_nodes` and `max_alloc_bytes` allow. A failed reservation
-    /// is only a lost hint: the arena then grows as nodes arrive, under the same limits.
-    fn reserve_nodes(&mut self, bound: u64) {
-        let cap = bound
-            .min(self.limits.max_nodes)
-            .min(self.limits.max_alloc_bytes / NODE_BYTES);
-        if let Ok(cap) = usize::try_from(cap) {
-            let _ = self.arena.nodes.try_reserve_exact(cap);
-        }
-    }
-
-    /// Reserves the item and pair pools and the memo for a guess from the input's length (an
-    /// item per 4 bytes, as a list of ints at protocol 4 holds; a pair or a memo entry per 10
-    /// bytes, small objects at protocol 4 use one pair per 12 bytes and one memo entry per
-    /// 16), so that they seldom grow and copy what they hold (a growth copied up to 20 MB at
-    /// a time). Only a hint: a reservation is address space, not memory, until it is
-    /// written, and a failed one leaves them to grow as they fill (they are charged by what
-    /// they hold).
-    fn reserve_pools(&mut self, input_len: usize) {
-        let most = self.limits.max_alloc_bytes as usize / 32;
-        let _ = self.arena.items.try_reserve((input_len / 4).min(most));
-        let _ = self.arena.pairs.try_reserve((input_len / 10).min(most));
-        self.memo.reserve((input_len / 10).min(most));
-    }
-
     fn finish(self, roots: Vec<NodeId>, stream: bool) -> Document<'a> {
         Document {
             arena: self.arena,
@@ -639,55 +606,6 @@ impl<'a, 'p> Machine<'a, 'p> {
             return Err(self.err(ErrorKind::StackUnderflow));
         }
         Ok(self.stack.len() - n)
-    }
-
-    #[inline]
-    fn charge(&mut self, bytes: u64) -> Result<()> {
-        let total = self.alloc.saturating_add(bytes);
-        if total > self.limits.max_alloc_bytes {
-            return Err(self.limit(LimitName::MaxAllocBytes, total));
-        }
-        self.alloc = total;
-        Ok(())
-    }
-
-    fn check_items(&self, items: usize) -> Result<()> {
-        if items as u64 > self.limits.max_container_items {
-            return Err(self.limit(LimitName::MaxContainerItems, items as u64));
-        }
-        Ok(())
-    }
-
-    /// Counts a new value against `max_nodes` and charges its slot plus `extra` bytes (a
-    /// shared value is charged as a node too, so that no limit depends on which values happen
-    /// to be shared).
-    #[inline(always)]
-    fn count_value(&mut self, extra: u64) -> Result<()> {
-        self.alloc = self.value_fits(extra)?;
-        self.created += 1;
-        Ok(())
-    }
-
-    /// [`Machine::count_value`]'s checks without the counting: the bytes charged once the
-    /// value is counted, or the refusal it would make.
-    #[inline(always)]
-    fn value_fits(&self, extra: u64) -> Result<u64> {
-        let n = self.created;
-        if n >= self.limits.max_nodes {
-            return Err(self.limit(LimitName::MaxNodes, n + 1));
-        }
-        let total = self.alloc.saturating_add(NODE_BYTES.saturating_add(extra));
-        if total > self.limits.max_alloc_bytes {
-            return Err(self.limit(LimitName::MaxAllocBytes, total));
-        }
-        Ok(total)
-    }
-
-    /// Refuses, as [`Machine::fat`] would, a value of the side table owning `extra` bytes that
-    /// the limits have no room for: called before those bytes are copied, so that a copy
-    /// never passes `max_alloc_bytes` before it is charged.
-    fn fat_fits(&self, extra: u64) -> Result<()> {
-        self.value_fits(extra.saturating_add(FAT_BYTES)).map(|_| ())
     }
 
     /// A new value that every document shares (`None`, a bool, an int held in its id),
@@ -928,191 +846,6 @@ impl<'a, 'p> Machine<'a, 'p> {
     // ---------------------------------------------------------------- values
 
     // ---------------------------------------------------------------- globals and calls
-
-    /// APPEND/APPENDS: extend a list, or add listitems to a record that allows items.
-    /// The items are `self.stack[start..]`; on success they are popped.
-    fn extend(&mut self, target: NodeId, start: usize) -> Result<()> {
-        let allowed = self.items_allowed(target)?;
-        let max = self.limits.max_container_items;
-        let n = self.stack.len().saturating_sub(start);
-        let extra = n as u64 * ITEM_BYTES;
-        let current = match self.get(target)? {
-            Value::List(l) => l.len(),
-            Value::Object(o) => o.listitems.len(),
-            _ => return Err(self.err(ErrorKind::TypeMismatch("APPEND target is not a list"))),
-        };
-        if !allowed {
-            return Err(self.err(ErrorKind::FormNotAllowed("APPEND")));
-        }
-        let total = (current + n) as u64;
-        if total > max {
-            return Err(self.limit(LimitName::MaxContainerItems, total));
-        }
-        self.charge(extra)?;
-        let items = self.stack.get(start..).unwrap_or_default();
-        // A list can be the document's second-largest allocation: grown fallibly, as the arena.
-        let a = &mut self.arena;
-        let grown = match a.nodes.get(target.index()).copied() {
-            // The list's items are the last of the pool (or it has none): they grow in place.
-            Some(Node::List { start: s, len })
-                if len == 0 || s as usize + len as usize == a.items.len() =>
-            {
-                let s = if len == 0 { a.items.len() } else { s as usize };
-                let end = s.checked_add(len as usize + items.len());
-                match (
-                    u32::try_from(s),
-                    end.map(u32::try_from),
-                    a.items.try_reserve(items.len()),
-                ) {
-                    (Ok(s32), Some(Ok(end)), Ok(())) => {
-                        a.items.extend_from_slice(items);
-                        if let Some(node) = a.nodes.get_mut(target.index()) {
-                            *node = Node::List {
-                                start: s32,
-                                len: end - s32,
-                            };
-                        }
-                        Ok(())
-                    }
-                    _ => Err(()),
-                }
-            }
-            // Other containers were made since: the list moves to a `Vec` of its own, where it
-            // grows from now on.
-            Some(Node::List { start: s, len }) => {
-                let old = a
-                    .items
-                    .get(s as usize..s as usize + len as usize)
-                    .unwrap_or_default();
-                let mut v = Vec::new();
-                match (
-                    u32::try_from(a.vecs.len()),
-                    v.try_reserve(old.len() + items.len()),
-                    a.vecs.try_reserve(1),
-                ) {
-                    (Ok(i), Ok(()), Ok(())) => {
-                        v.extend_from_slice(old);
-                        v.extend_from_slice(items);
-                        a.vecs.push(v);
-                        if let Some(node) = a.nodes.get_mut(target.index()) {
-                            *node = Node::ListVec(i);
-                        }
-                        Ok(())
-                    }
-                    _ => Err(()),
-                }
-            }
-            Some(Node::ListVec(i)) => match a.vecs.get_mut(i as usize) {
-                Some(v) => v
-                    .try_reserve(items.len())
-                    .map(|()| v.extend_from_slice(items))
-                    .map_err(|_| ()),
-                None => Err(()),
-            },
-            Some(Node::Fat(i)) => match a.fat.get_mut(i as usize) {
-                Some(Fat::Object(o)) => o
-                    .listitems
-                    .try_reserve(items.len())
-                    .map(|()| o.listitems.extend_from_slice(items))
-                    .map_err(|_| ()),
-                _ => return Err(self.r.err(internal())),
-            },
-            _ => return Err(self.r.err(internal())),
-        };
-        if grown.is_err() {
-            return Err(self.err(ErrorKind::AllocationFailed { bytes: extra }));
-        }
-        self.heights.filled(target, items);
-        self.stack.truncate(start);
-        Ok(())
-    }
-
-    /// Whether APPEND/SETITEM may add to `target`: always for lists and dicts, for a record
-    /// only when its rule allows the `items` form.
-    fn items_allowed(&self, target: NodeId) -> Result<bool> {
-        if let Some(&callable) = self.sealed.get(&target) {
-            let name = match self.get(callable)? {
-                Value::Global(g) => format!("{}.{}", g.module, g.name),
-                _ => "a record".to_owned(),
-            };
-            return Err(self.rejected(&format!(
-                "{name}: a list or dict its argument schema checked changed after the call"
-            )));
-        }
-        match self.get(target)? {
-            Value::Object(o) => {
-                let rule = self.rule_of(o.callable)?;
-                Ok(self.policy.rule(rule).is_some_and(|r| r.forms.items))
-            }
-            _ => Ok(true),
-        }
-    }
-
-    /// SETITEM/SETITEMS with a flat `[k, v, ...]` group `self.stack[start..]`, popped on
-    /// success.
-    fn set_items(&mut self, target: NodeId, start: usize) -> Result<()> {
-        let flat_len = self.stack.len().saturating_sub(start);
-        if !flat_len.is_multiple_of(2) {
-            return Err(self.err(ErrorKind::OddItemCount));
-        }
-        if let Some(done) = self.fill_fast::<true>(target, start) {
-            return done;
-        }
-        let allowed = self.items_allowed(target)?;
-        match self.get(target)? {
-            Value::Dict(_) => {
-                let stack = mem::take(&mut self.stack);
-                let r = self.dict_items(target, stack.get(start..).unwrap_or_default());
-                self.stack = stack;
-                r?;
-                self.heights
-                    .filled(target, self.stack.get(start..).unwrap_or_default());
-                self.stack.truncate(start);
-                Ok(())
-            }
-            Value::Object(o) => {
-                if !allowed {
-                    return Err(self.err(ErrorKind::FormNotAllowed("SETITEM")));
-                }
-                let total = o.dictitems.len() + flat_len / 2;
-                self.check_items(total)?;
-                self.charge((flat_len / 2) as u64 * 8)?;
-                let flat = self.stack.get(start..).unwrap_or_default();
-                if let Some(Fat::Object(o)) = match self.arena.node(target) {
-                    Some(Node::Fat(i)) => self.arena.fat.get_mut(i as usize),
-                    _ => None,
-                } {
-                    o.dictitems
-                        .extend(flat.chunks_exact(2).filter_map(|p| match p {
-                            &[k, v] => Some((k, v)),
-                            _ => None,
-                        }));
-                }
-                self.heights.filled(target, flat);
-                self.stack.truncate(start);
-                Ok(())
-            }
-            _ => Err(self.err(ErrorKind::TypeMismatch("SETITEM target is not a dict"))),
-        }
-    }
-
-    fn build(&mut self) -> Result<()> {
-        let state = self.pop()?;
-        let target = self.top()?;
-        self.touch(target);
-        let rule = match self.get(target)? {
-            Value::Object(o) => self.rule_of(o.callable)?,
-            _ => return Err(self.err(ErrorKind::BuildNotAllowed)),
-        };
-        if !self.policy.rule(rule).is_some_and(|r| r.forms.build) {
-            return Err(self.err(ErrorKind::FormNotAllowed("BUILD")));
-        }
-        if let Some(o) = self.object_mut(target) {
-            o.state = Some(state);
-        }
-        self.heights.filled(target, &[state]);
-        Ok(())
-    }
 
     // ---------------------------------------------------------------- the loop
 }

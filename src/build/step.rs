@@ -6,7 +6,10 @@ use std::mem;
 
 use num_bigint::BigInt;
 
-use super::{long_le, walk_depth, KeyIndex, Machine};
+use super::depth::walk_depth;
+use super::ints::long_le;
+use super::keys::KeyIndex;
+use super::Machine;
 use crate::error::{ErrorKind, Result};
 use crate::limits::LimitName;
 use crate::memo::memo_index_bound;
