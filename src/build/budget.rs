@@ -2,7 +2,7 @@
 
 use std::mem;
 
-use super::Machine;
+use super::machine::Machine;
 use crate::error::Result;
 use crate::limits::LimitName;
 use crate::value::{Fat, Node};

@@ -5,7 +5,7 @@ use std::mem;
 
 use super::budget::ITEM_BYTES;
 use super::keys::bigint_to_f64;
-use super::{internal, Machine};
+use super::machine::{internal, Machine};
 use crate::error::{Error, ErrorKind, Result};
 use crate::latin1;
 use crate::policy::Constructor;

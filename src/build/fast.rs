@@ -1,7 +1,7 @@
 //! The fast loop: the opcodes of most pickles, each taken only when every check of the careful path would pass.
 
 use super::budget::{ITEM_BYTES, NODE_BYTES};
-use super::Machine;
+use super::machine::Machine;
 use crate::error::Result;
 use crate::opcode::Opcode;
 use crate::reader::binint_at;

@@ -3,7 +3,7 @@
 use std::mem;
 
 use super::budget::ITEM_BYTES;
-use super::{internal, Machine};
+use super::machine::{internal, Machine};
 use crate::error::{ErrorKind, Result};
 use crate::limits::LimitName;
 use crate::value::{Fat, Node, NodeId, Value};

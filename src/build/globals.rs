@@ -2,7 +2,7 @@
 
 use std::borrow::Cow;
 
-use super::Machine;
+use super::machine::Machine;
 use crate::error::{escape_bytes_for_display, ErrorKind, Result};
 use crate::text::Text;
 use crate::value::{Fat, Global, Node, NodeId, Value};

@@ -1,7 +1,7 @@
 //! Runs of int opcodes (BININT1, BININT2, BININT, LONG1 of up to 8 bytes) read in one go.
 
 use super::budget::NODE_BYTES;
-use super::Machine;
+use super::machine::Machine;
 use crate::opcode::{Opcode, BININT_ARG};
 use crate::reader::binint_at;
 use crate::value::{Node, NodeId, Word, ARENA_END};

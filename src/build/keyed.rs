@@ -6,7 +6,7 @@ use std::mem;
 use super::budget::{ITEM_BYTES, KEYED_BYTES};
 use super::keys::reader::{counted, Container};
 use super::keys::{index_insert, KeyIndex, KeyOps, Over, CACHED_TEXT_BYTES};
-use super::{internal, Machine};
+use super::machine::{internal, Machine};
 use crate::error::{ErrorKind, Result};
 use crate::limits::LimitName;
 use crate::value::{Arena, Node, NodeId};

@@ -9,7 +9,7 @@ use num_bigint::BigInt;
 use super::depth::walk_depth;
 use super::ints::long_le;
 use super::keys::KeyIndex;
-use super::Machine;
+use super::machine::Machine;
 use crate::error::{ErrorKind, Result};
 use crate::limits::LimitName;
 use crate::memo::memo_index_bound;

@@ -1,4 +1,7 @@
+use super::budget::NODE_BYTES;
 use super::*;
+use crate::error::ErrorKind;
+use crate::value::{NodeId, Value};
 
 fn kind(input: &[u8]) -> &'static str {
     match decode(input, &Policy::data()) {
