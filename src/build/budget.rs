@@ -1,4 +1,5 @@
-//! The allocation budget: what each value, item and entry is charged, and the checks against max_nodes and max_alloc_bytes.
+//! The allocation budget: what each value, item and entry is charged, and its checks against
+//! `max_nodes`, `max_container_items` and `max_alloc_bytes`; the arena's reservations.
 
 use std::mem;
 

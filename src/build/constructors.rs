@@ -1,4 +1,6 @@
-//! REDUCE, NEWOBJ, NEWOBJ_EX, INST and OBJ: the call of a global, and the native constructors the policy names.
+//! REDUCE, NEWOBJ, NEWOBJ_EX, INST and OBJ: the call of a global, as a record object or one of
+//! the native constructors the policy names (bytes, bytearray, set, frozenset, complex, Latin-1
+//! `_codecs.encode`).
 
 use std::borrow::Cow;
 use std::mem;
@@ -159,7 +161,7 @@ impl<'a, 'p> Machine<'a, 'p> {
             Constructor::Set | Constructor::FrozenSet => {
                 let frozen = rule.constructor == Constructor::FrozenSet;
                 // frozenset(fs) of a frozenset is fs itself, as CPython's frozenset_new returns
-                // its argument when it is an exact frozenset (found by a review helper).
+                // its argument when it is an exact frozenset.
                 if let [it] = argv {
                     if frozen && matches!(self.get(*it)?, Value::FrozenSet(_)) {
                         return Ok(*it);

@@ -1,4 +1,6 @@
-//! Dict and set insertion: Python equality and hashing of keys, the small forms without an index, and the fast fill of plain keys.
+//! Dict and set insertion: keys compared with Python equality (`keys/`), linearly while a
+//! container is small and through a hash index after; plain keys (short texts, ints held in
+//! their ids) filled without the key machinery; the model of the reader's key work on each key.
 
 use std::hash::RandomState;
 use std::mem;

@@ -1,4 +1,5 @@
-//! The build's state: the Machine, its stack and MARKs, the arena's nodes, errors at the current opcode.
+//! The build's state ([`Machine`]): the stack and its MARKs, the arena's nodes and pools, and
+//! errors at the current opcode.
 
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet, VecDeque};

@@ -16,6 +16,30 @@
 //! - The memo is sparse: a huge index costs one map entry, not an array of that size.
 //! - STOP must leave nothing else on the stack (CPython ignores what is left).
 //! - Anything after STOP is refused unless the input is decoded as a stream.
+//!
+//! # Layout
+//!
+//! The build runs after (or, in one pass, alongside) the scan (`src/scan.rs`) and only accepts
+//! what it accepts. A [`Decoder`] makes a `Machine`, which runs each pickle in its fast loop and,
+//! for what that loop leaves, one opcode at a time with every check:
+//!
+//! ```text
+//! build/
+//!   mod.rs           Decoder and decode(): the public entry points; the scan's bound on the arena
+//!   machine.rs       Machine: the stack and MARKs, the arena's nodes, errors at the current opcode
+//!   budget.rs        the allocation budget: what a value, item and entry is charged, the checks
+//!   step.rs          the careful path: run() reads an opcode, step() executes it with every check
+//!   fast.rs          the fast loop: the common opcodes, taken only when every check would pass
+//!   ints.rs          runs of int opcodes read in one go (int_run, int_steps, int_blocks)
+//!   fill.rs          APPEND(S), SETITEM(S) and BUILD into a list, dict or record made earlier
+//!   keyed.rs         dict and set insertion: linear while small, else a hash index; plain keys
+//!   globals.rs       GLOBAL, STACK_GLOBAL and EXT: globals resolved through the policy
+//!   constructors.rs  REDUCE, NEWOBJ(_EX), INST, OBJ: records and the native constructors
+//!   depth.rs         max_nesting_depth: containers' heights; the exact walk when they cannot tell
+//!   keys/            Python equality and hashing of keys (mod.rs), the datetime records' keys
+//!                    (datetime.rs), and the model of the reader's key work (reader.rs)
+//!   tests.rs, ints_test.rs   unit tests
+//! ```
 
 mod budget;
 mod constructors;
@@ -85,8 +109,8 @@ impl<'a, 'p> Decoder<'a, 'p> {
     /// 65,536 opcodes, every 4,096 keys of one dict or set insertion and every 256 pairs of
     /// an equality walk; with hashes, equal pairs and long texts' comparisons kept (nothing
     /// is hashed twice, no two keys compared in full twice), that is a few milliseconds late
-    /// at most on inputs the reviews built to stretch it. Without it a decode is bounded by
-    /// the limits alone.
+    /// at most on inputs built to stretch it. Without it a decode is bounded by the limits
+    /// alone.
     pub fn deadline(mut self, at: Instant) -> Decoder<'a, 'p> {
         self.deadline = Some(at);
         self

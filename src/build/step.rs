@@ -1,4 +1,5 @@
-//! The careful path: one opcode at a time, with every check.
+//! The careful path: [`Machine::run`] reads one opcode at a time and [`Machine::step`] executes
+//! it with every check; the helpers of the text, number and memo opcodes.
 
 use std::borrow::Cow;
 use std::collections::VecDeque;
@@ -484,8 +485,8 @@ impl<'a, 'p> Machine<'a, 'p> {
         Ok(())
     }
 
-    // Inlined into `run`, as it was before `run` grew past the compiler's own choice (the
-    // call cost 2% of small.p4's instructions).
+    // Inlined into `run`, which the compiler would not choose for a function of `run`'s
+    // size: BINGET is one of the commonest opcodes, and the call would be on its path.
     #[inline(always)]
     pub(super) fn memo_get(&mut self, index: u64) -> Result<()> {
         let id = self
@@ -603,7 +604,7 @@ impl<'a, 'p> Machine<'a, 'p> {
 
     pub(super) fn unicode(&mut self, bytes: &'a [u8]) -> Result<()> {
         // Short ASCII text (most keys and names) is valid as it is: a few instructions, where
-        // the validation costs a call and its setup (120 instructions a text on small.p4).
+        // the validation costs a call and its setup.
         let surrogates = if bytes.len() < 64 && bytes.is_ascii() {
             false
         } else {

@@ -500,8 +500,9 @@ impl<S: BuildHasher> KeyOps<'_, '_, S> {
         let v = self.node(id).ok_or(Unhashable)?;
         if let Value::BigInt(b) = v {
             // Kept like a long text's: up to 4 KiB of digits hashed once, not once per
-            // comparison (an audit helper's frozensets of 30 such ints, compared once per
-            // ADDITEMS, took 80 times CPython's time, which keeps its hashes in the set).
+            // comparison (frozensets of 30 such ints compared once per ADDITEMS would
+            // otherwise hash their digits at every comparison; CPython keeps its hashes in the
+            // set).
             return Ok(Some(self.hash_kept(id, true, || {
                 let mut h = self.state.build_hasher();
                 hash_num(&Num::Big(Cow::Borrowed(b)), &mut h);
@@ -615,8 +616,7 @@ impl<S: BuildHasher> KeyOps<'_, '_, S> {
     }
 
     /// Python `a == b` for two hashable values (both already hashed successfully). Inlined
-    /// into the insertion loops: called out of line, the fast paths cost small objects 3%
-    /// more instructions.
+    /// into the insertion loops, whose fast paths (equal ids, short texts) it mostly is.
     #[inline(always)]
     pub(crate) fn eq(&self, a: NodeId, b: NodeId) -> bool {
         if a == b {
@@ -644,9 +644,8 @@ impl<S: BuildHasher> KeyOps<'_, '_, S> {
     /// Equality of the texts or bytes `p` and `q` of the distinct nodes `a` and `b`. Two that
     /// are at least [`LONG_EQUAL_BYTES`] long are compared once: found equal, the pair is
     /// remembered, as equal tuples are. Else every SETITEM of a key equal to a key already
-    /// in the dict, but another node (two copies of one 16 MiB text: an audit helper's 33.6 MB
-    /// input took 12 s here and 34 s in CPython, which compares the same way), compares
-    /// them in full again.
+    /// in the dict, but another node (two copies of one 16 MiB text, SETITEM'd again and
+    /// again through the memo), compares them in full again, as CPython does.
     #[inline(always)]
     fn bytes_eq(&self, a: NodeId, b: NodeId, p: &[u8], q: &[u8]) -> bool {
         if p.len() != q.len() {
