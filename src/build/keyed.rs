@@ -211,7 +211,7 @@ impl<'a, 'p> Machine<'a, 'p> {
     }
 
     /// Gives the key cache the allocation budget left, for what one insertion's hashing and
-    /// equality walks keep and hold (src/keys.rs `KeyCache::room`).
+    /// equality walks keep and hold (src/build/keys/mod.rs `KeyCache::room`).
     pub(super) fn open_keys(&mut self) {
         let room = self.limits.max_alloc_bytes.saturating_sub(self.alloc);
         if let Ok(mut c) = self.hash_cache.try_borrow_mut() {
@@ -227,7 +227,7 @@ impl<'a, 'p> Machine<'a, 'p> {
             Ok(mut c) => c.close(),
             Err(_) => (0, None),
         };
-        // And what the model of the reader's key work remembered (src/reader_keys.rs).
+        // And what the model of the reader's key work remembered (src/build/keys/reader.rs).
         let modelled = match self.reader_keys.try_borrow_mut() {
             Ok(mut m) => std::mem::take(&mut m.uncharged),
             Err(_) => 0,
@@ -315,7 +315,7 @@ impl<'a, 'p> Machine<'a, 'p> {
         Ok(())
     }
 
-    /// Runs the model of the reader's key work (src/reader_keys.rs) on one insertion of `k`
+    /// Runs the model of the reader's key work (src/build/keys/reader.rs) on one insertion of `k`
     /// into `container` (`equal`: the key there that `k` equals, if any), refusing with the
     /// model's limit. The commonest keys (short texts, shared ints) cost nothing there and
     /// are answered from their node.

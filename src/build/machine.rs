@@ -59,14 +59,14 @@ pub(super) struct Machine<'a, 'p> {
     /// than `SMALL_KEYED` entries at an insertion), by arena index. Only the build looks keys
     /// up, and most dicts never need one, so the values do not carry them.
     pub(super) indexes: HashMap<u32, KeyIndex>,
-    /// The hashes of the tuples, frozensets and long texts hashed so far (src/keys.rs).
+    /// The hashes of the tuples, frozensets and long texts hashed so far (src/build/keys/mod.rs).
     pub(super) hash_cache: HashCache,
-    /// The model of the work CPython does with the keys (src/reader_keys.rs).
+    /// The model of the work CPython does with the keys (src/build/keys/reader.rs).
     pub(super) reader_keys: ReaderCell,
     /// Containers created (list, tuple, dict, set, frozenset, record object): no path of the
     /// depth check holds more than these plus one leaf.
     pub(super) containers: u64,
-    /// The containers' heights, a bound on the depth check's walk (src/depth.rs): always kept
+    /// The containers' heights, a bound on the depth check's walk (src/build/depth.rs): always kept
     /// by a decode in one pass; after a scan (`decode_with_report`), only when it counted
     /// more opcodes that make containers than `max_nesting_depth`.
     pub(super) heights: Heights,

@@ -108,7 +108,7 @@ impl<'a, 'p> Machine<'a, 'p> {
         if self.containers.saturating_add(1) <= max {
             return Ok(());
         }
-        // The heights of the containers are the longest paths from them (src/depth.rs).
+        // The heights of the containers are the longest paths from them (src/build/depth.rs).
         if self.heights.bound(roots).is_some_and(|h| h <= max) {
             return Ok(());
         }
