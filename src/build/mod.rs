@@ -36,8 +36,9 @@
 //!   globals.rs       GLOBAL, STACK_GLOBAL and EXT: globals resolved through the policy
 //!   constructors.rs  REDUCE, NEWOBJ(_EX), INST, OBJ: records and the native constructors
 //!   depth.rs         max_nesting_depth: containers' heights; the exact walk when they cannot tell
-//!   keys/            Python equality and hashing of keys (mod.rs), the datetime records' keys
-//!                    (datetime.rs), and the model of the reader's key work (reader.rs)
+//!   keys/            Python equality and hashing of keys (mod.rs), numbers as keys (num.rs),
+//!                    datetime records as keys (datetime.rs), and the model of the reader's
+//!                    key work (reader.rs); unit tests in tests.rs and reader/tests.rs
 //!   tests.rs, ints_test.rs   unit tests
 //! ```
 
