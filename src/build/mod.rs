@@ -104,8 +104,9 @@ impl<'a, 'p> Decoder<'a, 'p> {
         }
     }
 
-    /// Refuses the decode ([`ErrorKind::DeadlineExceeded`]) once `at` has passed, in either
-    /// pass: for a caller that answers by a deadline (the service's `--deadline`) and must not
+    /// Refuses the decode
+    /// ([`ErrorKind::DeadlineExceeded`](crate::ErrorKind::DeadlineExceeded)) once `at` has
+    /// passed, in either pass: for a caller that answers by a deadline (the service's `--deadline`) and must not
     /// leave the decode running after it, holding its thread and memory. Checked every
     /// 65,536 opcodes, every 4,096 keys of one dict or set insertion and every 256 pairs of
     /// an equality walk; with hashes, equal pairs and long texts' comparisons kept (nothing
@@ -147,7 +148,7 @@ impl<'a, 'p> Decoder<'a, 'p> {
     /// Supplies out-of-band buffers for NEXT_BUFFER (protocol 5), in order, as CPython's
     /// `pickle.loads(data, buffers=...)`. Each decodes to a bytes value. Without this,
     /// NEXT_BUFFER and READONLY_BUFFER are refused with
-    /// [`ErrorKind::BuffersNotSupplied`].
+    /// [`ErrorKind::BuffersNotSupplied`](crate::ErrorKind::BuffersNotSupplied).
     pub fn buffers(mut self, buffers: Vec<&'a [u8]>) -> Decoder<'a, 'p> {
         self.buffers = Some(buffers);
         self
@@ -243,7 +244,7 @@ impl<'a, 'p> Decoder<'a, 'p> {
     }
 
     /// Decodes exactly one pickle; anything after its STOP is refused
-    /// ([`ErrorKind::TrailingData`]).
+    /// ([`ErrorKind::TrailingData`](crate::ErrorKind::TrailingData)).
     ///
     /// # Errors
     /// Any refusal, with its kind, offset and opcode.
@@ -255,7 +256,7 @@ impl<'a, 'p> Decoder<'a, 'p> {
     /// end right after a STOP. The document has one root per pickle.
     ///
     /// # Errors
-    /// Any refusal; an empty input is [`ErrorKind::Truncated`].
+    /// Any refusal; an empty input is [`ErrorKind::Truncated`](crate::ErrorKind::Truncated).
     pub fn decode_stream(self) -> Result<Document<'a>> {
         self.decode_one_pass(true)
     }
