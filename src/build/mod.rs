@@ -106,8 +106,9 @@ impl<'a, 'p> Decoder<'a, 'p> {
 
     /// Refuses the decode
     /// ([`ErrorKind::DeadlineExceeded`](crate::ErrorKind::DeadlineExceeded)) once `at` has
-    /// passed, in either pass: for a caller that answers by a deadline (the service's `--deadline`) and must not
-    /// leave the decode running after it, holding its thread and memory. Checked every
+    /// passed, in either pass: for a caller that answers by a deadline (the service's
+    /// `--deadline`) and must not leave the decode running after it, holding its thread and
+    /// memory. Checked every
     /// 65,536 opcodes, every 4,096 keys of one dict or set insertion and every 256 pairs of
     /// an equality walk; with hashes, equal pairs and long texts' comparisons kept (nothing
     /// is hashed twice, no two keys compared in full twice), that is a few milliseconds late
