@@ -72,7 +72,7 @@
 //! (at protocol 2 `_codecs.encode` and the `__builtin__` globals above: `strict` does not).
 //! CPython's `pickle.loads` of it gives a value equal to, and shaped like, `pickle.loads` of
 //! the input, as the newest CPython reads the input: where CPython 3.11 reads number text
-//! otherwise (INT `010` as octal 8, INT `+1` as True; see `src/machine.rs`), the output holds
+//! otherwise (INT `010` as octal 8, INT `+1` as True; see `src/build/mod.rs`), the output holds
 //! picklewarden's reading. `tests/canonical.rs` checks both on every good corpus file that
 //! has a canonical pickle, at both protocols.
 //!

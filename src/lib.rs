@@ -37,32 +37,28 @@
 //! [`num_bigint`] so that its version is always the one picklewarden was built with.
 #![forbid(unsafe_code)]
 
+mod build;
 pub mod canonical;
 mod clock;
 mod compat;
-mod datetime_key;
-mod depth;
 pub mod dis;
 pub mod error;
 pub mod json;
-mod keys;
 mod latin1;
 pub mod limits;
-mod machine;
 mod memo;
 pub mod mitogen;
 pub mod opcode;
 pub mod policy;
 mod reader;
-mod reader_keys;
 pub mod repr;
 pub mod scan;
 pub mod text;
 pub mod value;
 
+pub use build::{decode, Decoder};
 pub use error::{Category, Error, ErrorKind, Result};
 pub use limits::{LimitName, Limits};
-pub use machine::{decode, Decoder};
 pub use opcode::Opcode;
 pub use policy::Policy;
 pub use scan::{scan, ScanReport, Scanner};

@@ -238,7 +238,7 @@ pub struct Limits {
     /// size, as CPython does not cache tuple hashes; a big int's 30-bit digits; a frozenset's
     /// length the first time) and its comparisons with the keys CPython compares it to (keys
     /// sharing its CPython hash value, or one equal to it but another object), each its size.
-    /// The model is in `src/reader_keys.rs`. It bounds the reader after picklewarden
+    /// The model is in `src/build/keys/reader.rs`. It bounds the reader after picklewarden
     /// (CPython's `pickle.loads`, a Mitogen parent), not picklewarden, whose own hashing is
     /// linear. Default [`DEFAULT_MAX_KEY_STEPS`].
     pub max_key_steps: u64,

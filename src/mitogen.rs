@@ -25,10 +25,10 @@
 use std::borrow::Cow;
 use std::fmt;
 
+use crate::build::Decoder;
 use crate::canonical::{self, Unwritable};
 use crate::error::{Category, Error, ErrorKind};
 use crate::limits::Limits;
-use crate::machine::Decoder;
 use crate::policy::Policy;
 use crate::value::{Arena, Document, Scratch};
 

@@ -356,8 +356,8 @@ fn keys_colliding_under_cpython_hash_decode_correctly() {
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "True");
 
     // Work is counted by the timings below (printed for audit/FUZZING.md, never asserted):
-    // picklewarden hashes keys with keyed SipHash over their value (src/keys.rs), so these
-    // keys spread over the table like any others and 5x the keys costs about 5x the time.
+    // picklewarden hashes keys with keyed SipHash over their value (src/build/keys/mod.rs), so
+    // these keys spread over the table like any others and 5x the keys costs about 5x the time.
     let mut report = Vec::new();
     for n in [10_000, 50_000] {
         let d = check_dict(n);

@@ -1,4 +1,4 @@
-//! The machine's fast loop (src/machine.rs `Machine::fast`) against its careful path
+//! The machine's fast loop (src/build/fast.rs `Machine::fast`) against its careful path
 //! (`Decoder::careful_only`, every opcode one at a time with every check), on real input:
 //! pickles CPython writes at every protocol of the small objects the fast loop is built for
 //! (nested dicts, lists, tuples, sets and frozensets of ints, floats, texts, bytes and

@@ -1,6 +1,6 @@
 //! Every limit of `picklewarden::LimitName::ALL` at N-1, N and N+1, where N is exactly what a
 //! small pickle needs: N-1 is refused with `LimitExceeded` of that limit (seen = N, max = N-1),
-//! N and N+1 are accepted. The counting rules (from src/machine.rs and src/limits.rs):
+//! N and N+1 are accepted. The counting rules (from src/build/budget.rs and src/limits.rs):
 //!
 //! - max_input_bytes: the input length (checked before anything is read);
 //! - max_nesting_depth: values on the longest path from a root, a root is depth 1, each
@@ -265,7 +265,7 @@ fn max_nesting_depth() {
 }
 
 /// Values with far more containers than their depth, so that the build keeps heights
-/// (src/depth.rs) and they, or the walk when they cannot, decide: written by CPython at every
+/// (src/build/depth.rs) and they, or the walk when they cannot, decide: written by CPython at every
 /// protocol, with the depth computed in Python as `max_nesting_depth` defines it (on what
 /// `pickle.loads` gives, so sharing is what the memo shares): the longest path from the root,
 /// an edge to a container on the path a leaf.

@@ -1,5 +1,5 @@
 //! The reader after picklewarden: what picklewarden accepts must be safe to hand to CPython's
-//! own `pickle.loads` (src/reader_keys.rs, the limits `max_key_steps`,
+//! own `pickle.loads` (src/build/keys/reader.rs, the limits `max_key_steps`,
 //! `max_key_steps_per_byte` and `max_key_collisions`).
 //!
 //! - Each attack class on the reader's key work, from recipes written here, at several sizes:

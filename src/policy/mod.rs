@@ -211,9 +211,9 @@ pub enum RecordKey {
     OnePerFirstArgument,
     /// `"datetime"`: compared and hashed by value, as CPython compares the `datetime` type
     /// the global names (`datetime.date`, `time`, `datetime`, `timedelta`, `timezone`; the
-    /// rules are in `src/datetime_key.rs`): two equal dates are one key. A record whose value
-    /// cannot be read (a state CPython would reject, a tzinfo that is not a `timezone`
-    /// record) is unhashable. Only for those five globals.
+    /// rules are in `src/build/keys/datetime.rs`): two equal dates are one key. A record
+    /// whose value cannot be read (a state CPython would reject, a tzinfo that is not a
+    /// `timezone` record) is unhashable. Only for those five globals.
     Datetime,
 }
 

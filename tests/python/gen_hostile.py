@@ -971,7 +971,7 @@ add("limit-nesting-tuple1-memo-2000.pkl", "limit_exceeded",
     + long_binget(_N - 1) + stop(),
     "2000 tuples nested by TUPLE1, each memoized, the outermost fetched back by LONG_BINGET",
     limit="max_nesting_depth")
-# Against a depth check that keeps heights as containers are made and filled (src/depth.rs):
+# Against a depth check that keeps heights as containers are made and filled (src/build/depth.rs):
 # a container already inside the root is filled through the memo with a deep chain, so the
 # root's height, taken when the container was put into it, is stale.
 _N = 1001

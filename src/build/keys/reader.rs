@@ -51,7 +51,7 @@ use std::collections::{HashMap, HashSet};
 
 use num_bigint::{BigInt, Sign};
 
-use crate::keys::KeyOps;
+use super::KeyOps;
 use crate::limits::{LimitName, Limits};
 use crate::value::{Node, NodeId, Value};
 

@@ -1,0 +1,549 @@
+//! The fast loop ([`Machine::fast`]): the opcodes of most pickles, each taken only when every
+//! check of the careful path (`step.rs`) would pass, making the same values, counts and charges.
+
+use super::budget::{ITEM_BYTES, NODE_BYTES};
+use super::machine::Machine;
+use crate::error::Result;
+use crate::opcode::Opcode;
+use crate::reader::binint_at;
+use crate::text;
+use crate::value::{Node, NodeId, Word, ARENA_END};
+
+impl<'a, 'p> Machine<'a, 'p> {
+    /// Whether a value may be made: within `max_nodes` and, with its node and `extra` bytes,
+    /// the allocation budget (what [`Machine::count_value`] would refuse).
+    #[inline(always)]
+    pub(super) fn value_room(&self, extra: u64) -> bool {
+        self.created < self.limits.max_nodes
+            && self.alloc.saturating_add(NODE_BYTES + extra) <= self.limits.max_alloc_bytes
+    }
+
+    /// Whether one more item fits on the stack (what [`Machine::push`] would refuse).
+    #[inline(always)]
+    pub(super) fn stack_room(&self) -> bool {
+        ((self.stack.len() + self.marks.len()) as u64) < self.limits.max_stack_len
+    }
+
+    /// Counts, charges and adds a node that [`Machine::value_room`] found room for, when the
+    /// arena has room for it without growing; `None` (nothing done) when it has not.
+    #[inline(always)]
+    pub(super) fn node_in_room(&mut self, n: Node, extra: u64) -> Option<NodeId> {
+        let len = self.arena.nodes.len();
+        if len == self.arena.nodes.capacity() || len >= ARENA_END as usize {
+            return None;
+        }
+        self.created += 1;
+        self.alloc += NODE_BYTES + extra;
+        self.arena.nodes.push(n);
+        Some(NodeId(len as u32))
+    }
+
+    /// The memo index a MEMOIZE, BINPUT, LONG_BINPUT, BINGET or LONG_BINGET at `pos` names,
+    /// and where the next opcode starts, when its argument is there before `end`.
+    #[inline(always)]
+    pub(super) fn memo_index_at(
+        &self,
+        input: &[u8],
+        pos: usize,
+        end: usize,
+    ) -> Option<(u64, usize)> {
+        const MEMOIZE: u8 = Opcode::Memoize as u8;
+        const BINPUT: u8 = Opcode::Binput as u8;
+        const BINGET: u8 = Opcode::Binget as u8;
+        match *input.get(pos)? {
+            MEMOIZE => Some((self.memo.count, pos + 1)),
+            BINPUT | BINGET => {
+                let &i = input.get(pos + 1).filter(|_| pos + 2 <= end)?;
+                Some((u64::from(i), pos + 2))
+            }
+            _ => {
+                let b = input.get(pos + 1..pos + 5).filter(|_| pos + 5 <= end)?;
+                let i = u32::from_le_bytes(<[u8; 4]>::try_from(b).ok()?);
+                Some((u64::from(i), pos + 5))
+            }
+        }
+    }
+
+    /// In [`Machine::fast`], right after it pushed a value, with the next opcode at `pos`: a
+    /// MEMOIZE, BINPUT or LONG_BINPUT that follows it (picklers memoize every text, bytes and
+    /// container), taken in place of the next dispatch when the memo has room without
+    /// growing, as the memo arm takes it. Returns where the opcode after it starts, if it
+    /// took one (which the caller counts, from `budget`).
+    #[inline(always)]
+    pub(super) fn memoize_next(
+        &mut self,
+        input: &[u8],
+        pos: usize,
+        end: usize,
+        budget: u64,
+    ) -> Option<usize> {
+        const MEMOIZE: u8 = Opcode::Memoize as u8;
+        const BINPUT: u8 = Opcode::Binput as u8;
+        const LONG_BINPUT: u8 = Opcode::LongBinput as u8;
+        if pos >= end
+            || budget < 2
+            || !matches!(input.get(pos), Some(&(MEMOIZE | BINPUT | LONG_BINPUT)))
+        {
+            return None;
+        }
+        let (index, next) = self.memo_index_at(input, pos, end)?;
+        let &top = self.stack.last()?;
+        let new_allowed = self.memo.count < self.limits.max_memo_entries;
+        if !self.memo.put_in_place(index, top, new_allowed) {
+            return None;
+        }
+        Some(next)
+    }
+
+    /// In [`Machine::fast`], the SETITEMS (`dict`) or ADDITEMS at `pos`, when
+    /// [`Machine::fill_fast`] takes its group and the careful path's arm would have reached
+    /// it (a mark, the target above the fence, for SETITEMS an even count of items): whether
+    /// it was taken (the mark popped, the group in the container; an error of the insertion
+    /// is reported at `pos`). `false` leaves the opcode, nothing done, to the careful arm,
+    /// which then takes it or reports what is wrong with it.
+    #[inline(always)]
+    pub(super) fn fill_group(&mut self, pos: usize, dict: bool) -> Result<bool> {
+        let marks = self.marks.len();
+        let Some(&mark) = self.marks.last() else {
+            return Ok(false);
+        };
+        let fence = marks
+            .checked_sub(2)
+            .and_then(|i| self.marks.get(i))
+            .copied()
+            .unwrap_or(0);
+        let start = mark.min(self.stack.len());
+        if start <= fence || (dict && !(self.stack.len() - start).is_multiple_of(2)) {
+            return Ok(false);
+        }
+        let Some(&target) = start.checked_sub(1).and_then(|i| self.stack.get(i)) else {
+            return Ok(false);
+        };
+        self.r.op_pos = pos;
+        self.r.op = if dict {
+            Opcode::Setitems.byte()
+        } else {
+            Opcode::Additems.byte()
+        };
+        self.r.pos = pos + 1;
+        self.touch(target);
+        let filled = if dict {
+            self.fill_fast::<true>(target, start)
+        } else {
+            self.fill_fast::<false>(target, start)
+        };
+        match filled {
+            None => Ok(false),
+            Some(done) => {
+                self.marks.pop();
+                done.map(|()| true)
+            }
+        }
+    }
+
+    /// In [`Machine::fast`], TUPLE1, TUPLE2 or TUPLE3 (`n` items) when every check of the
+    /// careful path's arm would pass and the pools have room without growing: the tuple is
+    /// made from the top `n` items as [`Machine::seq_from_stack`] makes it (same node, items,
+    /// counts, charges and height) and pushed. `false` leaves the opcode, nothing done, to the
+    /// careful arm.
+    #[inline(always)]
+    pub(super) fn tuple_in_room(&mut self, n: usize) -> bool {
+        let len = self.stack.len();
+        let extra = n as u64 * ITEM_BYTES;
+        let start = self.arena.items.len();
+        let id = self.arena.nodes.len();
+        if len < self.fence() + n
+            || n as u64 > self.limits.max_container_items
+            || !self.value_room(extra)
+            || self.arena.items.capacity() - start < n
+            || start + n > u32::MAX as usize
+            || id == self.arena.nodes.capacity()
+            || id >= ARENA_END as usize
+        {
+            return false;
+        }
+        let Some(items) = self.stack.get(len - n..) else {
+            return false;
+        };
+        self.arena.items.extend_from_slice(items);
+        let id = NodeId(id as u32);
+        self.containers += 1;
+        self.heights.made_with(id, items);
+        self.created += 1;
+        self.alloc += NODE_BYTES + extra;
+        self.arena.nodes.push(Node::Tuple {
+            start: start as u32,
+            len: n as u32,
+        });
+        self.stack.truncate(len - n);
+        self.stack.push(id);
+        true
+    }
+
+    /// In [`Machine::fast`], APPENDS (`group`) or APPEND into a list whose items are the last
+    /// of the items pool (a list being filled, as picklers fill one) when every check of the
+    /// careful path's arm and [`Machine::extend`] would pass and the pool has room without
+    /// growing: the items go to the pool, as `extend` puts them, with the same charges and
+    /// height. `false` leaves the opcode, nothing done, to the careful arm.
+    #[inline(always)]
+    pub(super) fn append_in_room(&mut self, group: bool) -> bool {
+        let len = self.stack.len();
+        let marks = self.marks.len();
+        // Where the items start and the fence below them, as `group` and `top_group` see it.
+        let (start, fence) = if group {
+            let Some(&mark) = self.marks.last() else {
+                return false;
+            };
+            let fence = marks
+                .checked_sub(2)
+                .and_then(|i| self.marks.get(i))
+                .copied()
+                .unwrap_or(0);
+            (mark.min(len), fence)
+        } else {
+            (len.saturating_sub(1), self.fence())
+        };
+        let n = len - start;
+        if start <= fence || (!group && n != 1) || !self.sealed.is_empty() {
+            return false;
+        }
+        let Some(&target) = start.checked_sub(1).and_then(|i| self.stack.get(i)) else {
+            return false;
+        };
+        let pool_len = self.arena.items.len();
+        let (s, l) = match self.arena.nodes.get(target.index()) {
+            Some(&Node::List { len: 0, .. }) => (pool_len, 0),
+            Some(&Node::List { start: s, len: l }) if s as usize + l as usize == pool_len => {
+                (s as usize, l as usize)
+            }
+            _ => return false,
+        };
+        let extra = n as u64 * ITEM_BYTES;
+        if (l + n) as u64 > self.limits.max_container_items
+            || self.alloc.saturating_add(extra) > self.limits.max_alloc_bytes
+            || self.arena.items.capacity() - pool_len < n
+            || s + l + n > u32::MAX as usize
+        {
+            return false;
+        }
+        self.touch(target);
+        let Some(items) = self.stack.get(start..) else {
+            return false;
+        };
+        self.arena.items.extend_from_slice(items);
+        if let Some(node) = self.arena.nodes.get_mut(target.index()) {
+            *node = Node::List {
+                start: s as u32,
+                len: (l + n) as u32,
+            };
+        }
+        self.alloc += extra;
+        self.heights.filled(target, items);
+        self.stack.truncate(start);
+        if group {
+            self.marks.pop();
+        }
+        true
+    }
+
+    /// Runs the opcodes of most pickles, from the reader's position, with the cursor in a
+    /// local and each opcode's checks folded into one test of room: MARK, the memo opcodes,
+    /// short texts, bytes, floats and singletons, empty containers, ints (through
+    /// [`Machine::int_run`]), SETITEMS and ADDITEMS of a few plain keys into an empty dict or
+    /// set (through [`Machine::fill_group`]), APPENDS and APPEND to a list being filled
+    /// ([`Machine::append_in_room`]), TUPLE1 to TUPLE3 ([`Machine::tuple_in_room`]), and,
+    /// through [`Machine::step`], the other opcodes that fill containers. It takes an opcode only when it can see that every check of the careful
+    /// path would pass (the opcode fits before the end of the frame or input; the stack,
+    /// memo, node and allocation limits have room; the text is valid), and makes the same
+    /// values, counts and charges; anything else (an error to report, a limit, a FRAME, the
+    /// end of a frame, an opcode it does not take) it leaves unread for [`Machine::run`]'s
+    /// careful path. Opcodes are counted in a local, and it stops before `max_opcodes` and
+    /// before the deadline's next look. Returns the pickle's value at STOP.
+    #[inline(never)]
+    pub(super) fn fast(&mut self) -> Result<Option<NodeId>> {
+        const MARK: u8 = Opcode::Mark as u8;
+        const MEMOIZE: u8 = Opcode::Memoize as u8;
+        const BINGET: u8 = Opcode::Binget as u8;
+        const BINPUT: u8 = Opcode::Binput as u8;
+        const LONG_BINGET: u8 = Opcode::LongBinget as u8;
+        const LONG_BINPUT: u8 = Opcode::LongBinput as u8;
+        const REDUCE: u8 = Opcode::Reduce as u8;
+        const SHORT_BINUNICODE: u8 = Opcode::ShortBinunicode as u8;
+        const BINUNICODE: u8 = Opcode::Binunicode as u8;
+        const SHORT_BINBYTES: u8 = Opcode::ShortBinbytes as u8;
+        const BINFLOAT: u8 = Opcode::Binfloat as u8;
+        const NONE: u8 = Opcode::None as u8;
+        const NEWTRUE: u8 = Opcode::Newtrue as u8;
+        const NEWFALSE: u8 = Opcode::Newfalse as u8;
+        const EMPTY_DICT: u8 = Opcode::EmptyDict as u8;
+        const EMPTY_LIST: u8 = Opcode::EmptyList as u8;
+        const EMPTY_SET: u8 = Opcode::EmptySet as u8;
+        const EMPTY_TUPLE: u8 = Opcode::EmptyTuple as u8;
+        const BININT: u8 = Opcode::Binint as u8;
+        const BININT1: u8 = Opcode::Binint1 as u8;
+        const BININT2: u8 = Opcode::Binint2 as u8;
+        const LONG1: u8 = Opcode::Long1 as u8;
+        const SETITEMS: u8 = Opcode::Setitems as u8;
+        const SETITEM: u8 = Opcode::Setitem as u8;
+        const ADDITEMS: u8 = Opcode::Additems as u8;
+        const APPENDS: u8 = Opcode::Appends as u8;
+        const APPEND: u8 = Opcode::Append as u8;
+        const TUPLE: u8 = Opcode::Tuple as u8;
+        const TUPLE1: u8 = Opcode::Tuple1 as u8;
+        const TUPLE2: u8 = Opcode::Tuple2 as u8;
+        const TUPLE3: u8 = Opcode::Tuple3 as u8;
+        const STOP: u8 = Opcode::Stop as u8;
+
+        let input: &'a [u8] = self.r.input;
+        // The end of the current frame (or of the input): an opcode that would read past it
+        // is left to the careful path, which leaves the frame or reports the straddle.
+        let end = self.r.read_end().min(input.len());
+        let mut pos = self.r.pos;
+        // Opcodes that may run before `max_opcodes`, and before the deadline's next look
+        // (the careful path looks when the count reaches the mark, before that opcode).
+        let mut budget = self
+            .limits
+            .max_opcodes
+            .saturating_sub(self.opcodes)
+            .min(self.clock.room(self.opcodes).saturating_sub(1));
+        // The opcodes are counted by the budget alone: `top - budget` have run, which
+        // `self.opcodes` is set to where it is read (the int runs) and on the way out.
+        let top = self.opcodes + budget;
+        while budget > 0 {
+            let Some(&op) = input.get(pos).filter(|_| pos < end) else {
+                break;
+            };
+            match op {
+                MARK if self.stack_room() => {
+                    self.marks.push(self.stack.len());
+                    pos += 1;
+                }
+                MEMOIZE | BINPUT | LONG_BINPUT => {
+                    let Some((index, next)) = self.memo_index_at(input, pos, end) else {
+                        break;
+                    };
+                    let fence = self.marks.last().copied().unwrap_or(0);
+                    let Some(&top) = self.stack.last().filter(|_| self.stack.len() > fence) else {
+                        break;
+                    };
+                    let new_allowed = self.memo.count < self.limits.max_memo_entries;
+                    if !self.memo.put_in_place(index, top, new_allowed) {
+                        break;
+                    }
+                    pos = next;
+                }
+                BINGET | LONG_BINGET => {
+                    let Some((index, next)) = self.memo_index_at(input, pos, end) else {
+                        break;
+                    };
+                    match self.memo.get(index) {
+                        Some(id) if self.stack_room() => {
+                            self.stack.push(id);
+                            pos = next;
+                        }
+                        _ => break,
+                    }
+                }
+                SHORT_BINUNICODE | BINUNICODE | SHORT_BINBYTES => {
+                    let (head, len) = if op == BINUNICODE {
+                        match input.get(pos + 1..pos + 5).filter(|_| pos + 5 <= end) {
+                            Some(&[a, b, c, d]) => (5, u32::from_le_bytes([a, b, c, d]) as usize),
+                            _ => break,
+                        }
+                    } else {
+                        match input.get(pos + 1).filter(|_| pos + 2 <= end) {
+                            Some(&n) => (2, usize::from(n)),
+                            None => break,
+                        }
+                    };
+                    let start = pos + head;
+                    let Some(text) = input.get(start..start + len).filter(|_| start + len <= end)
+                    else {
+                        break;
+                    };
+                    let (Ok(start32), Ok(len32)) = (u32::try_from(start), u32::try_from(len))
+                    else {
+                        break;
+                    };
+                    let n = if op == SHORT_BINBYTES {
+                        Node::Bytes {
+                            start: start32,
+                            len: len32,
+                        }
+                    } else if len < 64 && text.is_ascii() {
+                        Node::Str {
+                            start: start32,
+                            len: len32,
+                        }
+                    } else {
+                        match text::decode_utf8_surrogatepass(text) {
+                            Ok(false) => Node::Str {
+                                start: start32,
+                                len: len32,
+                            },
+                            Ok(true) => Node::Surrogates {
+                                start: start32,
+                                len: len32,
+                            },
+                            Err(()) => break,
+                        }
+                    };
+                    if !(self.value_room(0) && self.stack_room()) {
+                        break;
+                    }
+                    let Some(id) = self.node_in_room(n, 0) else {
+                        break;
+                    };
+                    self.stack.push(id);
+                    pos = start + len;
+                    if let Some(next) = self.memoize_next(input, pos, end, budget) {
+                        pos = next;
+                        budget -= 1;
+                    }
+                }
+                BINFLOAT => {
+                    let Some(b) = input
+                        .get(pos + 1..pos + 9)
+                        .filter(|_| pos + 9 <= end)
+                        .and_then(|b| <[u8; 8]>::try_from(b).ok())
+                    else {
+                        break;
+                    };
+                    if !(self.value_room(0) && self.stack_room()) {
+                        break;
+                    }
+                    let Some(id) =
+                        self.node_in_room(Node::Float(Word::float(f64::from_be_bytes(b))), 0)
+                    else {
+                        break;
+                    };
+                    self.stack.push(id);
+                    pos += 9;
+                }
+                NONE | NEWTRUE | NEWFALSE if self.value_room(0) && self.stack_room() => {
+                    self.created += 1;
+                    self.alloc += NODE_BYTES;
+                    self.stack.push(match op {
+                        NONE => NodeId::NONE,
+                        _ => NodeId::bool(op == NEWTRUE),
+                    });
+                    pos += 1;
+                }
+                EMPTY_DICT | EMPTY_LIST | EMPTY_SET | EMPTY_TUPLE
+                    if self.value_room(0) && self.stack_room() =>
+                {
+                    let n = match op {
+                        EMPTY_DICT => Node::Dict { start: 0, len: 0 },
+                        EMPTY_LIST => Node::List { start: 0, len: 0 },
+                        EMPTY_SET => Node::Set { start: 0, len: 0 },
+                        _ => Node::Tuple { start: 0, len: 0 },
+                    };
+                    let Some(id) = self.node_in_room(n, 0) else {
+                        break;
+                    };
+                    self.containers += 1;
+                    self.heights.made_empty(id);
+                    self.stack.push(id);
+                    pos += 1;
+                    if let Some(next) = self.memoize_next(input, pos, end, budget) {
+                        pos = next;
+                        budget -= 1;
+                        // A container is most often filled next: MARK.
+                        if pos < end
+                            && budget > 1
+                            && input.get(pos) == Some(&MARK)
+                            && self.stack_room()
+                        {
+                            self.marks.push(self.stack.len());
+                            pos += 1;
+                            budget -= 1;
+                        }
+                    }
+                }
+                BININT | BININT1 | BININT2 => {
+                    // One int, held in its id, or a node; the loop takes the next. Runs of
+                    // them are not sent to `int_run`, as a LONG1 is below: in mixed data most
+                    // runs are short, and a run's setup costs more than this arm.
+                    let size = match op {
+                        BININT1 => 1,
+                        BININT2 => 2,
+                        _ => 4,
+                    };
+                    if pos + 1 + size > end || !(self.value_room(0) && self.stack_room()) {
+                        break;
+                    }
+                    let x = binint_at(input, pos + 1, size as u8);
+                    let id = match NodeId::int(x) {
+                        Some(id) => {
+                            self.created += 1;
+                            self.alloc += NODE_BYTES;
+                            id
+                        }
+                        None => match self.node_in_room(Node::Int(Word::int(x)), 0) {
+                            Some(id) => id,
+                            None => break,
+                        },
+                    };
+                    self.stack.push(id);
+                    pos += 1 + size;
+                }
+                LONG1 => {
+                    // A run of ints from a LONG1, read with its own checks; an int it does not
+                    // take (one that would pass a limit, a LONG1 past 8 bytes) is the careful
+                    // path's.
+                    // At most `budget` of them (this one included), so that the budget's
+                    // count stays exact: the deadline is looked at when it is spent.
+                    self.opcodes = top - budget;
+                    let before = self.opcodes;
+                    self.r.pos = pos;
+                    self.int_run(budget);
+                    let ran = self.opcodes - before;
+                    if ran == 0 {
+                        break;
+                    }
+                    pos = self.r.pos;
+                    // `ran` <= `budget`: the last is counted below.
+                    budget -= ran - 1;
+                }
+                SETITEMS | ADDITEMS if self.fill_group(pos, op == SETITEMS)? => {
+                    pos += 1;
+                }
+                APPENDS | APPEND if self.append_in_room(op == APPENDS) => {
+                    pos += 1;
+                }
+                TUPLE1 | TUPLE2 | TUPLE3 if self.tuple_in_room(usize::from(op - TUPLE1) + 1) => {
+                    pos += 1;
+                    if let Some(next) = self.memoize_next(input, pos, end, budget) {
+                        pos = next;
+                        budget -= 1;
+                    }
+                }
+                SETITEMS | SETITEM | ADDITEMS | APPENDS | APPEND | TUPLE | TUPLE1 | TUPLE2
+                | TUPLE3 | REDUCE => {
+                    // The careful path's own code for these, called as it calls it.
+                    let Some(o) = Opcode::from_byte(op) else {
+                        break;
+                    };
+                    self.r.op_pos = pos;
+                    self.r.op = op;
+                    self.r.pos = pos + 1;
+                    self.opcodes = top - budget + 1;
+                    self.step(o)?;
+                    pos = self.r.pos;
+                }
+                STOP => {
+                    self.r.op_pos = pos;
+                    self.r.op = op;
+                    self.r.pos = pos + 1;
+                    self.opcodes = top - budget + 1;
+                    return self.stop().map(Some);
+                }
+                _ => break,
+            }
+            budget -= 1;
+        }
+        self.opcodes = top - budget;
+        self.r.pos = pos;
+        Ok(None)
+    }
+}

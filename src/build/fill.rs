@@ -1,0 +1,196 @@
+//! APPEND, APPENDS, SETITEM, SETITEMS and BUILD: filling a list, dict or record made earlier.
+
+use std::mem;
+
+use super::budget::ITEM_BYTES;
+use super::machine::{internal, Machine};
+use crate::error::{ErrorKind, Result};
+use crate::limits::LimitName;
+use crate::value::{Fat, Node, NodeId, Value};
+
+impl<'a, 'p> Machine<'a, 'p> {
+    /// APPEND/APPENDS: extend a list, or add listitems to a record that allows items.
+    /// The items are `self.stack[start..]`; on success they are popped.
+    pub(super) fn extend(&mut self, target: NodeId, start: usize) -> Result<()> {
+        let allowed = self.items_allowed(target)?;
+        let max = self.limits.max_container_items;
+        let n = self.stack.len().saturating_sub(start);
+        let extra = n as u64 * ITEM_BYTES;
+        let current = match self.get(target)? {
+            Value::List(l) => l.len(),
+            Value::Object(o) => o.listitems.len(),
+            _ => return Err(self.err(ErrorKind::TypeMismatch("APPEND target is not a list"))),
+        };
+        if !allowed {
+            return Err(self.err(ErrorKind::FormNotAllowed("APPEND")));
+        }
+        let total = (current + n) as u64;
+        if total > max {
+            return Err(self.limit(LimitName::MaxContainerItems, total));
+        }
+        self.charge(extra)?;
+        let items = self.stack.get(start..).unwrap_or_default();
+        // A list can be the document's second-largest allocation: grown fallibly, as the arena.
+        let a = &mut self.arena;
+        let grown = match a.nodes.get(target.index()).copied() {
+            // The list's items are the last of the pool (or it has none): they grow in place.
+            Some(Node::List { start: s, len })
+                if len == 0 || s as usize + len as usize == a.items.len() =>
+            {
+                let s = if len == 0 { a.items.len() } else { s as usize };
+                let end = s.checked_add(len as usize + items.len());
+                match (
+                    u32::try_from(s),
+                    end.map(u32::try_from),
+                    a.items.try_reserve(items.len()),
+                ) {
+                    (Ok(s32), Some(Ok(end)), Ok(())) => {
+                        a.items.extend_from_slice(items);
+                        if let Some(node) = a.nodes.get_mut(target.index()) {
+                            *node = Node::List {
+                                start: s32,
+                                len: end - s32,
+                            };
+                        }
+                        Ok(())
+                    }
+                    _ => Err(()),
+                }
+            }
+            // Other containers were made since: the list moves to a `Vec` of its own, where it
+            // grows from now on.
+            Some(Node::List { start: s, len }) => {
+                let old = a
+                    .items
+                    .get(s as usize..s as usize + len as usize)
+                    .unwrap_or_default();
+                let mut v = Vec::new();
+                match (
+                    u32::try_from(a.vecs.len()),
+                    v.try_reserve(old.len() + items.len()),
+                    a.vecs.try_reserve(1),
+                ) {
+                    (Ok(i), Ok(()), Ok(())) => {
+                        v.extend_from_slice(old);
+                        v.extend_from_slice(items);
+                        a.vecs.push(v);
+                        if let Some(node) = a.nodes.get_mut(target.index()) {
+                            *node = Node::ListVec(i);
+                        }
+                        Ok(())
+                    }
+                    _ => Err(()),
+                }
+            }
+            Some(Node::ListVec(i)) => match a.vecs.get_mut(i as usize) {
+                Some(v) => v
+                    .try_reserve(items.len())
+                    .map(|()| v.extend_from_slice(items))
+                    .map_err(|_| ()),
+                None => Err(()),
+            },
+            Some(Node::Fat(i)) => match a.fat.get_mut(i as usize) {
+                Some(Fat::Object(o)) => o
+                    .listitems
+                    .try_reserve(items.len())
+                    .map(|()| o.listitems.extend_from_slice(items))
+                    .map_err(|_| ()),
+                _ => return Err(self.r.err(internal())),
+            },
+            _ => return Err(self.r.err(internal())),
+        };
+        if grown.is_err() {
+            return Err(self.err(ErrorKind::AllocationFailed { bytes: extra }));
+        }
+        self.heights.filled(target, items);
+        self.stack.truncate(start);
+        Ok(())
+    }
+
+    /// Whether APPEND/SETITEM may add to `target`: always for lists and dicts, for a record
+    /// only when its rule allows the `items` form.
+    pub(super) fn items_allowed(&self, target: NodeId) -> Result<bool> {
+        if let Some(&callable) = self.sealed.get(&target) {
+            let name = match self.get(callable)? {
+                Value::Global(g) => format!("{}.{}", g.module, g.name),
+                _ => "a record".to_owned(),
+            };
+            return Err(self.rejected(&format!(
+                "{name}: a list or dict its argument schema checked changed after the call"
+            )));
+        }
+        match self.get(target)? {
+            Value::Object(o) => {
+                let rule = self.rule_of(o.callable)?;
+                Ok(self.policy.rule(rule).is_some_and(|r| r.forms.items))
+            }
+            _ => Ok(true),
+        }
+    }
+
+    /// SETITEM/SETITEMS with a flat `[k, v, ...]` group `self.stack[start..]`, popped on
+    /// success.
+    pub(super) fn set_items(&mut self, target: NodeId, start: usize) -> Result<()> {
+        let flat_len = self.stack.len().saturating_sub(start);
+        if !flat_len.is_multiple_of(2) {
+            return Err(self.err(ErrorKind::OddItemCount));
+        }
+        if let Some(done) = self.fill_fast::<true>(target, start) {
+            return done;
+        }
+        let allowed = self.items_allowed(target)?;
+        match self.get(target)? {
+            Value::Dict(_) => {
+                let stack = mem::take(&mut self.stack);
+                let r = self.dict_items(target, stack.get(start..).unwrap_or_default());
+                self.stack = stack;
+                r?;
+                self.heights
+                    .filled(target, self.stack.get(start..).unwrap_or_default());
+                self.stack.truncate(start);
+                Ok(())
+            }
+            Value::Object(o) => {
+                if !allowed {
+                    return Err(self.err(ErrorKind::FormNotAllowed("SETITEM")));
+                }
+                let total = o.dictitems.len() + flat_len / 2;
+                self.check_items(total)?;
+                self.charge((flat_len / 2) as u64 * 8)?;
+                let flat = self.stack.get(start..).unwrap_or_default();
+                if let Some(Fat::Object(o)) = match self.arena.node(target) {
+                    Some(Node::Fat(i)) => self.arena.fat.get_mut(i as usize),
+                    _ => None,
+                } {
+                    o.dictitems
+                        .extend(flat.chunks_exact(2).filter_map(|p| match p {
+                            &[k, v] => Some((k, v)),
+                            _ => None,
+                        }));
+                }
+                self.heights.filled(target, flat);
+                self.stack.truncate(start);
+                Ok(())
+            }
+            _ => Err(self.err(ErrorKind::TypeMismatch("SETITEM target is not a dict"))),
+        }
+    }
+
+    pub(super) fn build(&mut self) -> Result<()> {
+        let state = self.pop()?;
+        let target = self.top()?;
+        self.touch(target);
+        let rule = match self.get(target)? {
+            Value::Object(o) => self.rule_of(o.callable)?,
+            _ => return Err(self.err(ErrorKind::BuildNotAllowed)),
+        };
+        if !self.policy.rule(rule).is_some_and(|r| r.forms.build) {
+            return Err(self.err(ErrorKind::FormNotAllowed("BUILD")));
+        }
+        if let Some(o) = self.object_mut(target) {
+            o.state = Some(state);
+        }
+        self.heights.filled(target, &[state]);
+        Ok(())
+    }
+}

@@ -1,0 +1,708 @@
+//! Dict and set insertion: keys compared with Python equality (`keys/`), linearly while a
+//! container is small and through a hash index after; plain keys (short texts, ints held in
+//! their ids) filled without the key machinery; the model of the reader's key work on each key.
+
+use std::hash::RandomState;
+use std::mem;
+
+use super::budget::{ITEM_BYTES, KEYED_BYTES};
+use super::keys::reader::{counted, Container};
+use super::keys::{index_insert, KeyIndex, KeyOps, Over, CACHED_TEXT_BYTES};
+use super::machine::{internal, Machine};
+use crate::error::{ErrorKind, Result};
+use crate::limits::LimitName;
+use crate::value::{Arena, Node, NodeId};
+
+/// What stands in the arena slot of a dict or set while items are inserted into it: an
+/// unhashable value (an empty list), so that a key holding the container itself (`d[(d,)] =
+/// 1`) is refused as unhashable, as CPython refuses it.
+pub(super) const DETACHED: Node = Node::List { start: 0, len: 0 };
+
+/// Dicts and sets of up to this many entries are searched linearly with Python equality and
+/// get no hash index (no hashing, no table); the index is built when an insertion could take
+/// them past it. The charge per entry (`KEYED_BYTES`) is the same either way.
+pub(super) const SMALL_KEYED: usize = 16;
+
+/// Keys of one dict or set insertion between two looks at the deadline
+/// ([`Machine::keys_deadline`]).
+pub(super) const KEYS_CHECK: usize = 4096;
+
+/// The fingerprint of a key of a small insertion that is an int held in its id or a text
+/// shorter than [`CACHED_TEXT_BYTES`], `None` for any other key. Such keys are equal exactly
+/// when they are the same id or texts of the same bytes (an int is never equal to a text, two
+/// ints held in ids are equal only as one id), which is the general path's verdict on them,
+/// and none can be unhashable or hold the container. The fingerprint is an int's id, or a
+/// text's length, first 8 bytes (the whole of most keys) and start; [`plain_bit`] of it, kept
+/// in a `u64` of the keys so far, tells a key met for the first time (most) without comparing
+/// it to them ([`plain_find`]).
+#[inline(always)]
+pub(super) fn plain_key(nodes: &[Node], input: &[u8], k: NodeId) -> Option<(u32, u64, u32)> {
+    match nodes.get(k.index()) {
+        Some(&Node::Str { start, len }) if (len as usize) < CACHED_TEXT_BYTES => {
+            let s = start as usize;
+            // Eight bytes from the text's start (the input has them but at its very end), the
+            // ones past a text shorter than 8 masked off.
+            let word = match input.get(s..s + 8) {
+                Some(&[a, b, c, d, e, f, g, h]) => u64::from_le_bytes([a, b, c, d, e, f, g, h]),
+                _ => {
+                    let mut head = [0u8; 8];
+                    for (h, &b) in head.iter_mut().zip(input.get(s..).unwrap_or_default()) {
+                        *h = b;
+                    }
+                    u64::from_le_bytes(head)
+                }
+            };
+            let mask = u64::MAX.checked_shr(64 - 8 * len.min(8)).unwrap_or(0);
+            Some((len, word & mask, start))
+        }
+        None if k.is_held_int() => Some((u32::MAX, u64::from(k.0), 0)),
+        _ => None,
+    }
+}
+
+/// One bit of 64 for a [`plain_key`] fingerprint.
+#[inline(always)]
+pub(super) fn plain_bit((m, head, _): (u32, u64, u32)) -> u64 {
+    1u64 << ((head ^ u64::from(m)).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 58)
+}
+
+/// The position among `kept` of the key whose fingerprint is `key`: equal as ints when the
+/// ids are; as texts when length and bytes are (the first 8 in the fingerprint, the rest
+/// compared only when those agree).
+#[inline(always)]
+pub(super) fn plain_find(
+    kept: &[(u32, u64, u32)],
+    (m, head, at): (u32, u64, u32),
+    input: &[u8],
+) -> Option<usize> {
+    let text = |start: u32, len: u32| {
+        let s = start as usize;
+        input.get(s..s + len as usize).unwrap_or_default()
+    };
+    kept.iter()
+        .position(|&(n, h, bt)| n == m && h == head && (m <= 8 || text(at, m) == text(bt, n)))
+}
+
+/// Where a dict's pairs or a set's items are: none yet, a run of the pool, or a `Vec` of
+/// their own ([`Keyed::run`]).
+pub(super) enum Run {
+    Empty,
+    Pool(u32, u32),
+    Vec(u32),
+}
+
+/// The entries of a dict (key-value pairs) or of a set (items), as the arena keeps them, for
+/// [`Machine::keyed_insert`].
+pub(super) trait Keyed: Copy {
+    /// Bytes charged per entry ([`AllocationFailed`](ErrorKind::AllocationFailed) of a copy).
+    const BYTES: u64;
+    /// Where the entries of `n` are; `None` when `n` is not this kind of container.
+    fn run(n: Node) -> Option<Run>;
+    /// The pool of such entries.
+    fn pool<'x>(a: &'x Arena<'_>) -> &'x [Self];
+    /// The `Vec`s of containers that grew out of the pool.
+    fn vecs<'x>(a: &'x mut Arena<'_>) -> &'x mut Vec<Vec<Self>>;
+    /// The node of a container whose entries are a run of the pool.
+    fn pool_node(start: u32, len: u32) -> Node;
+    /// The node of a container whose entries are `vecs()[i]`.
+    fn vec_node(i: u32) -> Node;
+    /// The buffer a new container's entries are gathered in, kept between containers.
+    fn gathered<'x>(m: &'x mut Machine<'_, '_>) -> &'x mut Vec<Self>;
+    /// Appends `entries` to the pool; where they start and how many.
+    fn place(m: &mut Machine<'_, '_>, entries: &[Self]) -> Result<(u32, u32)>;
+}
+
+impl Keyed for (NodeId, NodeId) {
+    const BYTES: u64 = KEYED_BYTES;
+    fn run(n: Node) -> Option<Run> {
+        match n {
+            Node::Dict { len: 0, .. } => Some(Run::Empty),
+            Node::Dict { start, len } => Some(Run::Pool(start, len)),
+            Node::DictVec(i) => Some(Run::Vec(i)),
+            _ => None,
+        }
+    }
+    fn pool<'x>(a: &'x Arena<'_>) -> &'x [Self] {
+        &a.pairs
+    }
+    fn vecs<'x>(a: &'x mut Arena<'_>) -> &'x mut Vec<Vec<Self>> {
+        &mut a.pair_vecs
+    }
+    fn pool_node(start: u32, len: u32) -> Node {
+        Node::Dict { start, len }
+    }
+    fn vec_node(i: u32) -> Node {
+        Node::DictVec(i)
+    }
+    fn gathered<'x>(m: &'x mut Machine<'_, '_>) -> &'x mut Vec<Self> {
+        &mut m.new_pairs
+    }
+    fn place(m: &mut Machine<'_, '_>, entries: &[Self]) -> Result<(u32, u32)> {
+        m.pool_pairs(entries)
+    }
+}
+
+impl Keyed for NodeId {
+    const BYTES: u64 = ITEM_BYTES;
+    fn run(n: Node) -> Option<Run> {
+        match n {
+            Node::Set { len: 0, .. } => Some(Run::Empty),
+            Node::Set { start, len } => Some(Run::Pool(start, len)),
+            Node::SetVec(i) => Some(Run::Vec(i)),
+            _ => None,
+        }
+    }
+    fn pool<'x>(a: &'x Arena<'_>) -> &'x [Self] {
+        &a.items
+    }
+    fn vecs<'x>(a: &'x mut Arena<'_>) -> &'x mut Vec<Vec<Self>> {
+        &mut a.vecs
+    }
+    fn pool_node(start: u32, len: u32) -> Node {
+        Node::Set { start, len }
+    }
+    fn vec_node(i: u32) -> Node {
+        Node::SetVec(i)
+    }
+    fn gathered<'x>(m: &'x mut Machine<'_, '_>) -> &'x mut Vec<Self> {
+        &mut m.new_items
+    }
+    fn place(m: &mut Machine<'_, '_>, entries: &[Self]) -> Result<(u32, u32)> {
+        m.pool_items(entries)
+    }
+}
+
+impl<'a, 'p> Machine<'a, 'p> {
+    pub(super) fn keys(&self) -> KeyOps<'_, 'a, RandomState> {
+        KeyOps {
+            arena: &self.arena,
+            state: &self.hasher,
+            cache: Some(&self.hash_cache),
+        }
+    }
+
+    /// The hash index of the dict or set `id`, taken out of `indexes` (empty if it has none).
+    pub(super) fn take_index(&mut self, id: NodeId) -> KeyIndex {
+        if self.indexes.is_empty() {
+            return KeyIndex::default();
+        }
+        self.indexes.remove(&id.0).unwrap_or_default()
+    }
+
+    /// Puts back the hash index of `id`, if it has one.
+    pub(super) fn keep_index(&mut self, id: NodeId, index: KeyIndex) {
+        if !index.is_empty() {
+            self.indexes.insert(id.0, index);
+        }
+    }
+
+    /// Inserts key-value pairs (a flat `[k, v, k, v, ...]` slice) into a detached dict and its
+    /// hash index (empty while the dict is small enough for a linear search).
+    pub(super) fn dict_insert(
+        &mut self,
+        container: Container,
+        d: &mut Vec<(NodeId, NodeId)>,
+        index: &mut KeyIndex,
+        flat: &[NodeId],
+    ) -> Result<()> {
+        self.open_keys();
+        let r = self.dict_insert_keys(container, d, index, flat);
+        self.close_keys(r)
+    }
+
+    /// Gives the key cache the allocation budget left, for what one insertion's hashing and
+    /// equality walks keep and hold (src/build/keys/mod.rs `KeyCache::room`).
+    pub(super) fn open_keys(&mut self) {
+        let room = self.limits.max_alloc_bytes.saturating_sub(self.alloc);
+        if let Ok(mut c) = self.hash_cache.try_borrow_mut() {
+            c.open(room);
+        }
+    }
+
+    /// Charges what the key cache kept during an insertion, and refuses the insertion (as
+    /// `max_alloc_bytes`, whatever `r` says) when its walks needed more than the budget left:
+    /// a walk that ran out answered "unequal" without finishing, so nothing it decided stands.
+    pub(super) fn close_keys(&mut self, r: Result<()>) -> Result<()> {
+        let (kept, over) = match self.hash_cache.try_borrow_mut() {
+            Ok(mut c) => c.close(),
+            Err(_) => (0, None),
+        };
+        // And what the model of the reader's key work remembered (src/build/keys/reader.rs).
+        let modelled = match self.reader_keys.try_borrow_mut() {
+            Ok(mut m) => std::mem::take(&mut m.uncharged),
+            Err(_) => 0,
+        };
+        let kept = kept.saturating_add(modelled);
+        match over {
+            Some(Over::Bytes(wanted)) => {
+                let seen = self.alloc.saturating_add(wanted);
+                return Err(self.limit(LimitName::MaxAllocBytes, seen));
+            }
+            Some(Over::Deadline) => return Err(self.err(ErrorKind::DeadlineExceeded)),
+            None => {}
+        }
+        r?;
+        self.charge(kept)
+    }
+
+    pub(super) fn dict_insert_keys(
+        &mut self,
+        container: Container,
+        d: &mut Vec<(NodeId, NodeId)>,
+        index: &mut KeyIndex,
+        flat: &[NodeId],
+    ) -> Result<()> {
+        let pairs = flat.len() / 2;
+        self.check_items(d.len() + pairs)?;
+        self.charge(pairs as u64 * KEYED_BYTES)?;
+        d.try_reserve(pairs).map_err(|_| {
+            self.err(ErrorKind::AllocationFailed {
+                bytes: pairs as u64 * KEYED_BYTES,
+            })
+        })?;
+        let ops = self.keys();
+        let unhashable = |_| self.err(ErrorKind::UnhashableKey);
+        if index.is_empty() && d.len() + pairs <= SMALL_KEYED {
+            // Small: linear search with Python equality, no index; a tuple, frozenset or
+            // long text is first compared by its kept hash, as CPython compares hashes
+            // before `==` (else 15 keys that are 1 MiB texts differing in their last byte,
+            // or unequal frozensets of 3,000 items, cost that much per insertion: A46).
+            for pair in flat.chunks_exact(2) {
+                let &[k, v] = pair else { continue };
+                let hk = ops.hashable_costly(k).map_err(unhashable)?;
+                let equal = match d.iter_mut().find(|e| ops.eq_hashed(k, hk, e.0)) {
+                    Some(slot) => {
+                        slot.1 = v;
+                        Some(slot.0)
+                    }
+                    None => {
+                        d.push((k, v));
+                        None
+                    }
+                };
+                self.model_key(&ops, container, k, equal)?;
+            }
+            return Ok(());
+        }
+        if index.is_empty() {
+            // Leaving the small form: index the items so far (all hashable).
+            index.reserve(d.len() + pairs, |e| e.0);
+            for (pos, e) in d.iter().enumerate() {
+                let h = ops.hash(e.0).map_err(unhashable)?;
+                index_insert(index, h, pos as u32);
+            }
+        } else {
+            index.reserve(pairs, |e| e.0);
+        }
+        for (i, pair) in flat.chunks_exact(2).enumerate() {
+            self.keys_deadline(i)?;
+            let &[k, v] = pair else { continue };
+            let h = ops.hash(k).map_err(unhashable)?;
+            let items = &d;
+            let equal = match ops.find(index, h, k, |pos| items.get(pos as usize).map(|e| e.0)) {
+                Some(pos) => d.get_mut(pos as usize).map(|slot| {
+                    slot.1 = v;
+                    slot.0
+                }),
+                None => {
+                    index_insert(index, h, d.len() as u32);
+                    d.push((k, v));
+                    None
+                }
+            };
+            self.model_key(&ops, container, k, equal)?;
+        }
+        Ok(())
+    }
+
+    /// Runs the model of the reader's key work (src/build/keys/reader.rs) on one insertion of `k`
+    /// into `container` (`equal`: the key there that `k` equals, if any), refusing with the
+    /// model's limit. The commonest keys (short texts, shared ints) cost nothing there and
+    /// are answered from their node.
+    #[inline]
+    pub(super) fn model_key<S: std::hash::BuildHasher>(
+        &self,
+        ops: &KeyOps<'_, 'a, S>,
+        container: Container,
+        k: NodeId,
+        equal: Option<NodeId>,
+    ) -> Result<()> {
+        if !counted(self.arena.node(k), k) {
+            return Ok(());
+        }
+        let Ok(mut model) = self.reader_keys.try_borrow_mut() else {
+            return Err(self.err(internal()));
+        };
+        let input_len = self.arena.input.len() as u64;
+        model
+            .insert(ops, &self.limits, input_len, container, k, equal)
+            .map_err(|r| {
+                self.err(ErrorKind::LimitExceeded {
+                    limit: r.limit,
+                    seen: r.seen,
+                    max: r.max,
+                })
+            })
+    }
+
+    /// Looks at the deadline once per [`KEYS_CHECK`] keys of one insertion: the opcode count
+    /// checks it between opcodes, but one SETITEMS, ADDITEMS or FROZENSET can insert as many
+    /// keys as the input has opcodes, each hashed and compared.
+    #[inline]
+    pub(super) fn keys_deadline(&self, i: usize) -> Result<()> {
+        if i % KEYS_CHECK == KEYS_CHECK - 1 && self.clock.passed() {
+            return Err(self.err(ErrorKind::DeadlineExceeded));
+        }
+        Ok(())
+    }
+
+    /// Inserts items into a detached set and its hash index (as [`Machine::dict_insert`]).
+    pub(super) fn set_insert(
+        &mut self,
+        container: Container,
+        s: &mut Vec<NodeId>,
+        index: &mut KeyIndex,
+        items: &[NodeId],
+    ) -> Result<()> {
+        self.open_keys();
+        let r = self.set_insert_keys(container, s, index, items);
+        self.close_keys(r)
+    }
+
+    pub(super) fn set_insert_keys(
+        &mut self,
+        container: Container,
+        s: &mut Vec<NodeId>,
+        index: &mut KeyIndex,
+        items: &[NodeId],
+    ) -> Result<()> {
+        self.check_items(s.len() + items.len())?;
+        self.charge(items.len() as u64 * KEYED_BYTES)?;
+        s.try_reserve(items.len()).map_err(|_| {
+            self.err(ErrorKind::AllocationFailed {
+                bytes: items.len() as u64 * KEYED_BYTES,
+            })
+        })?;
+        let ops = self.keys();
+        let unhashable = |_| self.err(ErrorKind::UnhashableKey);
+        if index.is_empty() && s.len() + items.len() <= SMALL_KEYED {
+            for &k in items {
+                let hk = ops.hashable_costly(k).map_err(unhashable)?;
+                let equal = s.iter().copied().find(|&e| ops.eq_hashed(k, hk, e));
+                if equal.is_none() {
+                    s.push(k);
+                }
+                self.model_key(&ops, container, k, equal)?;
+            }
+            return Ok(());
+        }
+        if index.is_empty() {
+            index.reserve(s.len() + items.len(), |e| e.0);
+            for (pos, &e) in s.iter().enumerate() {
+                let h = ops.hash(e).map_err(unhashable)?;
+                index_insert(index, h, pos as u32);
+            }
+        } else {
+            index.reserve(items.len(), |e| e.0);
+        }
+        for (i, &k) in items.iter().enumerate() {
+            self.keys_deadline(i)?;
+            let h = ops.hash(k).map_err(unhashable)?;
+            let existing = &s;
+            let equal = ops
+                .find(index, h, k, |pos| existing.get(pos as usize).copied())
+                .and_then(|pos| s.get(pos as usize).copied());
+            if equal.is_none() {
+                index_insert(index, h, s.len() as u32);
+                s.push(k);
+            }
+            self.model_key(&ops, container, k, equal)?;
+        }
+        Ok(())
+    }
+
+    /// A new set or frozenset of `items` (duplicates under Python equality dropped), gathered
+    /// in [`Machine::new_items`] and appended to the items pool.
+    pub(super) fn new_set(&mut self, items: &[NodeId], frozen: bool) -> Result<NodeId> {
+        let mut set = mem::take(&mut self.new_items);
+        set.clear();
+        let mut index = KeyIndex::default();
+        let r = match self.plain_set(items, &mut set) {
+            Some(r) => r,
+            None => {
+                set.clear();
+                let container = self.reader_keys.get_mut().fresh_container();
+                self.set_insert(container, &mut set, &mut index, items)
+            }
+        };
+        let id = r.and_then(|()| {
+            let (start, len) = self.pool_items(&set)?;
+            self.node(
+                if frozen {
+                    Node::FrozenSet { start, len }
+                } else {
+                    Node::Set { start, len }
+                },
+                0,
+            )
+        });
+        self.new_items = set;
+        let id = id?;
+        self.keep_index(id, index);
+        Ok(id)
+    }
+
+    /// [`Machine::set_insert`] into the empty `set` of at most [`SMALL_KEYED`] items that are
+    /// all ints held in their ids or short texts ([`plain_key`]), with the same checks and
+    /// charges; `None` (the caller clears `set`) when the items are not all such.
+    pub(super) fn plain_set(
+        &mut self,
+        items: &[NodeId],
+        set: &mut Vec<NodeId>,
+    ) -> Option<Result<()>> {
+        if items.len() > SMALL_KEYED {
+            return None;
+        }
+        let (nodes, input) = (&self.arena.nodes, self.arena.input);
+        let mut kept = [(0u32, 0u64, 0u32); SMALL_KEYED];
+        let mut len = 0usize;
+        let mut seen = 0u64;
+        for &k in items {
+            let key = plain_key(nodes, input, k)?;
+            let bit = plain_bit(key);
+            if seen & bit != 0
+                && plain_find(kept.get(..len).unwrap_or_default(), key, input).is_some()
+            {
+                continue;
+            }
+            seen |= bit;
+            *kept.get_mut(len)? = key;
+            len += 1;
+            set.push(k);
+        }
+        Some(
+            self.check_items(items.len())
+                .and_then(|()| self.charge(items.len() as u64 * KEYED_BYTES)),
+        )
+    }
+
+    /// SETITEMS into an empty dict, or ADDITEMS into an empty set (`DICT` false), of at most
+    /// [`SMALL_KEYED`] keys that are all ints held in their ids or texts shorter than
+    /// [`CACHED_TEXT_BYTES`]: the keys are `self.stack[start..]` (for a dict, every other
+    /// item), `self.stack[start - 1]` is `target`. The commonest insertion of small objects,
+    /// without the general path's key machinery: such keys are equal exactly when they are the
+    /// same id or texts of the same bytes (an int is never equal to a text, and two ints held
+    /// in ids are equal only as one id), which is the general path's verdict on them, and
+    /// none can be unhashable or hold the container. `None` when the insertion is not of this
+    /// kind (nothing done); else its outcome, with the same checks, charges and refusals as
+    /// the general path.
+    pub(super) fn fill_fast<const DICT: bool>(
+        &mut self,
+        target: NodeId,
+        start: usize,
+    ) -> Option<Result<()>> {
+        let dict = DICT;
+        let node = self.arena.node(target)?;
+        let items = match node {
+            Node::Dict { len: 0, .. } if dict => 2,
+            Node::Set { len: 0, .. } if !dict => 1,
+            _ => return None,
+        };
+        let group = self.stack.get(start..)?;
+        let n = group.len() / items;
+        if n > SMALL_KEYED || group.len() % items != 0 || !self.sealed.is_empty() {
+            return None;
+        }
+        // The keys go straight to the end of their pool, the dict's (or set's) run, and are
+        // taken back if one is not of the kind this path takes ([`plain_key`]).
+        let Arena {
+            input,
+            nodes,
+            items: item_pool,
+            pairs,
+            ..
+        } = &mut self.arena;
+        let input: &[u8] = input;
+        let base = if dict { pairs.len() } else { item_pool.len() };
+        u32::try_from(base + n).ok()?;
+        let reserved = if dict {
+            pairs.try_reserve(n)
+        } else {
+            item_pool.try_reserve(n)
+        };
+        reserved.ok()?;
+        let mut kept = [(0u32, 0u64, 0u32); SMALL_KEYED];
+        let mut len = 0usize;
+        let mut seen = 0u64;
+        let mut plain = true;
+        for kv in group.chunks_exact(items) {
+            let (k, v) = match *kv {
+                [k, v] => (k, v),
+                [k] => (k, k),
+                _ => continue,
+            };
+            let Some(key) = plain_key(nodes, input, k) else {
+                plain = false;
+                break;
+            };
+            let bit = plain_bit(key);
+            let same = if seen & bit == 0 {
+                None
+            } else {
+                plain_find(kept.get(..len).unwrap_or_default(), key, input)
+            };
+            seen |= bit;
+            match same {
+                Some(i) => {
+                    if let Some(e) = pairs.get_mut(base + i).filter(|_| dict) {
+                        e.1 = v;
+                    }
+                }
+                None => {
+                    if let Some(f) = kept.get_mut(len) {
+                        *f = key;
+                    }
+                    len += 1;
+                    if dict {
+                        pairs.push((k, v));
+                    } else {
+                        item_pool.push(k);
+                    }
+                }
+            }
+        }
+        if !plain {
+            pairs.truncate(if dict { base } else { pairs.len() });
+            item_pool.truncate(if dict { item_pool.len() } else { base });
+            return None;
+        }
+        if let Err(e) = self
+            .check_items(n)
+            .and_then(|()| self.charge(n as u64 * KEYED_BYTES))
+        {
+            return Some(Err(e));
+        }
+        let (start32, len32) = (base as u32, len as u32);
+        if let Some(slot) = self.arena.nodes.get_mut(target.index()) {
+            *slot = if dict {
+                Node::Dict {
+                    start: start32,
+                    len: len32,
+                }
+            } else {
+                Node::Set {
+                    start: start32,
+                    len: len32,
+                }
+            };
+        }
+        // The keys (for a set, the items) are leaves: texts and ints.
+        let group = self.stack.get(start..).unwrap_or_default();
+        if dict {
+            self.heights.filled_values(target, group);
+        } else {
+            self.heights
+                .filled(target, group.get(..1).unwrap_or_default());
+        }
+        self.stack.truncate(start);
+        Some(Ok(()))
+    }
+
+    /// Inserts the pairs of `flat` into the dict `target` ([`Machine::keyed_insert`]).
+    pub(super) fn dict_items(&mut self, target: NodeId, flat: &[NodeId]) -> Result<()> {
+        self.keyed_insert::<(NodeId, NodeId)>(target, |m, d, index| {
+            m.dict_insert(Container::node(target), d, index, flat)
+        })
+    }
+
+    /// ADDITEMS: inserts `items` into the set `target` ([`Machine::keyed_insert`]).
+    pub(super) fn set_add(&mut self, target: NodeId, items: &[NodeId]) -> Result<()> {
+        self.keyed_insert::<NodeId>(target, |m, s, index| {
+            m.set_insert(Container::node(target), s, index, items)
+        })
+    }
+
+    /// Inserts into the dict or set `target` with `insert`, which is given its entries and hash
+    /// index. The container is detached from its node meanwhile (its node is an empty list, so
+    /// a key holding the container is unhashable). One with no entries yet gathers them in
+    /// [`Machine::new_pairs`] (or [`Machine::new_items`]) and appends them to its pool; one
+    /// that has some moves to a `Vec` of its own, where it grows from now on.
+    pub(super) fn keyed_insert<T: Keyed>(
+        &mut self,
+        target: NodeId,
+        insert: impl FnOnce(&mut Self, &mut Vec<T>, &mut KeyIndex) -> Result<()>,
+    ) -> Result<()> {
+        let node = self
+            .arena
+            .node(target)
+            .ok_or_else(|| self.err(internal()))?;
+        let (mut d, vec_index) = match T::run(node) {
+            Some(Run::Empty) => {
+                let mut d = mem::take(T::gathered(self));
+                d.clear();
+                (d, None)
+            }
+            Some(Run::Pool(start, len)) => {
+                let old = T::pool(&self.arena)
+                    .get(start as usize..start as usize + len as usize)
+                    .unwrap_or_default();
+                let mut d = Vec::new();
+                if d.try_reserve_exact(old.len()).is_err() {
+                    return Err(self.err(ErrorKind::AllocationFailed {
+                        bytes: old.len() as u64 * T::BYTES,
+                    }));
+                }
+                d.extend_from_slice(old);
+                (d, None)
+            }
+            Some(Run::Vec(i)) => {
+                let d = T::vecs(&mut self.arena)
+                    .get_mut(i as usize)
+                    .map(mem::take)
+                    .unwrap_or_default();
+                (d, Some(i))
+            }
+            None => return Err(self.err(internal())),
+        };
+        if let Some(slot) = self.arena.nodes.get_mut(target.index()) {
+            *slot = DETACHED;
+        }
+        let mut index = self.take_index(target);
+        let r = insert(self, &mut d, &mut index);
+        self.keep_index(target, index);
+        // Back in place, whatever the insertion's outcome (a refusal ends the decode anyway).
+        let back = match (T::run(node), vec_index) {
+            (_, Some(i)) => {
+                if let Some(v) = T::vecs(&mut self.arena).get_mut(i as usize) {
+                    *v = d;
+                }
+                Ok(T::vec_node(i))
+            }
+            (Some(Run::Empty), None) => {
+                let placed = T::place(self, &d);
+                *T::gathered(self) = d;
+                placed.map(|(start, len)| T::pool_node(start, len))
+            }
+            _ => {
+                let vecs = T::vecs(&mut self.arena);
+                match (u32::try_from(vecs.len()), vecs.try_reserve(1)) {
+                    (Ok(i), Ok(())) => {
+                        vecs.push(d);
+                        Ok(T::vec_node(i))
+                    }
+                    _ => Err(self.err(ErrorKind::AllocationFailed {
+                        bytes: mem::size_of::<Vec<T>>() as u64,
+                    })),
+                }
+            }
+        };
+        let (back, placed) = match back {
+            Ok(n) => (n, Ok(())),
+            Err(e) => (T::pool_node(0, 0), Err(e)),
+        };
+        if let Some(slot) = self.arena.nodes.get_mut(target.index()) {
+            *slot = back;
+        }
+        r.and(placed)
+    }
+}

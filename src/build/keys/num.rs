@@ -1,0 +1,102 @@
+//! Numbers as dict keys: bool, int, float and complex reduced to one form, so that equal numbers
+//! compare and hash alike (`1 == 1.0 == True == 1+0j`, as CPython's `Objects/longobject.c`,
+//! `floatobject.c` and `complexobject.c` compare them).
+
+use std::borrow::Cow;
+use std::hash::{Hash, Hasher};
+
+use num_bigint::BigInt;
+use num_traits::{FromPrimitive, ToPrimitive};
+
+use crate::value::Value;
+
+/// A number reduced to one canonical form so that equal numbers compare and hash alike. A big
+/// int is borrowed from its node (cloning a 4 KiB LONG4 for every hash and comparison of it
+/// cost more than the comparison); only a float past 2**63 makes one.
+pub(super) enum Num<'v> {
+    I(i64),
+    Big(Cow<'v, BigInt>),
+    F(f64),
+    C(f64, f64),
+}
+
+impl Num<'_> {
+    /// Whether a float part is NaN (a float or complex that equals nothing but itself).
+    pub(super) fn has_nan(&self) -> bool {
+        match *self {
+            Num::F(x) => x.is_nan(),
+            Num::C(re, im) => re.is_nan() || im.is_nan(),
+            Num::I(_) | Num::Big(_) => false,
+        }
+    }
+}
+
+pub(super) fn float_num(x: f64) -> Num<'static> {
+    if x.is_finite() && x.fract() == 0.0 {
+        // 2**63, exactly representable.
+        let bound = -(i64::MIN as f64);
+        if (-bound..bound).contains(&x) {
+            // In range and integral: exact conversion.
+            return Num::I(x as i64);
+        }
+        if let Some(b) = BigInt::from_f64(x) {
+            return Num::Big(Cow::Owned(b));
+        }
+    }
+    Num::F(x)
+}
+
+pub(super) fn num_of(v: Value<'_>) -> Option<Num<'_>> {
+    Some(match v {
+        Value::Bool(b) => Num::I(i64::from(b)),
+        Value::Int(i) => Num::I(i),
+        Value::BigInt(b) => Num::Big(Cow::Borrowed(b)),
+        Value::Float(x) => float_num(x),
+        Value::Complex(re, im) => {
+            if im == 0.0 {
+                float_num(re)
+            } else {
+                Num::C(re, im)
+            }
+        }
+        _ => return None,
+    })
+}
+
+pub(super) fn num_eq(a: &Num<'_>, b: &Num<'_>) -> bool {
+    match (a, b) {
+        (Num::I(x), Num::I(y)) => x == y,
+        (Num::Big(x), Num::Big(y)) => x == y,
+        (Num::F(x), Num::F(y)) => x == y,
+        (Num::C(a, b), Num::C(c, d)) => a == c && b == d,
+        _ => false,
+    }
+}
+
+pub(super) fn hash_num<H: Hasher>(n: &Num<'_>, h: &mut H) {
+    match n {
+        Num::I(i) => {
+            h.write_u8(1);
+            h.write_i64(*i);
+        }
+        Num::Big(b) => {
+            h.write_u8(2);
+            b.to_signed_bytes_le().hash(h);
+        }
+        Num::F(x) => {
+            h.write_u8(3);
+            h.write_u64(x.to_bits());
+        }
+        Num::C(re, im) => {
+            h.write_u8(4);
+            // -0.0 == 0.0: hash them alike.
+            h.write_u64((re + 0.0).to_bits());
+            h.write_u64((im + 0.0).to_bits());
+        }
+    }
+}
+
+/// The f64 nearest to a big int, or `None` if out of range (CPython's OverflowError).
+pub(crate) fn bigint_to_f64(b: &BigInt) -> Option<f64> {
+    b.to_f64().filter(|x| x.is_finite())
+}
