@@ -37,14 +37,12 @@
 //! [`num_bigint`] so that its version is always the one picklewarden was built with.
 #![forbid(unsafe_code)]
 
-pub mod canonical;
 mod clock;
 mod compat;
 mod datetime_key;
 mod depth;
 pub mod dis;
 pub mod error;
-pub mod json;
 mod keys;
 mod latin1;
 pub mod limits;
@@ -52,13 +50,15 @@ mod machine;
 mod memo;
 pub mod mitogen;
 pub mod opcode;
+mod output;
 pub mod policy;
 mod reader;
 mod reader_keys;
-pub mod repr;
 pub mod scan;
 pub mod text;
 pub mod value;
+
+pub use output::{canonical, json, repr};
 
 pub use error::{Category, Error, ErrorKind, Result};
 pub use limits::{LimitName, Limits};
