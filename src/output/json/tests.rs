@@ -6,10 +6,9 @@ use super::text::{text_prefix, write_hex, write_json_string};
 use super::*;
 use crate::value::Value;
 
-/// A list's runs of scalar items are written without a task each (`scalar_items`): the
-/// text is the one the task-per-item writer gave (this string is its output, at
-/// b6611bd), with a shared int's id and ref, a big int, a nested list and a tuple
-/// breaking the runs; the run stops at `max_bytes` and at the deadline as the tasks do.
+/// A list's runs of scalar items, with a shared int's id and ref, a big int, a nested list
+/// and a tuple among them, give this exact text (the output of an earlier writer that used a
+/// task per item); writing stops inside a run at `max_bytes` and at the deadline.
 #[test]
 fn scalar_runs_write_what_the_tasks_wrote() {
     // [1000, x, x, None, 2**70, [1], 'a', b'b', 1.5, True, (2, 3)], x = 2**40 memoized (an
@@ -57,7 +56,7 @@ fn scalar_runs_write_what_the_tasks_wrote() {
 }
 
 /// A sink that records each piece it is given, and fails at the piece numbered `fail_at`
-/// (counting from 0), recording any call made after that (also used by src/repr.rs).
+/// (counting from 0), recording any call made after that (also used by the repr tests).
 pub(crate) struct Pieces {
     pub(crate) text: Vec<u8>,
     pub(crate) sizes: Vec<usize>,
@@ -167,7 +166,7 @@ fn written_as_it_is_made_the_text_is_the_same() {
 /// Cut at every few bytes (and at every value, `piece` 0), typed JSON and repr pass on
 /// what `to_typed_json` and `to_repr` make, on every file of the good corpus that the
 /// `data` policy accepts (none reaches repr's repeat cut: `written_as_it_is_made_the_repr_
-/// is_the_same` in src/repr.rs does).
+/// is_the_same` in the repr tests does).
 #[test]
 fn pieces_of_any_size_give_the_same_text_on_the_corpus() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus/good");
@@ -347,8 +346,8 @@ fn set_order_compares_key_prefixes() {
     assert_eq!(sort_key_bytes(1), SORT_KEY_BYTES);
     // Items that are one text and agree on their first 1024 bytes of JSON are ordered by
     // length, then by the FNV-1a hash of their content, whatever order they were added
-    // in (a review helper found whole-text keys costing sets x text length when many
-    // sets share one long text).
+    // in (whole-text keys would cost sets x text length when many sets share one long
+    // text).
     let texts_order = |texts: &[String]| -> Vec<String> {
         let mut p = b"\x80\x04(".to_vec();
         for t in texts {
