@@ -58,6 +58,15 @@ pub(crate) trait Visitor<'d> {
     /// stops past its byte bound, at its deadline or at a sink's error).
     fn go_on(&mut self, marks: &Marks) -> bool;
 
+    /// Whether the visitor may have given `id` (of value `value`) a number: the walk looks
+    /// the number up only then. A visitor that numbers only shared nodes, or only containers,
+    /// says so here, and the walk spares the lookup in the larger table for the others.
+    #[inline]
+    fn may_have_number(&self, marks: &Marks, id: NodeId, value: &Value<'d>) -> bool {
+        let _ = (marks, id, value);
+        true
+    }
+
     /// `id` is met again and the visitor gave it number `number` ([`Marks::give`]).
     fn reference(&mut self, id: NodeId, number: u32);
 
@@ -263,8 +272,7 @@ impl<'d, 'a> Walker<'d, 'a> {
             };
             if let Some((id, slot)) = child {
                 top.next = k + 1;
-                let parent = top.value;
-                visitor.item(&parent, slot);
+                visitor.item(&top.value, slot);
                 if !visitor.go_on(&self.marks) {
                     return false;
                 }
@@ -285,13 +293,15 @@ impl<'d, 'a> Walker<'d, 'a> {
 
     /// Meets `id`: a reference if numbered, else entered (and opened if the visitor says so).
     /// An id outside the arena (a document never holds one) is met as `None`.
-    #[inline]
+    #[inline(always)]
     fn visit<V: Visitor<'d>>(&mut self, id: NodeId, visitor: &mut V) {
-        if let Some(n) = self.marks.number(id) {
-            visitor.reference(id, n);
-            return;
-        }
         let value = self.arena.get(id).unwrap_or(Value::None);
+        if visitor.may_have_number(&self.marks, id, &value) {
+            if let Some(n) = self.marks.number(id) {
+                visitor.reference(id, n);
+                return;
+            }
+        }
         let order = match visitor.enter(&mut self.marks, id, value) {
             Step::Leaf => return,
             Step::Open => DOCUMENT_ORDER,

@@ -130,6 +130,12 @@ impl<'d> Visitor<'d> for Tarjan {
         true
     }
 
+    /// Only containers are numbered.
+    #[inline]
+    fn may_have_number(&self, _: &Marks, _: NodeId, value: &Value<'d>) -> bool {
+        value.is_container()
+    }
+
     /// An edge to a container met before (scalars are never numbered).
     fn reference(&mut self, w: NodeId, index: u32) {
         let Some(&v) = self.open.last() else {

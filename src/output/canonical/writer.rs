@@ -317,12 +317,19 @@ impl<'d> Visitor<'d> for Writer {
         true
     }
 
+    /// Only values reached more than once are memoized.
+    #[inline]
+    fn may_have_number(&self, marks: &Marks, id: NodeId, _: &Value<'d>) -> bool {
+        marks.is_shared(id)
+    }
+
     /// A value memoized before: fetched.
     fn reference(&mut self, _: NodeId, index: u32) {
         self.get(index);
     }
 
     /// Writes a scalar (and memoizes it if shared); for a container writes its opening.
+    #[inline]
     fn enter(&mut self, marks: &mut Marks, id: NodeId, v: Value<'d>) -> Step {
         match v {
             Value::None => self.out.push(Opcode::None.byte()),

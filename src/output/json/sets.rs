@@ -119,6 +119,10 @@ impl<'d> Visitor<'d> for PostOrder {
         true
     }
 
+    fn may_have_number(&self, _: &Marks, _: NodeId, value: &Value<'d>) -> bool {
+        value.is_container()
+    }
+
     fn reference(&mut self, _: NodeId, _: u32) {}
 
     fn enter(&mut self, marks: &mut Marks, id: NodeId, value: Value<'d>) -> Step {

@@ -126,6 +126,12 @@ impl<'d> Visitor<'d> for Writer<'d, '_, '_> {
         true
     }
 
+    /// Ids go to nodes referenced twice or more, and in a sort key to mutable values.
+    #[inline]
+    fn may_have_number(&self, marks: &Marks, id: NodeId, value: &Value<'d>) -> bool {
+        marks.is_shared(id) || (self.sort_key && value.is_mutable())
+    }
+
     fn reference(&mut self, _: NodeId, number: u32) {
         let out = &mut self.text.out;
         out.push_str("{\"type\":\"ref\",\"id\":");

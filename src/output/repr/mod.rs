@@ -121,6 +121,12 @@ impl<'d> Visitor<'d> for Printer<'_> {
         self.text.go_on()
     }
 
+    /// The printer numbers nothing.
+    #[inline]
+    fn may_have_number(&self, _: &Marks, _: NodeId, _: &Value<'d>) -> bool {
+        false
+    }
+
     /// The printer numbers nothing, so it is never told of a reference.
     fn reference(&mut self, _: NodeId, _: u32) {}
 
