@@ -170,8 +170,8 @@ impl<'d> Visitor<'d> for Printer<'_> {
             Value::Global(g) => {
                 let _ = write!(out, "{}.{}", g.module, g.name);
             }
-            Value::Set(s) if s.is_empty() => out.push_str("set()"),
-            Value::FrozenSet(s) if s.is_empty() => out.push_str("frozenset()"),
+            Value::Set([]) => out.push_str("set()"),
+            Value::FrozenSet([]) => out.push_str("frozenset()"),
             Value::List(_) => out.push('['),
             Value::Tuple(_) => out.push('('),
             Value::Set(_) | Value::Dict(_) => out.push('{'),
@@ -181,7 +181,7 @@ impl<'d> Visitor<'d> for Printer<'_> {
             Value::Object(_) => out.push('<'),
         }
         match v {
-            Value::Set(s) | Value::FrozenSet(s) if s.is_empty() => Step::Leaf,
+            Value::Set([]) | Value::FrozenSet([]) => Step::Leaf,
             _ if container => Step::Open,
             _ => Step::Leaf,
         }
