@@ -646,10 +646,11 @@ impl ReaderKeys {
                         max: limits.max_key_collisions,
                     });
                 }
-                if (now > 1 || !small) && self.classes.try_reserve(1).is_ok() {
-                    if self.classes.insert(key, now).is_none() {
-                        self.uncharged += ENTRY_BYTES;
-                    }
+                if (now > 1 || !small)
+                    && self.classes.try_reserve(1).is_ok()
+                    && self.classes.insert(key, now).is_none()
+                {
+                    self.uncharged += ENTRY_BYTES;
                 }
             }
         }
