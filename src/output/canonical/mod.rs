@@ -82,7 +82,7 @@
 //! frozenset is written with all its items on the stack (as CPython's pickler writes it), so
 //! one of more than `max_stack_len` items does too.
 //!
-//! The writer is a visitor of the one document walk ([`crate::output::walk`]), an explicit
+//! The writer is a visitor of the one document walk (`src/output/walk.rs`), an explicit
 //! stack of a frame per open container, never the call stack. `writer.rs` writes the form,
 //! `python2.rs` protocol 2's spellings, `checks.rs` finds what has no canonical pickle.
 

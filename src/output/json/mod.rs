@@ -1,7 +1,7 @@
 //! Typed JSON, picklewarden's lossless output format (`picklewarden-typed-json/1`, described in
 //! the repository's `docs/typed-json.md`).
 //!
-//! The writer is a visitor of the one document walk ([`crate::output::walk`]: an explicit
+//! The writer is a visitor of the one document walk (`src/output/walk.rs`: an explicit
 //! stack, never the call stack). It writes every node referenced more than once with an
 //! `"id"` on its first appearance and as `{"type":"ref","id":N}` after, so the output is
 //! linear in the size of the arena and cycles are representable. Set and frozenset items are

@@ -11,7 +11,7 @@
 //! `<callable args>` for REDUCE (`<collections.OrderedDict ()>`) and `<callable __new__args>`
 //! for NEWOBJ and NEWOBJ_EX (`<myapp.Point __new__()>`), with `, **kwargs`, `; state=...`,
 //! `; listitems=[...]` and `; dictitems={...}` when present (`<myapp.Point __new__(); state=
-//! {'x': 3}>`). A visitor of the one document walk ([`crate::output::walk`]), which walks an
+//! {'x': 3}>`). A visitor of the one document walk (`src/output/walk.rs`), which walks an
 //! explicit stack.
 
 use std::fmt::Write as _;
