@@ -38,25 +38,24 @@
 #![forbid(unsafe_code)]
 
 mod build;
-pub mod canonical;
 mod clock;
 mod compat;
 pub mod dis;
 pub mod error;
-pub mod json;
 mod latin1;
 pub mod limits;
 mod memo;
 pub mod mitogen;
 pub mod opcode;
+mod output;
 pub mod policy;
 mod reader;
-pub mod repr;
 pub mod scan;
 pub mod text;
 pub mod value;
 
 pub use build::{decode, Decoder};
+pub use output::{canonical, json, repr};
 pub use error::{Category, Error, ErrorKind, Result};
 pub use limits::{LimitName, Limits};
 pub use opcode::Opcode;

@@ -315,7 +315,7 @@ pub fn check_input(data: &[u8], buffers: Option<&[&[u8]]>) {
     }
 }
 
-/// The canonical pickle of an accepted document (src/canonical.rs), at protocols 5 and 2,
+/// The canonical pickle of an accepted document (src/output/canonical/), at protocols 5 and 2,
 /// decodes under the same policy to the same typed JSON and is its own canonical form. Allowed
 /// to differ: a global written under another name than it was read (a global read at
 /// protocol 0-2 that has another Python 3 name, and at protocol 2 one with another Python 2

@@ -1,0 +1,11 @@
+//! The writers of a decoded document: typed JSON ([`json`]), Python-like repr text ([`repr`])
+//! and the canonical pickle ([`canonical`]). Each is a visitor of one explicit-stack walk
+//! over the document ([`walk`]), which keeps the bookkeeping they share (in-degrees, the ids
+//! or memo indices of shared values, the path of open containers); [`sink`] holds the text
+//! writers' output bounds.
+
+pub mod canonical;
+pub mod json;
+pub mod repr;
+pub(crate) mod sink;
+pub(crate) mod walk;
