@@ -55,10 +55,10 @@ pub mod text;
 pub mod value;
 
 pub use build::{decode, Decoder};
-pub use output::{canonical, json, repr};
 pub use error::{Category, Error, ErrorKind, Result};
 pub use limits::{LimitName, Limits};
 pub use opcode::Opcode;
+pub use output::{canonical, json, repr};
 pub use policy::Policy;
 pub use scan::{scan, ScanReport, Scanner};
 pub use value::{CallKind, Document, Global, NodeId, Object, PyBytes, PyStr, Scratch, Value};
