@@ -391,9 +391,8 @@ fn corpora_give_the_library_verdicts() {
                     continue;
                 }
             };
-            // The document is the last member, spliced in as text (the answer ends with a
-            // newline): compared as text (it may
-            // nest deeper than serde_json's recursion limit).
+            // The document is the last member, spliced in as text, and the answer ends with a
+            // newline: compared as text (it may nest deeper than serde_json's recursion limit).
             let (head, doc) = text.split_once(",\"document\":").unwrap_or_else(|| {
                 panic!("{}: {}", f.path.display(), &text[..text.len().min(400)])
             });
