@@ -168,10 +168,18 @@ pub enum ErrorKind {
         /// Qualified name as written in the stream (escaped and truncated for display).
         name: String,
     },
-    /// An allowed global used in a form (REDUCE, NEWOBJ, NEWOBJ_EX, INST/OBJ, BUILD, items)
-    /// that its constructor does not accept.
-    #[error("{0} is not allowed on this global by policy")]
-    FormNotAllowed(&'static str),
+    /// An allowed global used in a form (REDUCE, NEWOBJ, NEWOBJ_EX, INST/OBJ, BUILD, APPEND,
+    /// SETITEM) that the policy does not allow on it.
+    #[error("{form} on {module}.{name} is not allowed by policy")]
+    FormNotAllowed {
+        /// The form, as the policy names its opcodes: `REDUCE`, `NEWOBJ`, `NEWOBJ_EX`,
+        /// `INST/OBJ`, `BUILD`, `APPEND` (APPEND, APPENDS) or `SETITEM` (SETITEM, SETITEMS).
+        form: &'static str,
+        /// Module of the global (escaped and truncated for display).
+        module: String,
+        /// Qualified name of the global (escaped and truncated for display).
+        name: String,
+    },
     /// BUILD on a value that is not a record object.
     #[error("BUILD on a value that is not a record")]
     BuildNotAllowed,
@@ -228,7 +236,7 @@ impl ErrorKind {
                 Category::LimitExceeded
             }
             GlobalNotAllowed { .. }
-            | FormNotAllowed(_)
+            | FormNotAllowed { .. }
             | BuildNotAllowed
             | ConstructorRejected(_)
             | PersistentIdRejected
@@ -267,7 +275,7 @@ impl ErrorKind {
             AllocationFailed { .. } => "allocation_failed",
             DeadlineExceeded => "deadline_exceeded",
             GlobalNotAllowed { .. } => "global_not_allowed",
-            FormNotAllowed(_) => "form_not_allowed",
+            FormNotAllowed { .. } => "form_not_allowed",
             BuildNotAllowed => "build_not_allowed",
             ConstructorRejected(_) => "constructor_rejected",
             PersistentIdRejected => "persistent_id_rejected",
@@ -429,11 +437,15 @@ mod tests {
     /// Every policy refusal names the policy, not only a refused global.
     #[test]
     fn policy_refusals_name_the_policy() {
-        let form = Error::new(ErrorKind::FormNotAllowed("NEWOBJ"), 0x15, Some(0x81))
-            .with_policy("example");
+        let form_of = |form| ErrorKind::FormNotAllowed {
+            form,
+            module: "builtins".into(),
+            name: "set".into(),
+        };
+        let form = Error::new(form_of("NEWOBJ"), 0x15, Some(0x81)).with_policy("example");
         assert_eq!(
             form.to_string(),
-            "NEWOBJ is not allowed on this global by policy \"example\" at offset 21 \
+            "NEWOBJ on builtins.set is not allowed by policy \"example\" at offset 21 \
              (0x15, opcode 0x81 NEWOBJ)"
         );
         let rejected =
@@ -445,10 +457,10 @@ mod tests {
             "{rejected}"
         );
         // Without a policy (or for other categories) the text is the kind's own.
-        let plain = Error::new(ErrorKind::FormNotAllowed("BUILD"), 0, None);
+        let plain = Error::new(form_of("BUILD"), 0, None);
         assert_eq!(
             plain.to_string(),
-            "BUILD is not allowed on this global by policy at offset 0 (0x0)"
+            "BUILD on builtins.set is not allowed by policy at offset 0 (0x0)"
         );
     }
 }
