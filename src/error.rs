@@ -149,7 +149,11 @@ pub enum ErrorKind {
     #[error("the decode passed its deadline")]
     DeadlineExceeded,
     /// A limit of [`crate::Limits`] would be passed.
-    #[error("limit {} exceeded: {seen} > {max} {}", limit.name(), limit.unit())]
+    /// Its message names what was measured, the value seen, the limit by name, its maximum
+    /// and what the numbers count ([`LimitName::measure`], [`LimitName::meaning`]): `nesting
+    /// depth 1001 is over max_nesting_depth 1000 (a value nested deeper than the limit; the
+    /// root is at depth 1)`.
+    #[error("{} {seen} is over {} {max} ({})", limit.measure(), limit.name(), limit.meaning())]
     LimitExceeded {
         /// Which limit.
         limit: LimitName,
