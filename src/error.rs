@@ -47,6 +47,22 @@ impl Category {
 #[non_exhaustive]
 pub enum ErrorKind {
     // ---- Malformed ----
+    /// The input is not a pickle at all: empty, or starting like text, JSON, an archive,
+    /// compressed data or a NumPy file, or with a byte no pickle starts with, and refused at
+    /// its first opcode (the rule is in `src/sniff.rs`; it changes which refusal is
+    /// reported, never whether the input is refused). Always at offset 0, with no opcode;
+    /// [`Error::read_as_pickle`] is the refusal the input met read as opcodes.
+    #[error("{}", not_a_pickle_message(looks_like, start))]
+    NotAPickle {
+        /// What the input looks like: `"the input is empty"`, `"text"`, `"JSON"`, `"a zip
+        /// archive (...)"`, `"gzip-compressed data"`, `"bzip2-compressed data"`,
+        /// `"xz-compressed data"`, `"zstd-compressed data"`, `"a NumPy .npy file"`, or
+        /// `"binary data: no pickle starts with its first byte"`.
+        looks_like: &'static str,
+        /// Its first 16 bytes, printable ASCII as it is and other bytes as `\xNN`, `...`
+        /// after when there are more.
+        start: String,
+    },
     /// A byte that is not one of the 68 opcodes of `Lib/pickletools.py`.
     #[error("unknown opcode")]
     UnknownOpcode,
@@ -216,7 +232,8 @@ impl ErrorKind {
     pub fn category(&self) -> Category {
         use ErrorKind::*;
         match self {
-            UnknownOpcode
+            NotAPickle { .. }
+            | UnknownOpcode
             | UnsupportedProtocol(_)
             | StackUnderflow
             | MarkMissing
@@ -255,6 +272,7 @@ impl ErrorKind {
     pub fn name(&self) -> &'static str {
         use ErrorKind::*;
         match self {
+            NotAPickle { .. } => "not_a_pickle",
             UnknownOpcode => "unknown_opcode",
             UnsupportedProtocol(_) => "unsupported_protocol",
             StackUnderflow => "stack_underflow",
@@ -296,6 +314,8 @@ struct Inner {
     offset: u64,
     opcode: Option<u8>,
     policy: Option<String>,
+    /// For [`ErrorKind::NotAPickle`]: the refusal it stands in for.
+    read_as: Option<Error>,
 }
 
 /// A refusal: its [`ErrorKind`], the absolute byte offset of the opcode it was found at (from the
@@ -320,6 +340,7 @@ impl Error {
             offset,
             opcode,
             policy: None,
+            read_as: None,
         }))
     }
 
@@ -336,10 +357,25 @@ impl Error {
         self
     }
 
+    /// Keeps `refusal` as the one this error stands in for ([`Error::read_as_pickle`]).
+    #[cold]
+    pub(crate) fn read_as(mut self, refusal: Error) -> Error {
+        self.0.read_as = Some(refusal);
+        self
+    }
+
+    /// For [`ErrorKind::NotAPickle`], the refusal the input met read as a pickle (at its
+    /// first opcode: "memo index 101 was never set" for `hello`), which it is reported in
+    /// place of; `None` for every other kind.
+    pub fn read_as_pickle(&self) -> Option<&Error> {
+        self.0.read_as.as_ref()
+    }
+
     /// Moves the offset by `base` bytes (used when a payload sits inside a larger stream).
     #[cold]
     pub fn shifted(mut self, base: u64) -> Error {
         self.0.offset = self.0.offset.saturating_add(base);
+        self.0.read_as = self.0.read_as.take().map(|e| e.shifted(base));
         self
     }
 
@@ -410,6 +446,15 @@ impl fmt::Display for Error {
 }
 
 impl std::error::Error for Error {}
+
+/// The message of [`ErrorKind::NotAPickle`].
+fn not_a_pickle_message(looks_like: &str, start: &str) -> String {
+    if start.is_empty() {
+        format!("not a pickle: {looks_like}")
+    } else {
+        format!("not a pickle: it looks like {looks_like}, starting \"{start}\"")
+    }
+}
 
 /// Escapes attacker-supplied text for a message: non-printable and non-ASCII characters are
 /// written as Rust escapes, and the result is cut to 64 characters with `...` appended.

@@ -422,7 +422,10 @@ impl<'a, 'p> Scanner<'a, 'p> {
                 pickles: 0,
             },
         };
-        let result = s.all(self.stream);
+        // Input that is not a pickle at all says so (src/sniff.rs).
+        let result = s
+            .all(self.stream)
+            .map_err(|e| crate::sniff::explain(self.input, e));
         let mut report = s.report;
         report.result = result;
         report
