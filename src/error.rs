@@ -47,6 +47,22 @@ impl Category {
 #[non_exhaustive]
 pub enum ErrorKind {
     // ---- Malformed ----
+    /// The input is not a pickle at all: empty, or starting like text, JSON, an archive,
+    /// compressed data or a NumPy file, or with a byte no pickle starts with, and refused at
+    /// its first opcode (the rule is in `src/sniff.rs`; it changes which refusal is
+    /// reported, never whether the input is refused). Always at offset 0, with no opcode;
+    /// [`Error::read_as_pickle`] is the refusal the input met read as opcodes.
+    #[error("{}", not_a_pickle_message(looks_like, start))]
+    NotAPickle {
+        /// What the input looks like: `"the input is empty"`, `"text"`, `"JSON"`, `"a zip
+        /// archive (...)"`, `"gzip-compressed data"`, `"bzip2-compressed data"`,
+        /// `"xz-compressed data"`, `"zstd-compressed data"`, `"a NumPy .npy file"`, or
+        /// `"binary data: no pickle starts with its first byte"`.
+        looks_like: &'static str,
+        /// Its first 16 bytes, printable ASCII as it is and other bytes as `\xNN`, `...`
+        /// after when there are more.
+        start: String,
+    },
     /// A byte that is not one of the 68 opcodes of `Lib/pickletools.py`.
     #[error("unknown opcode")]
     UnknownOpcode,
@@ -149,7 +165,11 @@ pub enum ErrorKind {
     #[error("the decode passed its deadline")]
     DeadlineExceeded,
     /// A limit of [`crate::Limits`] would be passed.
-    #[error("limit {} exceeded: {seen} > {max} {}", limit.name(), limit.unit())]
+    /// Its message names what was measured, the value seen, the limit by name, its maximum
+    /// and what the numbers count ([`LimitName::measure`], [`LimitName::meaning`]): `nesting
+    /// depth 1001 is over max_nesting_depth 1000 (a value nested deeper than the limit; the
+    /// root is at depth 1)`.
+    #[error("{} {seen} is over {} {max} ({})", limit.measure(), limit.name(), limit.meaning())]
     LimitExceeded {
         /// Which limit.
         limit: LimitName,
@@ -168,10 +188,18 @@ pub enum ErrorKind {
         /// Qualified name as written in the stream (escaped and truncated for display).
         name: String,
     },
-    /// An allowed global used in a form (REDUCE, NEWOBJ, NEWOBJ_EX, INST/OBJ, BUILD, items)
-    /// that its constructor does not accept.
-    #[error("{0} is not allowed on this global by policy")]
-    FormNotAllowed(&'static str),
+    /// An allowed global used in a form (REDUCE, NEWOBJ, NEWOBJ_EX, INST/OBJ, BUILD, APPEND,
+    /// SETITEM) that the policy does not allow on it.
+    #[error("{form} on {module}.{name} is not allowed by policy")]
+    FormNotAllowed {
+        /// The form, as the policy names its opcodes: `REDUCE`, `NEWOBJ`, `NEWOBJ_EX`,
+        /// `INST/OBJ`, `BUILD`, `APPEND` (APPEND, APPENDS) or `SETITEM` (SETITEM, SETITEMS).
+        form: &'static str,
+        /// Module of the global (escaped and truncated for display).
+        module: String,
+        /// Qualified name of the global (escaped and truncated for display).
+        name: String,
+    },
     /// BUILD on a value that is not a record object.
     #[error("BUILD on a value that is not a record")]
     BuildNotAllowed,
@@ -204,7 +232,8 @@ impl ErrorKind {
     pub fn category(&self) -> Category {
         use ErrorKind::*;
         match self {
-            UnknownOpcode
+            NotAPickle { .. }
+            | UnknownOpcode
             | UnsupportedProtocol(_)
             | StackUnderflow
             | MarkMissing
@@ -228,7 +257,7 @@ impl ErrorKind {
                 Category::LimitExceeded
             }
             GlobalNotAllowed { .. }
-            | FormNotAllowed(_)
+            | FormNotAllowed { .. }
             | BuildNotAllowed
             | ConstructorRejected(_)
             | PersistentIdRejected
@@ -243,6 +272,7 @@ impl ErrorKind {
     pub fn name(&self) -> &'static str {
         use ErrorKind::*;
         match self {
+            NotAPickle { .. } => "not_a_pickle",
             UnknownOpcode => "unknown_opcode",
             UnsupportedProtocol(_) => "unsupported_protocol",
             StackUnderflow => "stack_underflow",
@@ -267,7 +297,7 @@ impl ErrorKind {
             AllocationFailed { .. } => "allocation_failed",
             DeadlineExceeded => "deadline_exceeded",
             GlobalNotAllowed { .. } => "global_not_allowed",
-            FormNotAllowed(_) => "form_not_allowed",
+            FormNotAllowed { .. } => "form_not_allowed",
             BuildNotAllowed => "build_not_allowed",
             ConstructorRejected(_) => "constructor_rejected",
             PersistentIdRejected => "persistent_id_rejected",
@@ -284,6 +314,8 @@ struct Inner {
     offset: u64,
     opcode: Option<u8>,
     policy: Option<String>,
+    /// For [`ErrorKind::NotAPickle`]: the refusal it stands in for.
+    read_as: Option<Error>,
 }
 
 /// A refusal: its [`ErrorKind`], the absolute byte offset of the opcode it was found at (from the
@@ -308,6 +340,7 @@ impl Error {
             offset,
             opcode,
             policy: None,
+            read_as: None,
         }))
     }
 
@@ -324,10 +357,25 @@ impl Error {
         self
     }
 
+    /// Keeps `refusal` as the one this error stands in for ([`Error::read_as_pickle`]).
+    #[cold]
+    pub(crate) fn read_as(mut self, refusal: Error) -> Error {
+        self.0.read_as = Some(refusal);
+        self
+    }
+
+    /// For [`ErrorKind::NotAPickle`], the refusal the input met read as a pickle (at its
+    /// first opcode: "memo index 101 was never set" for `hello`), which it is reported in
+    /// place of; `None` for every other kind.
+    pub fn read_as_pickle(&self) -> Option<&Error> {
+        self.0.read_as.as_ref()
+    }
+
     /// Moves the offset by `base` bytes (used when a payload sits inside a larger stream).
     #[cold]
     pub fn shifted(mut self, base: u64) -> Error {
         self.0.offset = self.0.offset.saturating_add(base);
+        self.0.read_as = self.0.read_as.take().map(|e| e.shifted(base));
         self
     }
 
@@ -399,6 +447,15 @@ impl fmt::Display for Error {
 
 impl std::error::Error for Error {}
 
+/// The message of [`ErrorKind::NotAPickle`].
+fn not_a_pickle_message(looks_like: &str, start: &str) -> String {
+    if start.is_empty() {
+        format!("not a pickle: {looks_like}")
+    } else {
+        format!("not a pickle: it looks like {looks_like}, starting \"{start}\"")
+    }
+}
+
 /// Escapes attacker-supplied text for a message: non-printable and non-ASCII characters are
 /// written as Rust escapes, and the result is cut to 64 characters with `...` appended.
 pub(crate) fn escape_for_display(text: &str) -> String {
@@ -429,11 +486,15 @@ mod tests {
     /// Every policy refusal names the policy, not only a refused global.
     #[test]
     fn policy_refusals_name_the_policy() {
-        let form = Error::new(ErrorKind::FormNotAllowed("NEWOBJ"), 0x15, Some(0x81))
-            .with_policy("example");
+        let form_of = |form| ErrorKind::FormNotAllowed {
+            form,
+            module: "builtins".into(),
+            name: "set".into(),
+        };
+        let form = Error::new(form_of("NEWOBJ"), 0x15, Some(0x81)).with_policy("example");
         assert_eq!(
             form.to_string(),
-            "NEWOBJ is not allowed on this global by policy \"example\" at offset 21 \
+            "NEWOBJ on builtins.set is not allowed by policy \"example\" at offset 21 \
              (0x15, opcode 0x81 NEWOBJ)"
         );
         let rejected =
@@ -445,10 +506,10 @@ mod tests {
             "{rejected}"
         );
         // Without a policy (or for other categories) the text is the kind's own.
-        let plain = Error::new(ErrorKind::FormNotAllowed("BUILD"), 0, None);
+        let plain = Error::new(form_of("BUILD"), 0, None);
         assert_eq!(
             plain.to_string(),
-            "BUILD is not allowed on this global by policy at offset 0 (0x0)"
+            "BUILD on builtins.set is not allowed by policy at offset 0 (0x0)"
         );
     }
 }

@@ -51,6 +51,7 @@ mod output;
 pub mod policy;
 mod reader;
 pub mod scan;
+mod sniff;
 pub mod text;
 pub mod value;
 

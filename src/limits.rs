@@ -139,6 +139,56 @@ impl LimitName {
         }
     }
 
+    /// What the limit measures, as a refusal names it before the value seen: `nesting
+    /// depth` 1001 is over max_nesting_depth 1000.
+    pub fn measure(self) -> &'static str {
+        match self {
+            LimitName::MaxInputBytes => "input size",
+            LimitName::MaxNestingDepth => "nesting depth",
+            LimitName::MaxStackLen => "stack length",
+            LimitName::MaxMemoEntries => "memo size",
+            LimitName::MaxContainerItems => "container size",
+            LimitName::MaxNodes => "value count",
+            LimitName::MaxAllocBytes => "memory",
+            LimitName::MaxLongTextDigits => "number text length",
+            LimitName::MaxLongBytes => "LONG1/LONG4 length",
+            LimitName::MaxOpcodes => "opcode count",
+            LimitName::MaxKeySteps => "key work",
+            LimitName::MaxKeyStepsPerByte => "key work",
+            LimitName::MaxKeyCollisions => "colliding keys",
+        }
+    }
+
+    /// What the numbers of a refusal count, in its unit: `(a value nested deeper than the
+    /// limit; the root is at depth 1)`.
+    pub fn meaning(self) -> &'static str {
+        match self {
+            LimitName::MaxInputBytes => "bytes of input",
+            LimitName::MaxNestingDepth => {
+                "a value nested deeper than the limit; the root is at depth 1"
+            }
+            LimitName::MaxStackLen => "values and MARKs on the stack at once",
+            LimitName::MaxMemoEntries => "memo entries set by PUT, BINPUT, LONG_BINPUT, MEMOIZE",
+            LimitName::MaxContainerItems => {
+                "items of one list, tuple, dict, set or record; a dict pair is one"
+            }
+            LimitName::MaxNodes => "values created by the decode",
+            LimitName::MaxAllocBytes => "bytes charged for the decoded values and the memo",
+            LimitName::MaxLongTextDigits => "digits of one INT or LONG text",
+            LimitName::MaxLongBytes => "bytes of one LONG1 or LONG4 payload",
+            LimitName::MaxOpcodes => "opcodes executed",
+            LimitName::MaxKeySteps => {
+                "steps CPython takes to hash and compare one dict key or set item"
+            }
+            LimitName::MaxKeyStepsPerByte => {
+                "steps CPython takes to hash and compare keys, per byte of input"
+            }
+            LimitName::MaxKeyCollisions => {
+                "distinct keys of one dict or set with one CPython hash value"
+            }
+        }
+    }
+
     /// Why the limit exists: what an attacker could do without it.
     pub fn reason(self) -> &'static str {
         match self {

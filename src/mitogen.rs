@@ -772,10 +772,11 @@ fn dead_reason_is_not_a_refused_pickle(
         // Only failures CPython's unpickler has at the first opcode too: an unknown opcode,
         // the input ending, no MARK or an empty stack. Not a refusal where CPython is looser
         // (number text with spaces, say), after which it would go on to the next opcode.
+        // A reason that is no pickle at all is judged by the refusal its first opcode met.
         Err(e)
-            if e.offset() == 0
+            if e.read_as_pickle().unwrap_or(&e).offset() == 0
                 && matches!(
-                    e.kind(),
+                    e.read_as_pickle().unwrap_or(&e).kind(),
                     ErrorKind::UnknownOpcode
                         | ErrorKind::Truncated
                         | ErrorKind::MarkMissing

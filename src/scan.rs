@@ -422,7 +422,10 @@ impl<'a, 'p> Scanner<'a, 'p> {
                 pickles: 0,
             },
         };
-        let result = s.all(self.stream);
+        // Input that is not a pickle at all says so (src/sniff.rs).
+        let result = s
+            .all(self.stream)
+            .map_err(|e| crate::sniff::explain(self.input, e));
         let mut report = s.report;
         report.result = result;
         report
@@ -747,11 +750,20 @@ impl<'a> Scan<'a, '_> {
             .is_some_and(|r| if build { r.forms.build } else { r.forms.items })
     }
 
+    /// [`ErrorKind::FormNotAllowed`] of `form` on a record made from `rule`, naming its global.
+    #[cold]
+    fn form_refused(&self, rule: usize, form: &'static str) -> Error {
+        match self.policy.rule(rule) {
+            Some(r) => self.err(r.form_refused(form)),
+            None => self.err(ErrorKind::TypeMismatch("dangling rule")),
+        }
+    }
+
     fn append_target(&self, target: Sym) -> Result<()> {
         match target {
             Sym::List => Ok(()),
             Sym::Object(rule) if self.record_allows(rule, false) => Ok(()),
-            Sym::Object(_) => Err(self.err(ErrorKind::FormNotAllowed("APPEND"))),
+            Sym::Object(rule) => Err(self.form_refused(rule, "APPEND")),
             _ => Err(self.err(ErrorKind::TypeMismatch("APPEND target is not a list"))),
         }
     }
@@ -760,7 +772,7 @@ impl<'a> Scan<'a, '_> {
         match target {
             Sym::Dict => Ok(()),
             Sym::Object(rule) if self.record_allows(rule, false) => Ok(()),
-            Sym::Object(_) => Err(self.err(ErrorKind::FormNotAllowed("SETITEM"))),
+            Sym::Object(rule) => Err(self.form_refused(rule, "SETITEM")),
             _ => Err(self.err(ErrorKind::TypeMismatch("SETITEM target is not a dict"))),
         }
     }
@@ -1160,7 +1172,7 @@ impl<'a> Scan<'a, '_> {
                     self.pop()?;
                     match self.top()? {
                         Sym::Object(rule) if self.record_allows(rule, true) => {}
-                        Sym::Object(_) => return Err(self.err(ErrorKind::FormNotAllowed("BUILD"))),
+                        Sym::Object(rule) => return Err(self.form_refused(rule, "BUILD")),
                         _ => return Err(self.err(ErrorKind::BuildNotAllowed)),
                     }
                 }

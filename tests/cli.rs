@@ -96,10 +96,12 @@ fn check_exit_status() {
             .code(),
         Some(2)
     );
-    // No FILE and an empty pipe: an empty input, refused as truncated (as `check -` is).
+    // No FILE and an empty pipe: an empty input, refused as no pickle at all (as `check -`
+    // is).
     let empty = run(&["check"], None);
     assert_eq!(empty.status.code(), Some(1));
-    assert!(text(&empty.stderr).contains("refused (truncated, truncated)"));
+    assert!(text(&empty.stderr)
+        .contains("refused (malformed, not_a_pickle): not a pickle: the input is empty"));
 }
 
 #[test]

@@ -16,7 +16,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::{decode_outcome, repo, Outcome};
-use picklewarden::{ErrorKind, Limits, Policy};
+use picklewarden::{Decoder, ErrorKind, Limits, Policy};
 
 struct Entry {
     file: String,
@@ -220,4 +220,68 @@ fn limit_refusals_report_seen_above_max() {
         }
     }
     assert!(checked >= 10, "only {checked} limit files checked");
+}
+
+/// Input that is not a pickle at all (empty, text, JSON, an archive, compressed data, a NumPy
+/// file) is refused as `not_a_pickle` at offset 0, saying what it looks like, by the scan and
+/// the decode alike, as one pickle and as a stream; a pickle (even a refused one, even one
+/// that starts like those) keeps its own refusal.
+#[test]
+fn input_that_is_not_a_pickle_says_so() {
+    let policy = Policy::data();
+    let zip = b"PK\x03\x04\x14\x00\x00\x00\x08\x00\x9c\x8a\x83Y\xf9\xa7\xb2\x8b".to_vec();
+    let gzip = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x02\xffKLJ\x06\x00\xc2A$5\x03\x00\x00\x00";
+    let bz2 = b"BZh91AY&SY\xd5\x8c\x13\x1e\x00\x00\x00\x01\x00\x07\x00 \x00!";
+    let xz = b"\xfd7zXZ\x00\x00\x04\xe6\xd6\xb4F\x02\x00!\x01\x16\x00\x00\x00";
+    let zstd = b"\x28\xb5\x2f\xfd\x20\x03\x19\x00\x00abc";
+    let npy = b"\x93NUMPY\x01\x00v\x00{'descr': '<f8', 'fortran_order': False, }";
+    let cases: [(&[u8], &str); 10] = [
+        (b"", "the input is empty"),
+        (b"hello", "text"),
+        (b"{\"a\": 1}\n", "JSON"),
+        (b" [1, 2]", "JSON"),
+        (&zip, "a zip archive"),
+        (gzip, "gzip-compressed data"),
+        (bz2, "bzip2-compressed data"),
+        (xz, "xz-compressed data"),
+        (zstd, "zstd-compressed data"),
+        (npy, "a NumPy .npy file"),
+    ];
+    for (input, looks_like) in cases {
+        for stream in [false, true] {
+            let d = Decoder::new(input, &policy);
+            let e = if stream {
+                d.decode_stream()
+            } else {
+                d.decode()
+            }
+            .unwrap_err();
+            assert_eq!(
+                (e.kind().name(), e.category().name(), e.offset(), e.opcode()),
+                ("not_a_pickle", "malformed", 0, None),
+                "{input:?}: {e}"
+            );
+            assert!(e.to_string().contains(looks_like), "{input:?}: {e}");
+            let scanned = picklewarden::scan(input, &policy, policy.limits, stream).result;
+            assert_eq!(scanned.unwrap_err().to_string(), e.to_string());
+        }
+    }
+    // Pickles keep their refusal: one cut short after PROTO or in a protocol-0 string, a
+    // protocol-0 one with a persistent id (even one that starts like a zip archive, as long
+    // as CPython could read its id: an ASCII line), number text CPython versions read
+    // differently, a protocol past 5, a refused global, MARK then an unknown byte.
+    for (input, kind) in [
+        (&b"\x80"[..], "truncated"),
+        (b"\x80\x02]h\x05.", "memo_key_missing"),
+        (b"S'abc", "truncated"),
+        (b"Pid\n.", "persistent_id_rejected"),
+        (b"PK\x03\x04ab\n.", "persistent_id_rejected"),
+        (b"I010\n.", "version_dependent_number"),
+        (b"\x80\x06N.", "unsupported_protocol"),
+        (b"cos\nsystem\n.", "global_not_allowed"),
+        (b"(\xff", "unknown_opcode"),
+    ] {
+        let e = Decoder::new(input, &policy).decode().unwrap_err();
+        assert_eq!(e.kind().name(), kind, "{input:?}: {e}");
+    }
 }

@@ -67,6 +67,12 @@ fn check_exact(
                 }
                 assert_eq!(e.category().name(), "limit_exceeded");
                 assert_eq!(e.kind().name(), "limit_exceeded");
+                // The message says what was measured, the limit by name and its maximum.
+                let text = e.to_string();
+                assert!(
+                    text.contains(&format!(" {seen} is over {name} {} (", n - 1)),
+                    "{label}: message {text}"
+                );
             }
             other => panic!(
                 "{label}: {name}={}: expected limit_exceeded({name}), got {} ({e})",
@@ -970,4 +976,21 @@ fn deadline_across_int_runs(protocol: u8) {
             },
         }
     }
+}
+
+/// A nesting refusal says the limit by name, its maximum, what it measures and where: the
+/// STOP, where the depth of the finished value is checked.
+#[test]
+fn a_nesting_refusal_reads_well() {
+    // 1,201 lists, each in the one before: EMPTY_LIST x 1201, APPEND x 1200, STOP.
+    let mut p = b"\x80\x02".to_vec();
+    p.extend(std::iter::repeat_n(b']', 1201));
+    p.extend(std::iter::repeat_n(b'a', 1200));
+    p.push(b'.');
+    let e = Decoder::new(&p, &data()).decode().unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "nesting depth 1001 is over max_nesting_depth 1000 (a value nested deeper than the \
+         limit; the root is at depth 1) at offset 2403 (0x963, opcode 0x2e STOP)"
+    );
 }

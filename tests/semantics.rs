@@ -1068,3 +1068,48 @@ constructor = "record"
     .to_string();
     assert!(bad.contains("unknown key \"value\""), "{bad}");
 }
+
+/// A form refusal names the global it was refused on (module.name), in the message and the
+/// kind, for every form, in the scan and the decode alike; the names are escaped and cut at
+/// 64 characters as other text from the input is.
+#[test]
+fn form_refusals_name_the_global() {
+    let mitogen = Policy::builtin("mitogen").unwrap();
+    let g = b"cmitogen.core\nCallError\n".to_vec();
+    let record = [&b"\x80\x02"[..], &g, b"X\x01\x00\x00\x00x\x85R"].concat();
+    let cases: [(&str, Vec<u8>); 7] = [
+        ("NEWOBJ", [&b"\x80\x02"[..], &g, b")\x81."].concat()),
+        ("NEWOBJ_EX", [&b"\x80\x04"[..], &g, b")}\x92."].concat()),
+        ("INST/OBJ", b"\x80\x02(imitogen.core\nCallError\n.".to_vec()),
+        ("INST/OBJ", [&b"\x80\x02("[..], &g, b"o."].concat()),
+        ("BUILD", [&record[..], b"}b."].concat()),
+        ("APPEND", [&record[..], b"K\x01a."].concat()),
+        ("SETITEM", [&record[..], b"K\x01K\x02s."].concat()),
+    ];
+    for (form, p) in cases {
+        let want = format!("{form} on mitogen.core.CallError is not allowed by policy \"mitogen\"");
+        let e = refusal(&p, &mitogen);
+        assert_eq!(e.kind().name(), "form_not_allowed", "{e}");
+        assert!(e.to_string().starts_with(&want), "{form}: {e}");
+        let kind = format!("{:?}", e.kind());
+        assert!(
+            kind.contains("module: \"mitogen.core\"") && kind.contains("name: \"CallError\""),
+            "{kind}"
+        );
+        let scanned = picklewarden::scan(&p, &mitogen, mitogen.limits, false).result;
+        assert_eq!(scanned.unwrap_err().to_string(), e.to_string());
+    }
+    // A policy's names are written as they are in the input: escaped and cut.
+    let long = "n".repeat(100);
+    let policy = Policy::from_toml_str(&format!(
+        "name = \"x\"\n[[global]]\nmodule = \"m\\u0007\"\nname = \"{long}\"\n\
+         constructor = \"record\"\nforms = [\"reduce\"]\n"
+    ))
+    .unwrap();
+    let mut p = b"\x80\x04\x8c\x02m\x07\x8c\x64".to_vec();
+    p.extend_from_slice(long.as_bytes());
+    p.extend_from_slice(b"\x93)\x81.");
+    let e = refusal(&p, &policy).to_string();
+    let want = format!("NEWOBJ on m\\u{{7}}.{}... is not allowed", "n".repeat(64));
+    assert!(e.starts_with(&want), "{e}");
+}

@@ -228,7 +228,7 @@ copy("frame-inside-frame.pkl", "frame_inside_frame", "A26")
 # A27 truncation
 put("a27-truncated-mid-binunicode.pkl", P2 + b"X\x10\x00\x00\x00abc", "truncated", "A27")
 put("a27-no-stop.pkl", P2 + b"N", "truncated", "A27")
-put("a27-empty.pkl", b"", "truncated", "A27")
+put("a27-empty.pkl", b"", "not_a_pickle", "A27")
 # A28 big-int DoS (CVE-2020-10735: decimal text to int is quadratic)
 put("a28-long-text-20k-digits.pkl", b"L" + b"9" * 20000 + b"L\n.", "limit_exceeded", "A28", limit="max_long_text_digits")
 put("a28-int-text-4300-digits.pkl", b"I" + b"9" * 4300 + b"\n.", "ok", "A28")

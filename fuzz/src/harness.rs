@@ -484,6 +484,24 @@ fn check_error(data: &[u8], limits: &Limits, e: &Error) {
             assert_eq!(*seen, len, "max_input_bytes seen is not the input length");
         }
     }
+    // Input that is not a pickle (src/sniff.rs) is reported at offset 0 with no opcode, in
+    // place of a refusal at its first opcode (or the second, after zstd's MARK) that is not a
+    // limit's.
+    if let ErrorKind::NotAPickle { .. } = e.kind() {
+        assert_eq!((e.offset(), e.opcode()), (0, None), "{e}");
+        let under = e.read_as_pickle();
+        assert!(
+            under.is_some_and(|u| u.offset() <= 1
+                && u.category() != Category::LimitExceeded
+                && !matches!(u.kind(), ErrorKind::NotAPickle { .. })),
+            "not_a_pickle in place of {under:?}: {e}"
+        );
+        if let Some(u) = under {
+            check_error(data, limits, u);
+        }
+    } else {
+        assert!(e.read_as_pickle().is_none(), "{e}");
+    }
     let message = e.to_string();
     assert!(
         message.len() < 2048,

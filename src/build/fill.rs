@@ -22,7 +22,7 @@ impl<'a, 'p> Machine<'a, 'p> {
             _ => return Err(self.err(ErrorKind::TypeMismatch("APPEND target is not a list"))),
         };
         if !allowed {
-            return Err(self.err(ErrorKind::FormNotAllowed("APPEND")));
+            return Err(self.form_refused(target, "APPEND"));
         }
         let total = (current + n) as u64;
         if total > max {
@@ -128,6 +128,19 @@ impl<'a, 'p> Machine<'a, 'p> {
         }
     }
 
+    /// [`ErrorKind::FormNotAllowed`] of `form` on the record `target`, naming its global.
+    #[cold]
+    fn form_refused(&self, target: NodeId, form: &'static str) -> crate::Error {
+        let rule = match self.get(target) {
+            Ok(Value::Object(o)) => self.rule_of(o.callable).ok(),
+            _ => None,
+        };
+        match rule.and_then(|r| self.policy.rule(r)) {
+            Some(r) => self.err(r.form_refused(form)),
+            None => self.err(internal()),
+        }
+    }
+
     /// SETITEM/SETITEMS with a flat `[k, v, ...]` group `self.stack[start..]`, popped on
     /// success.
     pub(super) fn set_items(&mut self, target: NodeId, start: usize) -> Result<()> {
@@ -152,7 +165,7 @@ impl<'a, 'p> Machine<'a, 'p> {
             }
             Value::Object(o) => {
                 if !allowed {
-                    return Err(self.err(ErrorKind::FormNotAllowed("SETITEM")));
+                    return Err(self.form_refused(target, "SETITEM"));
                 }
                 let total = o.dictitems.len() + flat_len / 2;
                 self.check_items(total)?;
@@ -184,8 +197,10 @@ impl<'a, 'p> Machine<'a, 'p> {
             Value::Object(o) => self.rule_of(o.callable)?,
             _ => return Err(self.err(ErrorKind::BuildNotAllowed)),
         };
-        if !self.policy.rule(rule).is_some_and(|r| r.forms.build) {
-            return Err(self.err(ErrorKind::FormNotAllowed("BUILD")));
+        match self.policy.rule(rule) {
+            Some(r) if r.forms.build => {}
+            Some(r) => return Err(self.err(r.form_refused("BUILD"))),
+            None => return Err(self.err(internal())),
         }
         if let Some(o) = self.object_mut(target) {
             o.state = Some(state);

@@ -257,7 +257,8 @@ impl<'a, 'p> Decoder<'a, 'p> {
     /// end right after a STOP. The document has one root per pickle.
     ///
     /// # Errors
-    /// Any refusal; an empty input is [`ErrorKind::Truncated`](crate::ErrorKind::Truncated).
+    /// Any refusal; an empty input is
+    /// [`ErrorKind::NotAPickle`](crate::ErrorKind::NotAPickle).
     pub fn decode_stream(self) -> Result<Document<'a>> {
         self.decode_one_pass(true)
     }

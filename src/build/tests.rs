@@ -126,7 +126,10 @@ fn stream_depth_is_checked_on_the_final_graph_over_all_roots() {
     // ref there, 2 deep); [1002] instead is 2 deep.
     let reach = b"\x80\x02]q\x00](J\xe8\x03\x00\x00J\xe9\x03\x00\x00ea.\x80\x02]h\x00a.";
     let err = at3(reach).unwrap_err();
-    assert!(err.contains("max_nesting_depth exceeded: 4 > 3"), "{err}");
+    assert!(
+        err.contains("nesting depth 4 is over max_nesting_depth 3"),
+        "{err}"
+    );
     let apart =
         b"\x80\x02]q\x00](J\xe8\x03\x00\x00J\xe9\x03\x00\x00ea.\x80\x02]J\xea\x03\x00\x00a.";
     assert_eq!(at3(apart), Ok(2));
@@ -134,7 +137,10 @@ fn stream_depth_is_checked_on_the_final_graph_over_all_roots() {
     // and returns l: the first root is now 5 deep (refused where the walk first passes 3).
     let deepen = b"\x80\x02]q\x00(]]]e.\x80\x02h\x00]]]J\xec\x03\x00\x00aaaa.";
     let err = at3(deepen).unwrap_err();
-    assert!(err.contains("max_nesting_depth exceeded: 4 > 3"), "{err}");
+    assert!(
+        err.contains("nesting depth 4 is over max_nesting_depth 3"),
+        "{err}"
+    );
 }
 
 /// A limit reached in the middle of a run of ints (`int_run` in the build, `scalar_run` in
@@ -413,7 +419,8 @@ fn long1_inside_a_run_of_ints() {
         .unwrap_err();
     assert_eq!(e.offset(), 17, "{e}");
     assert!(
-        e.to_string().contains("max_long_bytes exceeded: 8 > 6"),
+        e.to_string()
+            .contains("LONG1/LONG4 length 8 is over max_long_bytes 6"),
         "{e}"
     );
 }
@@ -585,7 +592,10 @@ fn depth_bound_from_container_count_is_exact_at_the_edge() {
     nested.extend_from_slice(b"ee.");
     assert_eq!(at(&nested, 3), Ok(102));
     let err = at(&nested, 2).unwrap_err();
-    assert!(err.contains("max_nesting_depth exceeded: 3 > 2"), "{err}");
+    assert!(
+        err.contains("nesting depth 3 is over max_nesting_depth 2"),
+        "{err}"
+    );
     // A flat list of 100 ints: depth 2, one container.
     let mut flat = b"\x80\x02](".to_vec();
     flat.extend_from_slice(nested.get(6..506).unwrap_or_default());
@@ -600,7 +610,10 @@ fn depth_bound_from_container_count_is_exact_at_the_edge() {
     let dag = b"\x80\x02](]q\x00J\xe8\x03\x00\x00a](h\x00ee.";
     assert_eq!(at(dag, 4), Ok(4));
     let err = at(dag, 3).unwrap_err();
-    assert!(err.contains("max_nesting_depth exceeded: 4 > 3"), "{err}");
+    assert!(
+        err.contains("nesting depth 4 is over max_nesting_depth 3"),
+        "{err}"
+    );
 }
 
 #[test]

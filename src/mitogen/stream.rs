@@ -383,6 +383,9 @@ impl FrameError {
             | FrameError::TooLarge { .. }
             | FrameError::Truncated { .. } => true,
             FrameError::Payload(e) | FrameError::CanonicalRefused { error: e, .. } => {
+                // A payload that is no pickle at all is judged by the refusal its first
+                // opcode met (a zip archive's PERSID fails the call, as before).
+                let e = e.read_as_pickle().unwrap_or(e);
                 match e.kind() {
                     ErrorKind::GlobalNotAllowed { module, name } => {
                         !is_plain_data_global(module, name)

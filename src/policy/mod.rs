@@ -232,7 +232,7 @@ impl GlobalRule {
     /// Checks that a call of the given kind is allowed (`inst` for INST and OBJ).
     ///
     /// # Errors
-    /// [`ErrorKind::FormNotAllowed`] naming the opcode family.
+    /// [`ErrorKind::FormNotAllowed`] naming the opcode family and the global.
     pub fn check_call(&self, kind: CallKind, inst: bool) -> Result<(), ErrorKind> {
         let (allowed, form) = match (kind, inst) {
             (_, true) => (self.forms.inst, "INST/OBJ"),
@@ -243,7 +243,17 @@ impl GlobalRule {
         if allowed {
             Ok(())
         } else {
-            Err(ErrorKind::FormNotAllowed(form))
+            Err(self.form_refused(form))
+        }
+    }
+
+    /// [`ErrorKind::FormNotAllowed`] of `form` on this global, its names escaped and cut as
+    /// error messages show text from the input.
+    pub fn form_refused(&self, form: &'static str) -> ErrorKind {
+        ErrorKind::FormNotAllowed {
+            form,
+            module: escape_for_display(&self.module),
+            name: escape_for_display(&self.name),
         }
     }
 }

@@ -35,7 +35,7 @@ BIG_OK = {"limit-long_text_1m_digits.pkl"}  # the one file allowed past MAX_FILE
 
 KINDS = {
     # Malformed
-    "unknown_opcode", "unsupported_protocol", "stack_underflow", "mark_missing",
+    "not_a_pickle", "unknown_opcode", "unsupported_protocol", "stack_underflow", "mark_missing",
     "memo_key_missing", "memo_index_ahead", "invalid_number", "invalid_string", "invalid_escape",
     "invalid_utf8",
     "type_mismatch", "odd_item_count", "unhashable_key", "frame_straddle",
@@ -576,8 +576,8 @@ add("buffers-NEXT_BUFFER-READONLY_BUFFER.pkl", "buffers_not_supplied",
 
 for _b in (0xFF, 0x00, 0x99):
     assert _b not in _USED_BYTES
-    add(f"unknown-opcode-0x{_b:02x}.pkl", "unknown_opcode", bytes([_b]) + stop(),
-        f"byte 0x{_b:02x} (not an opcode) at top level")
+    add(f"unknown-opcode-0x{_b:02x}.pkl", "not_a_pickle", bytes([_b]) + stop(),
+        f"byte 0x{_b:02x} (not an opcode) at top level: no pickle starts with it")
 assert 0xFE not in _USED_BYTES and ord("\n") not in _USED_BYTES
 add("unknown-opcode-0xfe-after-proto.pkl", "unknown_opcode",
     proto(2) + none() + b"\xfe" + stop(),
@@ -592,7 +592,7 @@ add("proto-6-midstream.pkl", "unsupported_protocol",
     proto(2) + none() + op("POP") + proto(6) + none() + stop(),
     "PROTO 2, then a second PROTO 6 in the middle of the stream")
 
-add("underflow-pop-empty.pkl", "stack_underflow", op("POP") + none() + stop(),
+add("underflow-pop-empty.pkl", "not_a_pickle", op("POP") + none() + stop(),
     "POP on an empty stack")
 add("underflow-reduce-one-item.pkl", "stack_underflow",
     proto(2) + op("EMPTY_TUPLE") + op("REDUCE") + stop(),
@@ -600,8 +600,8 @@ add("underflow-reduce-one-item.pkl", "stack_underflow",
 add("underflow-tuple2-one-item.pkl", "stack_underflow",
     proto(2) + binint1(1) + op("TUPLE2") + stop(),
     "TUPLE2 with only one item on the stack")
-add("underflow-stop-empty.pkl", "stack_underflow", stop(), "STOP on an empty stack")
-add("underflow-dup-empty.pkl", "stack_underflow", op("DUP") + none() + stop(),
+add("underflow-stop-empty.pkl", "not_a_pickle", stop(), "STOP on an empty stack: no pickle starts with it")
+add("underflow-dup-empty.pkl", "not_a_pickle", op("DUP") + none() + stop(),
     "DUP on an empty stack")
 add("underflow-tuple1-below-mark.pkl", "stack_underflow",
     proto(2) + binint1(1) + op("MARK") + op("TUPLE1") + stop(),
@@ -647,7 +647,7 @@ add("mark-missing-OBJ.pkl", "mark_missing",
     proto(1) + glob("__builtin__", "set") + op("OBJ") + stop(),
     "OBJ of the allowed __builtin__.set with no MARK open")
 
-add("memo-missing-GET.pkl", "memo_key_missing", op("GET") + line("0") + stop(),
+add("memo-missing-GET.pkl", "not_a_pickle", op("GET") + line("0") + stop(),
     "GET 0 with an empty memo")
 add("memo-missing-BINGET.pkl", "memo_key_missing", proto(2) + binget(0) + stop(),
     "BINGET 0 with an empty memo")
@@ -875,7 +875,7 @@ add("stack-not-empty-many.pkl", "stack_not_empty",
 
 # -- 5. truncated -----------------------------------------------------------------------------
 
-add("trunc-empty.pkl", "truncated", b"", "empty input")
+add("trunc-empty.pkl", "not_a_pickle", b"", "empty input: no pickle at all")
 add("trunc-proto-no-arg.pkl", "truncated", op("PROTO"), "PROTO without its argument byte")
 add("trunc-proto-only.pkl", "truncated", proto(2), "PROTO 2 and nothing else")
 add("trunc-no-stop.pkl", "truncated", proto(2) + none(), "NONE without a STOP")
