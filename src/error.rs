@@ -99,11 +99,6 @@ pub enum ErrorKind {
     /// is not.
     #[error("text is not valid UTF-8")]
     InvalidUtf8,
-    /// A Python 2 `str` (STRING, BINSTRING, SHORT_BINSTRING) with a byte above 0x7F, under a
-    /// policy that reads such strings as ASCII text (`python2_str_encoding = "ascii"`, what
-    /// CPython's `pickle.loads` does by default: it raises `UnicodeDecodeError`).
-    #[error("Python 2 str is not valid ASCII")]
-    InvalidAscii,
     /// An opcode found a value of the wrong type (APPEND onto a non-list, STACK_GLOBAL with a
     /// non-str name, REDUCE of a value that is not a global, arguments that are not a tuple...).
     #[error("type mismatch: {0}")]
@@ -186,6 +181,17 @@ pub enum ErrorKind {
     /// code <= 0").
     #[error("extension code {0} is not mapped by policy")]
     ExtensionCodeRejected(i64),
+    /// A Python 2 `str` (STRING, BINSTRING, SHORT_BINSTRING) with a byte above 0x7F, under a
+    /// policy that reads such strings as ASCII text (`python2_str = "str"` with
+    /// `python2_str_encoding = "ascii"`, as the built-in `data` and `strict` policies do,
+    /// following CPython's `pickle.loads` and its default `encoding="ASCII"`, which raises
+    /// `UnicodeDecodeError`). A policy refusal, not malformed input: the pickle is well
+    /// formed, and a policy reading Python 2 strings as bytes (`mitogen`) or Latin-1 text
+    /// accepts it.
+    #[error(
+        "Python 2 str has a byte above 0x7F, and Python 2 strings are read as ASCII text by policy"
+    )]
+    InvalidAscii,
     /// NEXT_BUFFER when every out-of-band buffer the caller supplied is used (or none was
     /// supplied), or READONLY_BUFFER when none was supplied. CPython raises
     /// `UnpicklingError("not enough out-of-band buffers")` for the first and "pickle stream
@@ -215,7 +221,6 @@ impl ErrorKind {
             | InvalidString
             | InvalidEscape
             | InvalidUtf8
-            | InvalidAscii
             | TypeMismatch(_)
             | OddItemCount
             | UnhashableKey
@@ -233,6 +238,7 @@ impl ErrorKind {
             | ConstructorRejected(_)
             | PersistentIdRejected
             | ExtensionCodeRejected(_)
+            | InvalidAscii
             | BuffersNotSupplied => Category::PolicyDenied,
             Io(_) => Category::Io,
         }

@@ -383,28 +383,78 @@ print(d.hex())
     assert!(matches!(root(&doc).1, Value::Str(s) if s.as_str() == Some("a")));
 }
 
-/// Python 2 STRING: bytes under `data` (CPython's encoding="bytes"), str under a policy with
-/// python2_str = "str" and latin1 (CPython's encoding="latin1").
+/// Python 2 STRING: ASCII str under `data` and `strict`, as CPython's `pickle.loads` reads it
+/// by default (`encoding="ASCII"`), a non-ASCII byte refused (as a policy refusal, since the
+/// policy's encoding refuses it: CPython raises `UnicodeDecodeError`); bytes under `mitogen`
+/// and a policy with python2_str = "bytes" (CPython's encoding="bytes"), str under a policy
+/// with python2_str = "str" and latin1 (CPython's encoding="latin1").
 #[test]
-fn python2_string_is_bytes_or_latin1_str_by_policy() {
+fn python2_string_is_ascii_str_by_default_bytes_or_latin1_str_by_policy() {
     let data = py(r#"
 d = b"S'abc\\xe9'\n."
 assert pickle.loads(d, encoding="bytes") == b"abc\xe9"
 assert pickle.loads(d, encoding="latin1") == "abc\xe9"
+try:
+    pickle.loads(d)
+    raise SystemExit("CPython's default read non-ASCII")
+except UnicodeDecodeError:
+    pass
+assert pickle.loads(b"S'abc'\n.") == "abc"
 print(d.hex())
 "#);
     assert_eq!(data, b"S'abc\\xe9'\n.");
-    let bytes_policy = Policy::data();
-    let doc = decode(&data, &bytes_policy);
-    assert!(
-        matches!(root(&doc).1, Value::Bytes(b) if b.to_cow().as_ref() == b"abc\xe9"),
-        "{:?}",
-        root(&doc).1
-    );
-    assert_eq!(
-        to_typed_json(&doc),
-        format!("{FMT}{{\"type\":\"bytes\",\"hex\":\"616263e9\"}}}}")
-    );
+    // The built-in data and strict policies: CPython's default.
+    for policy in [Policy::data(), Policy::strict()] {
+        for ascii in [&b"S'abc'\n."[..], b"U\x03abc.", b"T\x03\x00\x00\x00abc."] {
+            let doc = decode(ascii, &policy);
+            assert_eq!(
+                to_typed_json(&doc),
+                format!("{FMT}{{\"type\":\"str\",\"value\":\"abc\"}}}}"),
+                "{}",
+                policy.name
+            );
+        }
+        for bad in [&data[..], b"U\x04abc\xe9.", b"T\x04\x00\x00\x00abc\xe9."] {
+            let e = refusal(bad, &policy);
+            assert_eq!(e.kind().name(), "invalid_ascii", "{e}");
+            assert_eq!(e.category(), picklewarden::Category::PolicyDenied, "{e}");
+            let text = e.to_string();
+            assert!(
+                text.contains("byte above 0x7F")
+                    && text.contains(&format!("policy \"{}\"", policy.name)),
+                "{text}"
+            );
+            // The scan gives the same refusal.
+            let report = picklewarden::scan(bad, &policy, policy.limits, false);
+            assert_eq!(report.result.unwrap_err().kind().name(), "invalid_ascii");
+        }
+    }
+
+    // Bytes, as Mitogen reads them (`Unpickler(encoding='bytes')`) and a policy may choose.
+    let bytes_file = Policy::from_toml_str("name = \"b\"\npython2_str = \"bytes\"\n")
+        .unwrap_or_else(|e| panic!("{e}"));
+    for bytes_policy in [
+        Policy::builtin("mitogen").unwrap(),
+        Policy::builtin("mitogen-plus").unwrap(),
+        bytes_file,
+    ] {
+        let doc = decode(&data, &bytes_policy);
+        assert!(
+            matches!(root(&doc).1, Value::Bytes(b) if b.to_cow().as_ref() == b"abc\xe9"),
+            "{:?}",
+            root(&doc).1
+        );
+        assert_eq!(
+            to_typed_json(&doc),
+            format!("{FMT}{{\"type\":\"bytes\",\"hex\":\"616263e9\"}}}}")
+        );
+        // BINSTRING and SHORT_BINSTRING follow the same rule
+        for d in [&b"U\x04abc\xe9."[..], &b"T\x04\x00\x00\x00abc\xe9."[..]] {
+            assert!(
+                matches!(root(&decode(d, &bytes_policy)).1, Value::Bytes(b) if b.to_cow().as_ref() == b"abc\xe9")
+            );
+        }
+    }
 
     let str_policy = Policy::from_toml_str(
         "name = \"py2str\"\npython2_str = \"str\"\npython2_str_encoding = \"latin1\"\n",
@@ -420,22 +470,11 @@ print(d.hex())
         to_typed_json(&doc),
         format!("{FMT}{{\"type\":\"str\",\"value\":\"abc\u{e9}\"}}}}")
     );
-
-    // BINSTRING and SHORT_BINSTRING follow the same rule
     for d in [&b"U\x04abc\xe9."[..], &b"T\x04\x00\x00\x00abc\xe9."[..]] {
-        assert!(
-            matches!(root(&decode(d, &bytes_policy)).1, Value::Bytes(b) if b.to_cow().as_ref() == b"abc\xe9")
-        );
         assert!(
             matches!(root(&decode(d, &str_policy)).1, Value::Str(s) if s.as_str() == Some("abc\u{e9}"))
         );
     }
-    // with ascii (CPython's default encoding) a non-ASCII byte is refused, as CPython raises
-    let ascii_policy = Policy::from_toml_str(
-        "name = \"a\"\npython2_str = \"str\"\npython2_str_encoding = \"ascii\"\n",
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(refusal(&data, &ascii_policy).kind().name(), "invalid_ascii");
 }
 
 /// Runs of int opcodes (BININT1, BININT2, BININT, LONG1), read by the build's and the scan's

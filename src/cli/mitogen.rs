@@ -72,6 +72,7 @@ pub(crate) fn load_policy(name: &str, limits: &[String]) -> Result<(Policy, Limi
     let common = Common {
         policy: Some(name.to_owned()),
         limits: limits.to_vec(),
+        python2_str: None,
         stream: true,
         buffers: Vec::new(),
         input: Some("-".into()),

@@ -150,6 +150,12 @@ pub(crate) struct Common {
     /// max_key_steps_per_byte, max_key_collisions.
     #[arg(long = "limit", value_name = "NAME=VALUE")]
     limits: Vec<String>,
+    /// How Python 2 strings (STRING, BINSTRING, SHORT_BINSTRING) decode, in place of the
+    /// policy's `python2_str` setting: `ascii` (str; `data` and `strict`, as CPython's
+    /// pickle.loads by default), `latin1` or `utf-8` (str, as `encoding=...`), or `bytes`
+    /// (`mitogen`, as `encoding="bytes"`).
+    #[arg(long, value_enum, value_name = "ENCODING")]
+    python2_str: Option<Python2StrOpt>,
     /// The input holds several pickles one after another sharing one memo (as Mitogen's
     /// unpickle_iter reads a message); without it, anything after the first STOP is refused.
     #[arg(long)]
@@ -185,6 +191,32 @@ pub(crate) fn input_path(given: Option<&Path>) -> Result<&Path, Fatal> {
     }
 }
 
+/// The values of `--python2-str`.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub(crate) enum Python2StrOpt {
+    /// str, refusing a byte above 0x7F (`invalid_ascii`).
+    Ascii,
+    /// str, every byte its code point.
+    Latin1,
+    /// str, refusing invalid UTF-8.
+    #[value(name = "utf-8")]
+    Utf8,
+    /// bytes.
+    Bytes,
+}
+
+impl Python2StrOpt {
+    fn setting(self) -> picklewarden::policy::Python2Str {
+        use picklewarden::policy::{Python2Str, TextEncoding};
+        match self {
+            Python2StrOpt::Ascii => Python2Str::Str(TextEncoding::Ascii),
+            Python2StrOpt::Latin1 => Python2Str::Str(TextEncoding::Latin1),
+            Python2StrOpt::Utf8 => Python2Str::Str(TextEncoding::Utf8),
+            Python2StrOpt::Bytes => Python2Str::Bytes,
+        }
+    }
+}
+
 /// A usage or I/O failure (exit 2).
 pub(crate) struct Fatal(pub(crate) String);
 
@@ -206,6 +238,14 @@ impl Common {
 
     /// The policy named by `--policy`, or the built-in `default` without it.
     fn policy_or(&self, default: &str) -> Result<Policy, Fatal> {
+        let mut policy = self.named_policy(default)?;
+        if let Some(p2) = self.python2_str {
+            policy.python2_str = p2.setting();
+        }
+        Ok(policy)
+    }
+
+    fn named_policy(&self, default: &str) -> Result<Policy, Fatal> {
         let name = self.policy.as_deref().unwrap_or(default);
         if let Some(p) = Policy::builtin(name) {
             return Ok(p);
