@@ -193,9 +193,9 @@ pub enum ErrorKind {
     )]
     InvalidAscii,
     /// NEXT_BUFFER when every out-of-band buffer the caller supplied is used (or none was
-    /// supplied), or READONLY_BUFFER when none was supplied. CPython raises
-    /// `UnpicklingError("not enough out-of-band buffers")` for the first and "pickle stream
-    /// refers to out-of-band data but no *buffers* argument was given" without buffers.
+    /// supplied). CPython raises `UnpicklingError("not enough out-of-band buffers")`, or
+    /// "pickle stream refers to out-of-band data but no *buffers* argument was given" without
+    /// buffers. (READONLY_BUFFER acts on the value below it, in-band or not, and needs none.)
     #[error("out-of-band buffer requested but none is left (each NEXT_BUFFER takes the next one supplied)")]
     BuffersNotSupplied,
 

@@ -1009,22 +1009,15 @@ impl<'a> Scan<'a, '_> {
                     }
                     self.push(Sym::Bytes)?;
                 }
-                O::ReadonlyBuffer => {
-                    if self.buffers.is_none() {
-                        return Err(self.err(ErrorKind::BuffersNotSupplied));
+                // As the build: bytes and a bytearray stay what they are (`Machine::step`).
+                O::ReadonlyBuffer => match self.top()? {
+                    Sym::Bytes | Sym::ByteArray => {}
+                    _ => {
+                        return Err(
+                            self.err(ErrorKind::TypeMismatch("READONLY_BUFFER on a non-buffer"))
+                        )
                     }
-                    match self.top()? {
-                        Sym::Bytes => {}
-                        Sym::ByteArray => {
-                            self.pop()?;
-                            self.push(Sym::Bytes)?;
-                        }
-                        _ => {
-                            return Err(self
-                                .err(ErrorKind::TypeMismatch("READONLY_BUFFER on a non-buffer")))
-                        }
-                    }
-                }
+                },
                 O::EmptyList => self.push(Sym::List)?,
                 O::EmptyTuple => self.push(Sym::Tuple)?,
                 O::EmptyDict => self.push(Sym::Dict)?,

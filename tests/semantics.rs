@@ -1107,3 +1107,59 @@ constructor = "record"
     .to_string();
     assert!(bad.contains("unknown key \"value\""), "{bad}");
 }
+
+/// READONLY_BUFFER on an in-band value needs no out-of-band buffers, as in CPython
+/// (`memoryview(obj).toreadonly()` unless already read-only): on bytes it is the same bytes;
+/// on a bytearray CPython gives a read-only memoryview of that bytearray (equal to it,
+/// unhashable like it), which picklewarden, having no memoryview value, keeps as that
+/// bytearray; on anything else CPython raises TypeError.
+#[test]
+fn readonly_buffer_on_in_band_bytes_and_bytearray() {
+    let bytes = py(r#"
+d = b"\x80\x05C\x03abc\x98."
+assert type(pickle.loads(d)) is bytes and pickle.loads(d) == b"abc"
+print(d.hex())
+"#);
+    let policy = Policy::data();
+    let doc = decode(&bytes, &policy);
+    assert_eq!(
+        to_typed_json(&doc),
+        format!("{FMT}{{\"type\":\"bytes\",\"hex\":\"616263\"}}}}")
+    );
+    assert!(picklewarden::scan(&bytes, &policy, policy.limits, false)
+        .result
+        .is_ok());
+    let bytearray = py(r#"
+d = b"\x80\x05\x96\x03\x00\x00\x00\x00\x00\x00\x00abc\x98."
+m = pickle.loads(d)
+assert isinstance(m, memoryview) and m.readonly and m == b"abc" and type(m.obj) is bytearray
+print(d.hex())
+"#);
+    let doc = decode(&bytearray, &policy);
+    assert_eq!(
+        to_typed_json(&doc),
+        format!("{FMT}{{\"type\":\"bytearray\",\"hex\":\"616263\"}}}}")
+    );
+    // As a dict key: unhashable in CPython (the view of a bytearray), and here.
+    let key = py(r#"
+d = b"\x80\x05}\x96\x01\x00\x00\x00\x00\x00\x00\x00a\x98K\x01s."
+try:
+    pickle.loads(d)
+    raise SystemExit("hashed")
+except TypeError:
+    pass
+print(d.hex())
+"#);
+    assert_eq!(refusal(&key, &policy).kind().name(), "unhashable_key");
+    // On an int: a type mismatch (CPython: TypeError), buffers or not.
+    let int = b"\x80\x05K\x01\x98.";
+    assert_eq!(refusal(int, &policy).kind().name(), "type_mismatch");
+    assert_eq!(
+        picklewarden::scan(int, &policy, policy.limits, false)
+            .result
+            .unwrap_err()
+            .kind()
+            .name(),
+        "type_mismatch"
+    );
+}

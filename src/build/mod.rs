@@ -148,8 +148,9 @@ impl<'a, 'p> Decoder<'a, 'p> {
 
     /// Supplies out-of-band buffers for NEXT_BUFFER (protocol 5), in order, as CPython's
     /// `pickle.loads(data, buffers=...)`. Each decodes to a bytes value. Without this,
-    /// NEXT_BUFFER and READONLY_BUFFER are refused with
-    /// [`ErrorKind::BuffersNotSupplied`](crate::ErrorKind::BuffersNotSupplied).
+    /// NEXT_BUFFER is refused with
+    /// [`ErrorKind::BuffersNotSupplied`](crate::ErrorKind::BuffersNotSupplied); READONLY_BUFFER
+    /// on an in-band bytes or bytearray needs no buffers, as in CPython.
     pub fn buffers(mut self, buffers: Vec<&'a [u8]>) -> Decoder<'a, 'p> {
         self.buffers = Some(buffers);
         self

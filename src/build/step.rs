@@ -275,21 +275,15 @@ impl<'a, 'p> Machine<'a, 'p> {
                 let id = self.bytes_node(Cow::Borrowed(buf), 0)?;
                 self.push(id)?;
             }
+            // CPython's `memoryview(obj).toreadonly()` unless the view is already read-only,
+            // in-band or out-of-band alike: bytes (and an out-of-band buffer, bytes here) stay
+            // as they are; a bytearray becomes a read-only memoryview of it, which has no value
+            // of its own here and is kept as that bytearray (equal, shared, unhashable, as the
+            // view is; docs/how-it-works.md).
             O::ReadonlyBuffer => {
-                if self.buffers.is_none() {
-                    return Err(self.err(ErrorKind::BuffersNotSupplied));
-                }
                 let top = self.top()?;
                 match self.get(top)? {
-                    Value::Bytes(_) => {}
-                    Value::ByteArray(b) => {
-                        self.fat_fits(b.len() as u64)?;
-                        let copy = b.to_vec();
-                        let n = copy.len() as u64;
-                        self.pop()?;
-                        let id = self.fat(Fat::Bytes(Cow::Owned(copy)), n)?;
-                        self.push(id)?;
-                    }
+                    Value::Bytes(_) | Value::ByteArray(_) => {}
                     _ => {
                         return Err(
                             self.err(ErrorKind::TypeMismatch("READONLY_BUFFER on a non-buffer"))
