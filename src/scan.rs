@@ -718,7 +718,7 @@ impl<'a> Scan<'a, '_> {
     }
 
     /// A call of `callable` with `args`: checks kinds and forms; returns the result's symbol.
-    fn call(&mut self, callable: Sym, args: Sym, kind: CallKind, inst: bool) -> Result<Sym> {
+    fn call(&mut self, callable: Sym, args: Sym, kind: CallKind) -> Result<Sym> {
         let Sym::Global(rule_index) = callable else {
             return Err(self.err(ErrorKind::TypeMismatch("callable is not a global")));
         };
@@ -729,7 +729,7 @@ impl<'a> Scan<'a, '_> {
             .policy
             .rule(rule_index)
             .ok_or_else(|| self.err(ErrorKind::TypeMismatch("dangling rule")))?;
-        rule.check_call(kind, inst).map_err(|k| self.err(k))?;
+        rule.check_call(kind).map_err(|k| self.err(k))?;
         Ok(match rule.constructor {
             Constructor::Latin1Bytes | Constructor::Bytes => Sym::Bytes,
             Constructor::ByteArray => Sym::ByteArray,
@@ -1108,7 +1108,7 @@ impl<'a> Scan<'a, '_> {
                     }
                     let cls = self.global_line()?;
                     self.pop_mark()?;
-                    let r = self.call(cls, Sym::Tuple, CallKind::Reduce, true)?;
+                    let r = self.call(cls, Sym::Tuple, CallKind::Inst)?;
                     self.push(r)?;
                 }
                 O::Obj => {
@@ -1116,19 +1116,19 @@ impl<'a> Scan<'a, '_> {
                     let Some(cls) = first.filter(|_| n > 0) else {
                         return Err(self.err(ErrorKind::StackUnderflow));
                     };
-                    let r = self.call(cls, Sym::Tuple, CallKind::Reduce, true)?;
+                    let r = self.call(cls, Sym::Tuple, CallKind::Obj)?;
                     self.push(r)?;
                 }
                 O::Reduce => {
                     let args = self.pop()?;
                     let callable = self.pop()?;
-                    let r = self.call(callable, args, CallKind::Reduce, false)?;
+                    let r = self.call(callable, args, CallKind::Reduce)?;
                     self.push(r)?;
                 }
                 O::Newobj => {
                     let args = self.pop()?;
                     let cls = self.pop()?;
-                    let r = self.call(cls, args, CallKind::NewObj, false)?;
+                    let r = self.call(cls, args, CallKind::NewObj)?;
                     self.push(r)?;
                 }
                 O::NewobjEx => {
@@ -1146,7 +1146,7 @@ impl<'a> Scan<'a, '_> {
                             self.err(ErrorKind::TypeMismatch("NEWOBJ_EX kwargs are not a dict"))
                         );
                     }
-                    let r = self.call(cls, args, CallKind::NewObjEx, false)?;
+                    let r = self.call(cls, args, CallKind::NewObjEx)?;
                     self.push(r)?;
                 }
                 O::Build => {

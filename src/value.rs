@@ -342,26 +342,41 @@ impl PartialEq for PyBytes<'_> {
 
 impl Eq for PyBytes<'_> {}
 
-/// How a record object was made, as typed JSON's `kind` field names it ([`crate::json`],
-/// docs/typed-json.md).
+/// How a record object was made (the opcode that made it), as typed JSON's `kind` field
+/// names it ([`crate::json`], docs/typed-json.md). More kinds may come, as opcodes are told
+/// apart that CPython runs differently.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum CallKind {
-    /// REDUCE, INST or OBJ: `callable(*args)`.
+    /// REDUCE: `callable(*args)`.
     Reduce,
     /// NEWOBJ: `cls.__new__(cls, *args)`.
     NewObj,
     /// NEWOBJ_EX: `cls.__new__(cls, *args, **kwargs)`.
     NewObjEx,
+    /// INST (protocol 0: the class named by the opcode, the arguments after the MARK):
+    /// `cls(*args)`, but `cls.__new__(cls)` with no arguments when `cls` is a class without
+    /// `__getinitargs__` (`Lib/pickle.py` `_instantiate`).
+    Inst,
+    /// OBJ (protocol 1: the class is the first item after the MARK), as INST.
+    Obj,
 }
 
 impl CallKind {
-    /// `"reduce"`, `"newobj"` or `"newobj_ex"`.
+    /// `"reduce"`, `"newobj"`, `"newobj_ex"`, `"inst"` or `"obj"`.
     pub fn name(self) -> &'static str {
         match self {
             CallKind::Reduce => "reduce",
             CallKind::NewObj => "newobj",
             CallKind::NewObjEx => "newobj_ex",
+            CallKind::Inst => "inst",
+            CallKind::Obj => "obj",
         }
+    }
+
+    /// INST or OBJ (the policy's `inst` form).
+    pub fn is_inst(self) -> bool {
+        matches!(self, CallKind::Inst | CallKind::Obj)
     }
 }
 

@@ -1163,3 +1163,51 @@ print(d.hex())
         "type_mismatch"
     );
 }
+
+/// INST and OBJ records keep how they were made: CPython calls `cls(*args)` for REDUCE, but
+/// `cls.__new__(cls)` for INST and OBJ with no arguments (`Lib/pickle.py` `_instantiate`), so
+/// typed JSON and `Object::kind` say `inst` and `obj`, not `reduce`.
+#[test]
+fn inst_and_obj_records_keep_their_kind() {
+    let policy = Policy::from_toml_str(
+        "name = \"p\"\n[[global]]\nmodule = \"m\"\nname = \"C\"\nconstructor = \"record\"\n",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let global = "{\"type\":\"global\",\"module\":\"m\",\"name\":\"C\"}";
+    for (data, kind, args) in [
+        (&b"(im\nC\n."[..], "inst", "[]"),
+        (
+            b"(I1\nim\nC\n.",
+            "inst",
+            "[{\"type\":\"int\",\"value\":\"1\"}]",
+        ),
+        (b"(cm\nC\no.", "obj", "[]"),
+        (
+            b"(cm\nC\nI1\no.",
+            "obj",
+            "[{\"type\":\"int\",\"value\":\"1\"}]",
+        ),
+        (b"cm\nC\n)R.", "reduce", "[]"),
+    ] {
+        let doc = decode(data, &policy);
+        match root(&doc).1 {
+            Value::Object(o) => assert_eq!(o.kind.name(), kind),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(
+            to_typed_json(&doc),
+            format!(
+                "{FMT}{{\"type\":\"object\",\"kind\":\"{kind}\",\"callable\":{global},\
+                 \"args\":{{\"type\":\"tuple\",\"items\":{args}}}}}}}"
+            ),
+        );
+    }
+    // The policy's `inst` form covers both.
+    let no_inst = Policy::from_toml_str(
+        "name = \"p\"\n[[global]]\nmodule = \"m\"\nname = \"C\"\nconstructor = \"record\"\nforms = [\"reduce\"]\n",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    for data in [&b"(im\nC\n."[..], b"(cm\nC\no."] {
+        assert_eq!(refusal(data, &no_inst).kind().name(), "form_not_allowed");
+    }
+}

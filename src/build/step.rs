@@ -419,7 +419,7 @@ impl<'a, 'p> Machine<'a, 'p> {
                 let cls = self.global_line()?;
                 let start = self.group()?;
                 let args = self.seq_from_stack(start, true)?;
-                let id = self.call(cls, args, None, CallKind::Reduce, true)?;
+                let id = self.call(cls, args, None, CallKind::Inst)?;
                 self.push(id)?;
             }
             O::Obj => {
@@ -429,26 +429,26 @@ impl<'a, 'p> Machine<'a, 'p> {
                 };
                 let args = self.seq_from_stack(start + 1, true)?;
                 self.stack.truncate(start);
-                let id = self.call(cls, args, None, CallKind::Reduce, true)?;
+                let id = self.call(cls, args, None, CallKind::Obj)?;
                 self.push(id)?;
             }
             O::Reduce => {
                 let args = self.pop()?;
                 let callable = self.pop()?;
-                let id = self.call(callable, args, None, CallKind::Reduce, false)?;
+                let id = self.call(callable, args, None, CallKind::Reduce)?;
                 self.push(id)?;
             }
             O::Newobj => {
                 let args = self.pop()?;
                 let cls = self.pop()?;
-                let id = self.call(cls, args, None, CallKind::NewObj, false)?;
+                let id = self.call(cls, args, None, CallKind::NewObj)?;
                 self.push(id)?;
             }
             O::NewobjEx => {
                 let kwargs = self.pop()?;
                 let args = self.pop()?;
                 let cls = self.pop()?;
-                let id = self.call(cls, args, Some(kwargs), CallKind::NewObjEx, false)?;
+                let id = self.call(cls, args, Some(kwargs), CallKind::NewObjEx)?;
                 self.push(id)?;
             }
             O::Build => self.build()?,
