@@ -219,6 +219,20 @@ impl<'a> Reader<'a> {
         self.pos >= self.input.len()
     }
 
+    /// What is left after the STOP of a single pickle whose trailing bytes are allowed: none
+    /// (`None`) or their offset and length. A FRAME may not run on past the STOP
+    /// ([`ErrorKind::FrameStraddle`], as between the pickles of a stream).
+    pub(crate) fn trailing(&mut self) -> Result<Option<crate::value::Trailing>> {
+        self.end_pickle()?;
+        if self.at_end() {
+            return Ok(None);
+        }
+        Ok(Some(crate::value::Trailing {
+            offset: self.pos as u64,
+            len: self.input.len().saturating_sub(self.pos) as u64,
+        }))
+    }
+
     /// Refuses anything after the STOP of a single pickle.
     pub(crate) fn expect_end(&self) -> Result<()> {
         if self.at_end() {

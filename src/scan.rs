@@ -28,7 +28,7 @@ use crate::opcode::{Opcode, SCALAR_ARG};
 use crate::policy::{Constructor, Policy, Python2Str, TextEncoding};
 use crate::reader::Reader;
 use crate::text::{self, IntTextOf, NumberError};
-use crate::value::CallKind;
+use crate::value::{CallKind, Trailing};
 
 /// Text payloads shorter than this are checked for ASCII first (most keys and names), which is
 /// a few instructions where the UTF-8 validation costs a call and its setup.
@@ -351,6 +351,8 @@ pub struct ScanReport {
     pub protocol: u8,
     /// Pickles completed (their STOP reached).
     pub pickles: usize,
+    /// The bytes after STOP left unread, when [`Scanner::allow_trailing`] allowed them.
+    pub trailing: Option<Trailing>,
 }
 
 /// Configures and runs a scan. See the module docs.
@@ -361,6 +363,7 @@ pub struct Scanner<'a, 'p> {
     stream: bool,
     buffers: Option<usize>,
     deadline: Option<Instant>,
+    allow_trailing: bool,
 }
 
 impl<'a, 'p> Scanner<'a, 'p> {
@@ -373,12 +376,21 @@ impl<'a, 'p> Scanner<'a, 'p> {
             stream: false,
             buffers: None,
             deadline: None,
+            allow_trailing: false,
         }
     }
 
     /// Replaces the limits.
     pub fn limits(mut self, limits: Limits) -> Scanner<'a, 'p> {
         self.limits = limits;
+        self
+    }
+
+    /// Allows bytes after the STOP of a single pickle, as
+    /// [`Decoder::allow_trailing`](crate::Decoder::allow_trailing) does; they are reported in
+    /// [`ScanReport::trailing`].
+    pub fn allow_trailing(mut self, allow: bool) -> Scanner<'a, 'p> {
+        self.allow_trailing = allow;
         self
     }
 
@@ -420,9 +432,10 @@ impl<'a, 'p> Scanner<'a, 'p> {
                 opcode_counts: Box::new([0; 256]),
                 protocol: 0,
                 pickles: 0,
+                trailing: None,
             },
         };
-        let result = s.all(self.stream);
+        let result = s.all(self.stream, self.allow_trailing);
         let mut report = s.report;
         report.result = result;
         report
@@ -455,7 +468,7 @@ struct Scan<'a, 'p> {
 }
 
 impl<'a> Scan<'a, '_> {
-    fn all(&mut self, stream: bool) -> Result<()> {
+    fn all(&mut self, stream: bool, allow_trailing: bool) -> Result<()> {
         let len = self.r.input.len() as u64;
         if len > self.limits.max_input_bytes {
             return Err(Error::new(
@@ -471,6 +484,10 @@ impl<'a> Scan<'a, '_> {
         loop {
             self.one()?;
             self.report.pickles += 1;
+            if !stream && allow_trailing {
+                self.report.trailing = self.r.trailing()?;
+                return Ok(());
+            }
             if !stream {
                 return self.r.expect_end();
             }

@@ -790,6 +790,17 @@ impl<'a> Arena<'a> {
     }
 }
 
+/// Bytes after the STOP of a pickle decoded with
+/// [`Decoder::allow_trailing`](crate::Decoder::allow_trailing) (or scanned with
+/// [`Scanner::allow_trailing`](crate::Scanner::allow_trailing)), left unread.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Trailing {
+    /// Absolute byte offset of the first byte after STOP.
+    pub offset: u64,
+    /// How many bytes follow, to the end of the input.
+    pub len: u64,
+}
+
 /// A decoded pickle (or a stream of pickles sharing one memo): the arena and its roots.
 #[derive(Debug)]
 pub struct Document<'a> {
@@ -808,9 +819,18 @@ pub struct Document<'a> {
     /// single pickle): the canonical writer makes each record's call in the pickle that made
     /// it.
     pub(crate) pickle_starts: Vec<usize>,
+    /// What was left after STOP, when the decoder allowed it.
+    pub(crate) trailing: Option<Trailing>,
 }
 
 impl<'a> Document<'a> {
+    /// The bytes after the pickle's STOP that were left unread, when the decoder allowed them
+    /// ([`Decoder::allow_trailing`](crate::Decoder::allow_trailing)) and there were any;
+    /// `None` otherwise (and always for a stream).
+    pub fn trailing(&self) -> Option<Trailing> {
+        self.trailing
+    }
+
     /// The number of arena nodes: every value created while decoding, including ones that
     /// were popped and are not reachable from a root, except the shared values
     /// ([`NodeId::is_shared`]). Their ids are `NodeId`s of index 0 to `len() - 1`

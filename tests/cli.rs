@@ -126,6 +126,48 @@ fn limits_and_policies_from_the_command_line() {
     assert_eq!(run(&["check", "-"], Some(b"")).status.code(), Some(1));
 }
 
+/// `--allow-trailing`: bytes after STOP left unread and reported (stderr, typed JSON, scan),
+/// refused without it.
+#[test]
+fn allow_trailing_reports_what_was_left() {
+    let padded = b"\x80\x02K\x01.\n\x00";
+    let out = run(&["decode", "-"], Some(padded));
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("--allow-trailing"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = run(&["decode", "--allow-trailing", "-"], Some(padded));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["value"]["value"], "1");
+    assert_eq!(
+        doc["trailing"],
+        serde_json::json!({"offset": 5, "length": 2})
+    );
+    assert!(
+        text(&out.stderr).contains("2 bytes after STOP left unread, from offset 5"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = run(&["check", "--allow-trailing", "-"], Some(padded));
+    assert_eq!(out.status.code(), Some(0));
+    let out = run(&["scan", "--allow-trailing", "-"], Some(padded));
+    assert_eq!(out.status.code(), Some(0));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        report["trailing"],
+        serde_json::json!({"offset": 5, "length": 2})
+    );
+    // Not with --stream, which reads pickles to the end.
+    let out = run(
+        &["decode", "--allow-trailing", "--stream", "-"],
+        Some(padded),
+    );
+    assert_eq!(out.status.code(), Some(2));
+}
+
 /// Python 2 strings: ASCII str under `data` (CPython's default), a non-ASCII one refused as a
 /// policy refusal; `--python2-str` chooses another reading, whatever the policy says.
 #[test]

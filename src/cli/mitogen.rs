@@ -74,6 +74,7 @@ pub(crate) fn load_policy(name: &str, limits: &[String]) -> Result<(Policy, Limi
         limits: limits.to_vec(),
         python2_str: None,
         stream: true,
+        allow_trailing: false,
         buffers: Vec::new(),
         input: Some("-".into()),
     };

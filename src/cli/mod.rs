@@ -160,6 +160,12 @@ pub(crate) struct Common {
     /// unpickle_iter reads a message); without it, anything after the first STOP is refused.
     #[arg(long)]
     stream: bool,
+    /// Allow bytes after the pickle's STOP (padding or a newline at the end of a file, as
+    /// numpy payloads from Python 2 have); they are left unread, and their offset and length
+    /// reported (on standard error, in typed JSON as `trailing`, in `scan`'s report). Without
+    /// it they are refused (trailing_data).
+    #[arg(long, conflicts_with = "stream")]
+    allow_trailing: bool,
     /// Out-of-band buffer for NEXT_BUFFER (protocol 5), in order (repeatable).
     #[arg(long = "buffer", value_name = "FILE")]
     buffers: Vec<PathBuf>,
@@ -305,7 +311,9 @@ fn with_document(
     for b in &common.buffers {
         buffers.push(read_input(b, limits.max_input_bytes)?);
     }
-    let mut decoder = picklewarden::Decoder::new(&input, &policy).limits(limits);
+    let mut decoder = picklewarden::Decoder::new(&input, &policy)
+        .limits(limits)
+        .allow_trailing(common.allow_trailing);
     if !common.buffers.is_empty() {
         decoder = decoder.buffers(buffers.iter().map(Vec::as_slice).collect());
     }
@@ -317,12 +325,27 @@ fn with_document(
         Ok(doc) => doc,
         Err(e) => return Ok(Err(e)),
     };
+    if let Some(t) = doc.trailing() {
+        report_trailing(common, t);
+    }
     match then(&doc) {
         Ok(()) => Ok(Ok(())),
         // Quiet exit when the reader of our output went away (e.g. `| head`).
         Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(Ok(())),
         Err(e) => Err(Fatal(format!("cannot write output: {e}"))),
     }
+}
+
+/// The note that bytes after STOP were left unread (`--allow-trailing`).
+fn report_trailing(common: &Common, t: picklewarden::Trailing) {
+    let _ = writeln!(
+        io::stderr().lock(),
+        "picklewarden: {}: {} bytes after STOP left unread, from offset {} ({:#x}) (--allow-trailing)",
+        common.input().unwrap_or(Path::new("-")).display(),
+        t.len,
+        t.offset,
+        t.offset,
+    );
 }
 
 fn report_refusal(common: &Common, e: &Error) {
@@ -335,7 +358,8 @@ fn report_refusal(common: &Common, e: &Error) {
     // Bytes after STOP are most often the next pickle of a Pickler that dumped several.
     let hint = match e.kind() {
         picklewarden::ErrorKind::TrailingData if !common.stream => {
-            " (several pickles one after another? --stream reads them all)"
+            " (several pickles one after another? --stream reads them all; padding after the \
+             pickle? --allow-trailing leaves it unread)"
         }
         _ => "",
     };
