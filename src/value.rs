@@ -819,8 +819,10 @@ pub struct Document<'a> {
     /// single pickle): the canonical writer makes each record's call in the pickle that made
     /// it.
     pub(crate) pickle_starts: Vec<usize>,
-    /// What was left after STOP, when the decoder allowed it.
-    pub(crate) trailing: Option<Trailing>,
+    /// How many bytes were left after STOP, when the decoder allowed them; they run to the
+    /// end of the input (less than 4 GiB: `Reader::trailing`). 32 bits, so that a document
+    /// stays as small as it was (`mitogen::Content` holds one).
+    pub(crate) trailing_len: Option<std::num::NonZeroU32>,
 }
 
 impl<'a> Document<'a> {
@@ -828,7 +830,13 @@ impl<'a> Document<'a> {
     /// ([`Decoder::allow_trailing`](crate::Decoder::allow_trailing)) and there were any;
     /// `None` otherwise (and always for a stream).
     pub fn trailing(&self) -> Option<Trailing> {
-        self.trailing
+        self.trailing_len.map(|len| {
+            let len = u64::from(len.get());
+            Trailing {
+                offset: (self.arena.input.len() as u64).saturating_sub(len),
+                len,
+            }
+        })
     }
 
     /// The number of arena nodes: every value created while decoding, including ones that

@@ -248,7 +248,11 @@ impl<'a, 'p> Decoder<'a, 'p> {
                 None
             };
             let mut doc = m.finish(vec![root], false);
-            doc.trailing = trailing;
+            doc.trailing_len = trailing.and_then(|t| {
+                u32::try_from(t.len)
+                    .ok()
+                    .and_then(std::num::NonZeroU32::new)
+            });
             return Ok(doc);
         }
         m.stream = true;
