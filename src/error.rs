@@ -100,7 +100,7 @@ pub enum ErrorKind {
     #[error("text is not valid UTF-8")]
     InvalidUtf8,
     /// An opcode found a value of the wrong type (APPEND onto a non-list, STACK_GLOBAL with a
-    /// non-str name, REDUCE of a value that is not a global, arguments that are not a tuple...).
+    /// non-str name, REDUCE of a value that cannot be called, arguments that are not a tuple...).
     #[error("type mismatch: {0}")]
     TypeMismatch(&'static str),
     /// SETITEMS with an odd number of items after its MARK.
@@ -173,6 +173,13 @@ pub enum ErrorKind {
     /// A constructor was given arguments it does not accept (shape or schema).
     #[error("constructor rejected its arguments: {0}")]
     ConstructorRejected(String),
+    /// REDUCE, NEWOBJ, NEWOBJ_EX or OBJ whose callable (or class) is not a global but the
+    /// object a call made (a record: dill writes `dill._dill._load_type('set')(...)`).
+    /// CPython calls whatever that call returned; picklewarden never calls what a call
+    /// returned, under any policy. A value CPython cannot call either (a list, a str) is a
+    /// [`ErrorKind::TypeMismatch`].
+    #[error("a callable that is not a global (the object a call made) is not allowed by policy")]
+    CallableNotAllowed,
     /// PERSID or BINPERSID while the policy rejects persistent ids.
     #[error("persistent ids are rejected by policy")]
     PersistentIdRejected,
@@ -236,6 +243,7 @@ impl ErrorKind {
             | FormNotAllowed(_)
             | BuildNotAllowed
             | ConstructorRejected(_)
+            | CallableNotAllowed
             | PersistentIdRejected
             | ExtensionCodeRejected(_)
             | InvalidAscii
@@ -276,6 +284,7 @@ impl ErrorKind {
             FormNotAllowed(_) => "form_not_allowed",
             BuildNotAllowed => "build_not_allowed",
             ConstructorRejected(_) => "constructor_rejected",
+            CallableNotAllowed => "callable_not_allowed",
             PersistentIdRejected => "persistent_id_rejected",
             ExtensionCodeRejected(_) => "extension_code_rejected",
             BuffersNotSupplied => "buffers_not_supplied",

@@ -736,9 +736,7 @@ impl<'a> Scan<'a, '_> {
 
     /// A call of `callable` with `args`: checks kinds and forms; returns the result's symbol.
     fn call(&mut self, callable: Sym, args: Sym, kind: CallKind) -> Result<Sym> {
-        let Sym::Global(rule_index) = callable else {
-            return Err(self.err(ErrorKind::TypeMismatch("callable is not a global")));
-        };
+        let rule_index = self.callable_rule(callable)?;
         if args != Sym::Tuple {
             return Err(self.err(ErrorKind::TypeMismatch("arguments are not a tuple")));
         }
@@ -755,6 +753,17 @@ impl<'a> Scan<'a, '_> {
             Constructor::Complex => Sym::Scalar,
             Constructor::Record => Sym::Object(rule_index),
         })
+    }
+
+    /// The policy rule of a callable: a global's; for a record object (what a call made, which
+    /// CPython would call) a policy refusal, for anything else a type mismatch (as the build's
+    /// `Machine::rule_of`).
+    fn callable_rule(&self, callable: Sym) -> Result<usize> {
+        match callable {
+            Sym::Global(rule) => Ok(rule),
+            Sym::Object(_) => Err(self.err(ErrorKind::CallableNotAllowed)),
+            _ => Err(self.err(ErrorKind::TypeMismatch("callable is not a global"))),
+        }
     }
 
     /// Whether a record made from `rule` allows APPEND/SETITEM (`items`) or BUILD.
@@ -1152,9 +1161,7 @@ impl<'a> Scan<'a, '_> {
                     let kwargs = self.pop()?;
                     let args = self.pop()?;
                     let cls = self.pop()?;
-                    let Sym::Global(_) = cls else {
-                        return Err(self.err(ErrorKind::TypeMismatch("callable is not a global")));
-                    };
+                    self.callable_rule(cls)?;
                     if args != Sym::Tuple {
                         return Err(self.err(ErrorKind::TypeMismatch("arguments are not a tuple")));
                     }

@@ -1263,3 +1263,54 @@ print(d.hex())
     assert!(report.result.is_ok());
     assert_eq!(doc.unwrap().trailing().map(|t| t.len), Some(3));
 }
+
+/// A callable that is not a global (REDUCE, NEWOBJ or OBJ on the object a call made, as dill
+/// writes `dill._dill._load_type('set')(...)`): CPython calls it, picklewarden never calls
+/// what a call returned, so it is a policy refusal (`callable_not_allowed`), in the scan and
+/// the build alike; a value that cannot be called in CPython either (a list) stays a
+/// `type_mismatch`.
+#[test]
+fn a_callable_made_by_a_call_is_a_policy_refusal() {
+    // getattr(str, 'upper')('a'), at protocol 0: CPython gives 'A'.
+    let data = py(r#"
+d = b"c__builtin__\ngetattr\n(c__builtin__\nstr\nVupper\ntR(Va\ntR."
+assert pickle.loads(d) == "A"
+print(d.hex())
+"#);
+    let policy = Policy::from_toml_str(
+        "name = \"p\"\n[[global]]\nmodule = \"__builtin__\"\nname = \"getattr\"\nconstructor = \"record\"\n\
+         [[global]]\nmodule = \"__builtin__\"\nname = \"str\"\nconstructor = \"record\"\n",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let reduce_at = data.len() as u64 - 2;
+    // NEWOBJ on it (protocol 2), and OBJ (protocol 1) with it as the class.
+    let mut newobj = b"\x80\x02".to_vec();
+    newobj.extend_from_slice(data.get(..data.len() - 7).unwrap());
+    newobj.extend_from_slice(b")\x81.");
+    let mut obj = b"(".to_vec();
+    obj.extend_from_slice(data.get(..data.len() - 7).unwrap());
+    obj.extend_from_slice(b"o.");
+    for (input, at) in [
+        (&data[..], reduce_at),
+        (&newobj[..], newobj.len() as u64 - 2),
+        (&obj[..], obj.len() as u64 - 2),
+    ] {
+        let e = refusal(input, &policy);
+        assert_eq!(e.kind().name(), "callable_not_allowed", "{e}");
+        assert_eq!(e.category(), picklewarden::Category::PolicyDenied);
+        assert_eq!(e.offset(), at, "{e}");
+        assert!(e.to_string().contains("policy \"p\""), "{e}");
+        let careful = Decoder::new(input, &policy).careful_only().decode();
+        assert_eq!(careful.unwrap_err().kind().name(), "callable_not_allowed");
+        let scanned = picklewarden::scan(input, &policy, policy.limits, false)
+            .result
+            .unwrap_err();
+        assert_eq!(
+            (scanned.kind().name(), scanned.offset()),
+            ("callable_not_allowed", at)
+        );
+    }
+    // A list is no callable in CPython either.
+    let list = b"]\x94)R.";
+    assert_eq!(refusal(list, &policy).kind().name(), "type_mismatch");
+}

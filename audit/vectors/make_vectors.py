@@ -285,6 +285,11 @@ put("a40-tuple-dag-dict-key.pkl",
     b"\x80\x02}K\x00" + b"2\x86" * 60 + b"K\x01s.",
     "ok", "A40")
 
+# A62 REDUCE on what a call made (a record), which CPython would call
+put("a62-reduce-on-a-record-mitogen.pkl", P2 + b"cmitogen.core\nBlob\nC\x01x\x85R)R.",
+    "callable_not_allowed", "A62", policy="mitogen")
+
+
 with open(os.path.join(HERE, "MANIFEST.tsv"), "w") as f:
     f.write("file\texpected\tlimit\tpolicy\tlimits\tmode\tattack\n")
     seen = set()

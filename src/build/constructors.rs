@@ -51,10 +51,12 @@ impl Args {
 }
 
 impl<'a, 'p> Machine<'a, 'p> {
-    /// The policy rule of a global node, or a type mismatch for anything else.
+    /// The policy rule of a global node; for a record object (what a call made, which CPython
+    /// would call) a policy refusal, and for anything else a type mismatch (as `Scan::call`).
     pub(super) fn rule_of(&self, callable: NodeId) -> Result<usize> {
         match self.get(callable)? {
             Value::Global(g) => Ok(g.rule),
+            Value::Object(_) => Err(self.err(ErrorKind::CallableNotAllowed)),
             _ => Err(self.err(ErrorKind::TypeMismatch("callable is not a global"))),
         }
     }

@@ -47,7 +47,7 @@ KINDS = {
     # PolicyDenied
     "global_not_allowed", "form_not_allowed", "build_not_allowed", "constructor_rejected",
     "persistent_id_rejected", "extension_code_rejected", "buffers_not_supplied",
-    "invalid_ascii",
+    "invalid_ascii", "callable_not_allowed",
 }
 LIMITS = {
     "max_input_bytes", "max_nesting_depth", "max_stack_len", "max_memo_entries",
