@@ -146,8 +146,10 @@ impl<'a, 'p> Decoder<'a, 'p> {
     /// [`ErrorKind::TrailingData`](crate::ErrorKind::TrailingData)). When allowed they are
     /// left unread and reported ([`Document::trailing`]: offset and length), for files that
     /// end with padding or a newline after the pickle (numpy payloads written by Python 2
-    /// do); CPython's `pickle.loads` ignores them. [`Decoder::decode`] only: a stream
-    /// ([`Decoder::decode_stream`]) reads pickles to the end of the input.
+    /// do); CPython's `pickle.loads` ignores them. 4 GiB or more of them is no padding and
+    /// stays refused, as is a FRAME that runs on past the STOP
+    /// ([`ErrorKind::FrameStraddle`](crate::ErrorKind::FrameStraddle)). [`Decoder::decode`]
+    /// only: a stream ([`Decoder::decode_stream`]) reads pickles to the end of the input.
     pub fn allow_trailing(mut self, allow: bool) -> Decoder<'a, 'p> {
         self.allow_trailing = allow;
         self
