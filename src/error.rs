@@ -115,13 +115,8 @@ pub enum ErrorKind {
     /// is not.
     #[error("text is not valid UTF-8")]
     InvalidUtf8,
-    /// A Python 2 `str` (STRING, BINSTRING, SHORT_BINSTRING) with a byte above 0x7F, under a
-    /// policy that reads such strings as ASCII text (`python2_str_encoding = "ascii"`, what
-    /// CPython's `pickle.loads` does by default: it raises `UnicodeDecodeError`).
-    #[error("Python 2 str is not valid ASCII")]
-    InvalidAscii,
     /// An opcode found a value of the wrong type (APPEND onto a non-list, STACK_GLOBAL with a
-    /// non-str name, REDUCE of a value that is not a global, arguments that are not a tuple...).
+    /// non-str name, REDUCE of a value that cannot be called, arguments that are not a tuple...).
     #[error("type mismatch: {0}")]
     TypeMismatch(&'static str),
     /// SETITEMS with an odd number of items after its MARK.
@@ -206,6 +201,13 @@ pub enum ErrorKind {
     /// A constructor was given arguments it does not accept (shape or schema).
     #[error("constructor rejected its arguments: {0}")]
     ConstructorRejected(String),
+    /// REDUCE, NEWOBJ, NEWOBJ_EX or OBJ whose callable (or class) is not a global but the
+    /// object a call made (a record: dill writes `dill._dill._load_type('set')(...)`).
+    /// CPython calls whatever that call returned; picklewarden never calls what a call
+    /// returned, under any policy. A value CPython cannot call either (a list, a str) is a
+    /// [`ErrorKind::TypeMismatch`].
+    #[error("a callable that is not a global (the object a call made) is not allowed by policy")]
+    CallableNotAllowed,
     /// PERSID or BINPERSID while the policy rejects persistent ids.
     #[error("persistent ids are rejected by policy")]
     PersistentIdRejected,
@@ -214,10 +216,21 @@ pub enum ErrorKind {
     /// code <= 0").
     #[error("extension code {0} is not mapped by policy")]
     ExtensionCodeRejected(i64),
+    /// A Python 2 `str` (STRING, BINSTRING, SHORT_BINSTRING) with a byte above 0x7F, under a
+    /// policy that reads such strings as ASCII text (`python2_str = "str"` with
+    /// `python2_str_encoding = "ascii"`, as the built-in `data` and `strict` policies do,
+    /// following CPython's `pickle.loads` and its default `encoding="ASCII"`, which raises
+    /// `UnicodeDecodeError`). A policy refusal, not malformed input: the pickle is well
+    /// formed, and a policy reading Python 2 strings as bytes (`mitogen`) or Latin-1 text
+    /// accepts it.
+    #[error(
+        "Python 2 str has a byte above 0x7F, and Python 2 strings are read as ASCII text by policy"
+    )]
+    InvalidAscii,
     /// NEXT_BUFFER when every out-of-band buffer the caller supplied is used (or none was
-    /// supplied), or READONLY_BUFFER when none was supplied. CPython raises
-    /// `UnpicklingError("not enough out-of-band buffers")` for the first and "pickle stream
-    /// refers to out-of-band data but no *buffers* argument was given" without buffers.
+    /// supplied). CPython raises `UnpicklingError("not enough out-of-band buffers")`, or
+    /// "pickle stream refers to out-of-band data but no *buffers* argument was given" without
+    /// buffers. (READONLY_BUFFER acts on the value below it, in-band or not, and needs none.)
     #[error("out-of-band buffer requested but none is left (each NEXT_BUFFER takes the next one supplied)")]
     BuffersNotSupplied,
 
@@ -244,7 +257,6 @@ impl ErrorKind {
             | InvalidString
             | InvalidEscape
             | InvalidUtf8
-            | InvalidAscii
             | TypeMismatch(_)
             | OddItemCount
             | UnhashableKey
@@ -260,8 +272,10 @@ impl ErrorKind {
             | FormNotAllowed { .. }
             | BuildNotAllowed
             | ConstructorRejected(_)
+            | CallableNotAllowed
             | PersistentIdRejected
             | ExtensionCodeRejected(_)
+            | InvalidAscii
             | BuffersNotSupplied => Category::PolicyDenied,
             Io(_) => Category::Io,
         }
@@ -300,6 +314,7 @@ impl ErrorKind {
             FormNotAllowed { .. } => "form_not_allowed",
             BuildNotAllowed => "build_not_allowed",
             ConstructorRejected(_) => "constructor_rejected",
+            CallableNotAllowed => "callable_not_allowed",
             PersistentIdRejected => "persistent_id_rejected",
             ExtensionCodeRejected(_) => "extension_code_rejected",
             BuffersNotSupplied => "buffers_not_supplied",

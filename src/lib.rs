@@ -62,7 +62,9 @@ pub use opcode::Opcode;
 pub use output::{canonical, json, repr};
 pub use policy::Policy;
 pub use scan::{scan, ScanReport, Scanner};
-pub use value::{CallKind, Document, Global, NodeId, Object, PyBytes, PyStr, Scratch, Value};
+pub use value::{
+    CallKind, Document, Global, NodeId, Object, PyBytes, PyStr, Scratch, Trailing, Value,
+};
 
 /// The big-int crate of [`Value::BigInt`], re-exported.
 pub use num_bigint;

@@ -736,6 +736,7 @@ pub fn decode_payload<'a>(
             changed_earlier: false,
             records_replayable: true,
             pickle_starts: Vec::new(),
+            trailing_len: None,
         })),
         PayloadKind::Pickles => Decoder::new(payload, policy)
             .limits(limits)

@@ -219,6 +219,26 @@ impl<'a> Reader<'a> {
         self.pos >= self.input.len()
     }
 
+    /// What is left after the STOP of a single pickle whose trailing bytes are allowed: none
+    /// (`None`) or their offset and length. A FRAME may not run on past the STOP
+    /// ([`ErrorKind::FrameStraddle`], as between the pickles of a stream), and 4 GiB or more
+    /// is no padding: refused as [`ErrorKind::TrailingData`] (a document keeps the length in
+    /// 32 bits).
+    pub(crate) fn trailing(&mut self) -> Result<Option<crate::value::Trailing>> {
+        self.end_pickle()?;
+        if self.at_end() {
+            return Ok(None);
+        }
+        let len = self.input.len().saturating_sub(self.pos);
+        if u32::try_from(len).is_err() {
+            return self.expect_end().map(|()| None);
+        }
+        Ok(Some(crate::value::Trailing {
+            offset: self.pos as u64,
+            len: len as u64,
+        }))
+    }
+
     /// Refuses anything after the STOP of a single pickle.
     pub(crate) fn expect_end(&self) -> Result<()> {
         if self.at_end() {

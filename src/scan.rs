@@ -28,7 +28,7 @@ use crate::opcode::{Opcode, SCALAR_ARG};
 use crate::policy::{Constructor, Policy, Python2Str, TextEncoding};
 use crate::reader::Reader;
 use crate::text::{self, IntTextOf, NumberError};
-use crate::value::CallKind;
+use crate::value::{CallKind, Trailing};
 
 /// Text payloads shorter than this are checked for ASCII first (most keys and names), which is
 /// a few instructions where the UTF-8 validation costs a call and its setup.
@@ -351,6 +351,8 @@ pub struct ScanReport {
     pub protocol: u8,
     /// Pickles completed (their STOP reached).
     pub pickles: usize,
+    /// The bytes after STOP left unread, when [`Scanner::allow_trailing`] allowed them.
+    pub trailing: Option<Trailing>,
 }
 
 /// Configures and runs a scan. See the module docs.
@@ -361,6 +363,7 @@ pub struct Scanner<'a, 'p> {
     stream: bool,
     buffers: Option<usize>,
     deadline: Option<Instant>,
+    allow_trailing: bool,
 }
 
 impl<'a, 'p> Scanner<'a, 'p> {
@@ -373,12 +376,21 @@ impl<'a, 'p> Scanner<'a, 'p> {
             stream: false,
             buffers: None,
             deadline: None,
+            allow_trailing: false,
         }
     }
 
     /// Replaces the limits.
     pub fn limits(mut self, limits: Limits) -> Scanner<'a, 'p> {
         self.limits = limits;
+        self
+    }
+
+    /// Allows bytes after the STOP of a single pickle, as
+    /// [`Decoder::allow_trailing`](crate::Decoder::allow_trailing) does; they are reported in
+    /// [`ScanReport::trailing`].
+    pub fn allow_trailing(mut self, allow: bool) -> Scanner<'a, 'p> {
+        self.allow_trailing = allow;
         self
     }
 
@@ -420,11 +432,12 @@ impl<'a, 'p> Scanner<'a, 'p> {
                 opcode_counts: Box::new([0; 256]),
                 protocol: 0,
                 pickles: 0,
+                trailing: None,
             },
         };
         // Input that is not a pickle at all says so (src/sniff.rs).
         let result = s
-            .all(self.stream)
+            .all(self.stream, self.allow_trailing)
             .map_err(|e| crate::sniff::explain(self.input, e));
         let mut report = s.report;
         report.result = result;
@@ -458,7 +471,7 @@ struct Scan<'a, 'p> {
 }
 
 impl<'a> Scan<'a, '_> {
-    fn all(&mut self, stream: bool) -> Result<()> {
+    fn all(&mut self, stream: bool, allow_trailing: bool) -> Result<()> {
         let len = self.r.input.len() as u64;
         if len > self.limits.max_input_bytes {
             return Err(Error::new(
@@ -474,6 +487,10 @@ impl<'a> Scan<'a, '_> {
         loop {
             self.one()?;
             self.report.pickles += 1;
+            if !stream && allow_trailing {
+                self.report.trailing = self.r.trailing()?;
+                return Ok(());
+            }
             if !stream {
                 return self.r.expect_end();
             }
@@ -721,10 +738,8 @@ impl<'a> Scan<'a, '_> {
     }
 
     /// A call of `callable` with `args`: checks kinds and forms; returns the result's symbol.
-    fn call(&mut self, callable: Sym, args: Sym, kind: CallKind, inst: bool) -> Result<Sym> {
-        let Sym::Global(rule_index) = callable else {
-            return Err(self.err(ErrorKind::TypeMismatch("callable is not a global")));
-        };
+    fn call(&mut self, callable: Sym, args: Sym, kind: CallKind) -> Result<Sym> {
+        let rule_index = self.callable_rule(callable)?;
         if args != Sym::Tuple {
             return Err(self.err(ErrorKind::TypeMismatch("arguments are not a tuple")));
         }
@@ -732,7 +747,7 @@ impl<'a> Scan<'a, '_> {
             .policy
             .rule(rule_index)
             .ok_or_else(|| self.err(ErrorKind::TypeMismatch("dangling rule")))?;
-        rule.check_call(kind, inst).map_err(|k| self.err(k))?;
+        rule.check_call(kind).map_err(|k| self.err(k))?;
         Ok(match rule.constructor {
             Constructor::Latin1Bytes | Constructor::Bytes => Sym::Bytes,
             Constructor::ByteArray => Sym::ByteArray,
@@ -741,6 +756,17 @@ impl<'a> Scan<'a, '_> {
             Constructor::Complex => Sym::Scalar,
             Constructor::Record => Sym::Object(rule_index),
         })
+    }
+
+    /// The policy rule of a callable: a global's; for a record object (what a call made, which
+    /// CPython would call) a policy refusal, for anything else a type mismatch (as the build's
+    /// `Machine::rule_of`).
+    fn callable_rule(&self, callable: Sym) -> Result<usize> {
+        match callable {
+            Sym::Global(rule) => Ok(rule),
+            Sym::Object(_) => Err(self.err(ErrorKind::CallableNotAllowed)),
+            _ => Err(self.err(ErrorKind::TypeMismatch("callable is not a global"))),
+        }
     }
 
     /// Whether a record made from `rule` allows APPEND/SETITEM (`items`) or BUILD.
@@ -1021,22 +1047,15 @@ impl<'a> Scan<'a, '_> {
                     }
                     self.push(Sym::Bytes)?;
                 }
-                O::ReadonlyBuffer => {
-                    if self.buffers.is_none() {
-                        return Err(self.err(ErrorKind::BuffersNotSupplied));
+                // As the build: bytes and a bytearray stay what they are (`Machine::step`).
+                O::ReadonlyBuffer => match self.top()? {
+                    Sym::Bytes | Sym::ByteArray => {}
+                    _ => {
+                        return Err(
+                            self.err(ErrorKind::TypeMismatch("READONLY_BUFFER on a non-buffer"))
+                        )
                     }
-                    match self.top()? {
-                        Sym::Bytes => {}
-                        Sym::ByteArray => {
-                            self.pop()?;
-                            self.push(Sym::Bytes)?;
-                        }
-                        _ => {
-                            return Err(self
-                                .err(ErrorKind::TypeMismatch("READONLY_BUFFER on a non-buffer")))
-                        }
-                    }
-                }
+                },
                 O::EmptyList => self.push(Sym::List)?,
                 O::EmptyTuple => self.push(Sym::Tuple)?,
                 O::EmptyDict => self.push(Sym::Dict)?,
@@ -1127,7 +1146,7 @@ impl<'a> Scan<'a, '_> {
                     }
                     let cls = self.global_line()?;
                     self.pop_mark()?;
-                    let r = self.call(cls, Sym::Tuple, CallKind::Reduce, true)?;
+                    let r = self.call(cls, Sym::Tuple, CallKind::Inst)?;
                     self.push(r)?;
                 }
                 O::Obj => {
@@ -1135,28 +1154,26 @@ impl<'a> Scan<'a, '_> {
                     let Some(cls) = first.filter(|_| n > 0) else {
                         return Err(self.err(ErrorKind::StackUnderflow));
                     };
-                    let r = self.call(cls, Sym::Tuple, CallKind::Reduce, true)?;
+                    let r = self.call(cls, Sym::Tuple, CallKind::Obj)?;
                     self.push(r)?;
                 }
                 O::Reduce => {
                     let args = self.pop()?;
                     let callable = self.pop()?;
-                    let r = self.call(callable, args, CallKind::Reduce, false)?;
+                    let r = self.call(callable, args, CallKind::Reduce)?;
                     self.push(r)?;
                 }
                 O::Newobj => {
                     let args = self.pop()?;
                     let cls = self.pop()?;
-                    let r = self.call(cls, args, CallKind::NewObj, false)?;
+                    let r = self.call(cls, args, CallKind::NewObj)?;
                     self.push(r)?;
                 }
                 O::NewobjEx => {
                     let kwargs = self.pop()?;
                     let args = self.pop()?;
                     let cls = self.pop()?;
-                    let Sym::Global(_) = cls else {
-                        return Err(self.err(ErrorKind::TypeMismatch("callable is not a global")));
-                    };
+                    self.callable_rule(cls)?;
                     if args != Sym::Tuple {
                         return Err(self.err(ErrorKind::TypeMismatch("arguments are not a tuple")));
                     }
@@ -1165,7 +1182,7 @@ impl<'a> Scan<'a, '_> {
                             self.err(ErrorKind::TypeMismatch("NEWOBJ_EX kwargs are not a dict"))
                         );
                     }
-                    let r = self.call(cls, args, CallKind::NewObjEx, false)?;
+                    let r = self.call(cls, args, CallKind::NewObjEx)?;
                     self.push(r)?;
                 }
                 O::Build => {

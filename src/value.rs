@@ -342,26 +342,41 @@ impl PartialEq for PyBytes<'_> {
 
 impl Eq for PyBytes<'_> {}
 
-/// How a record object was made, as typed JSON's `kind` field names it ([`crate::json`],
-/// docs/typed-json.md).
+/// How a record object was made (the opcode that made it), as typed JSON's `kind` field
+/// names it ([`crate::json`], docs/typed-json.md). More kinds may come, as opcodes are told
+/// apart that CPython runs differently.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum CallKind {
-    /// REDUCE, INST or OBJ: `callable(*args)`.
+    /// REDUCE: `callable(*args)`.
     Reduce,
     /// NEWOBJ: `cls.__new__(cls, *args)`.
     NewObj,
     /// NEWOBJ_EX: `cls.__new__(cls, *args, **kwargs)`.
     NewObjEx,
+    /// INST (protocol 0: the class named by the opcode, the arguments after the MARK):
+    /// `cls(*args)`, but `cls.__new__(cls)` with no arguments when `cls` is a class without
+    /// `__getinitargs__` (`Lib/pickle.py` `_instantiate`).
+    Inst,
+    /// OBJ (protocol 1: the class is the first item after the MARK), as INST.
+    Obj,
 }
 
 impl CallKind {
-    /// `"reduce"`, `"newobj"` or `"newobj_ex"`.
+    /// `"reduce"`, `"newobj"`, `"newobj_ex"`, `"inst"` or `"obj"`.
     pub fn name(self) -> &'static str {
         match self {
             CallKind::Reduce => "reduce",
             CallKind::NewObj => "newobj",
             CallKind::NewObjEx => "newobj_ex",
+            CallKind::Inst => "inst",
+            CallKind::Obj => "obj",
         }
+    }
+
+    /// INST or OBJ (the policy's `inst` form).
+    pub fn is_inst(self) -> bool {
+        matches!(self, CallKind::Inst | CallKind::Obj)
     }
 }
 
@@ -775,6 +790,17 @@ impl<'a> Arena<'a> {
     }
 }
 
+/// Bytes after the STOP of a pickle decoded with
+/// [`Decoder::allow_trailing`](crate::Decoder::allow_trailing) (or scanned with
+/// [`Scanner::allow_trailing`](crate::Scanner::allow_trailing)), left unread.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Trailing {
+    /// Absolute byte offset of the first byte after STOP.
+    pub offset: u64,
+    /// How many bytes follow, to the end of the input.
+    pub len: u64,
+}
+
 /// A decoded pickle (or a stream of pickles sharing one memo): the arena and its roots.
 #[derive(Debug)]
 pub struct Document<'a> {
@@ -793,9 +819,26 @@ pub struct Document<'a> {
     /// single pickle): the canonical writer makes each record's call in the pickle that made
     /// it.
     pub(crate) pickle_starts: Vec<usize>,
+    /// How many bytes were left after STOP, when the decoder allowed them; they run to the
+    /// end of the input (less than 4 GiB: `Reader::trailing`). 32 bits, so that a document
+    /// stays as small as it was (`mitogen::Content` holds one).
+    pub(crate) trailing_len: Option<std::num::NonZeroU32>,
 }
 
 impl<'a> Document<'a> {
+    /// The bytes after the pickle's STOP that were left unread, when the decoder allowed them
+    /// ([`Decoder::allow_trailing`](crate::Decoder::allow_trailing)) and there were any;
+    /// `None` otherwise (and always for a stream).
+    pub fn trailing(&self) -> Option<Trailing> {
+        self.trailing_len.map(|len| {
+            let len = u64::from(len.get());
+            Trailing {
+                offset: (self.arena.input.len() as u64).saturating_sub(len),
+                len,
+            }
+        })
+    }
+
     /// The number of arena nodes: every value created while decoding, including ones that
     /// were popped and are not reachable from a root, except the shared values
     /// ([`NodeId::is_shared`]). Their ids are `NodeId`s of index 0 to `len() - 1`

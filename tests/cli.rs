@@ -128,6 +128,79 @@ fn limits_and_policies_from_the_command_line() {
     assert_eq!(run(&["check", "-"], Some(b"")).status.code(), Some(1));
 }
 
+/// `--allow-trailing`: bytes after STOP left unread and reported (stderr, typed JSON, scan),
+/// refused without it.
+#[test]
+fn allow_trailing_reports_what_was_left() {
+    let padded = b"\x80\x02K\x01.\n\x00";
+    let out = run(&["decode", "-"], Some(padded));
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("--allow-trailing"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = run(&["decode", "--allow-trailing", "-"], Some(padded));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["value"]["value"], "1");
+    assert_eq!(
+        doc["trailing"],
+        serde_json::json!({"offset": 5, "length": 2})
+    );
+    assert!(
+        text(&out.stderr).contains("2 bytes after STOP left unread, from offset 5"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = run(&["check", "--allow-trailing", "-"], Some(padded));
+    assert_eq!(out.status.code(), Some(0));
+    let out = run(&["scan", "--allow-trailing", "-"], Some(padded));
+    assert_eq!(out.status.code(), Some(0));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        report["trailing"],
+        serde_json::json!({"offset": 5, "length": 2})
+    );
+    // Not with --stream, which reads pickles to the end.
+    let out = run(&["decode", "--allow-trailing", "--stream", GOOD], None);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+/// Python 2 strings: ASCII str under `data` (CPython's default), a non-ASCII one refused as a
+/// policy refusal; `--python2-str` chooses another reading, whatever the policy says.
+#[test]
+fn python2_strings_follow_the_policy_or_the_option() {
+    let ascii = b"U\x03abc.";
+    let out = run(&["decode", "--format", "repr", "-"], Some(ascii));
+    assert_eq!(text(&out.stdout), "'abc'\n", "{}", text(&out.stderr));
+    let latin1 = b"U\x03ab\xe9.";
+    let out = run(&["decode", "-"], Some(latin1));
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("refused (policy_denied, invalid_ascii)"),
+        "{}",
+        text(&out.stderr)
+    );
+    for (setting, want) in [
+        ("bytes", "b'ab\\xe9'\n"),
+        ("latin1", "'ab\u{e9}'\n"),
+        ("ascii", ""),
+    ] {
+        let out = run(
+            &["decode", "--format", "repr", "--python2-str", setting, "-"],
+            Some(latin1),
+        );
+        assert_eq!(text(&out.stdout), want, "{setting}: {}", text(&out.stderr));
+    }
+    // mitogen reads them as bytes, as Mitogen does.
+    let out = run(
+        &["decode", "--format", "repr", "--policy", "mitogen", "-"],
+        Some(ascii),
+    );
+    assert_eq!(text(&out.stdout), "b'abc'\n", "{}", text(&out.stderr));
+}
+
 #[test]
 fn decode_json_repr_and_stream() {
     let out = run(

@@ -383,28 +383,78 @@ print(d.hex())
     assert!(matches!(root(&doc).1, Value::Str(s) if s.as_str() == Some("a")));
 }
 
-/// Python 2 STRING: bytes under `data` (CPython's encoding="bytes"), str under a policy with
-/// python2_str = "str" and latin1 (CPython's encoding="latin1").
+/// Python 2 STRING: ASCII str under `data` and `strict`, as CPython's `pickle.loads` reads it
+/// by default (`encoding="ASCII"`), a non-ASCII byte refused (as a policy refusal, since the
+/// policy's encoding refuses it: CPython raises `UnicodeDecodeError`); bytes under `mitogen`
+/// and a policy with python2_str = "bytes" (CPython's encoding="bytes"), str under a policy
+/// with python2_str = "str" and latin1 (CPython's encoding="latin1").
 #[test]
-fn python2_string_is_bytes_or_latin1_str_by_policy() {
+fn python2_string_is_ascii_str_by_default_bytes_or_latin1_str_by_policy() {
     let data = py(r#"
 d = b"S'abc\\xe9'\n."
 assert pickle.loads(d, encoding="bytes") == b"abc\xe9"
 assert pickle.loads(d, encoding="latin1") == "abc\xe9"
+try:
+    pickle.loads(d)
+    raise SystemExit("CPython's default read non-ASCII")
+except UnicodeDecodeError:
+    pass
+assert pickle.loads(b"S'abc'\n.") == "abc"
 print(d.hex())
 "#);
     assert_eq!(data, b"S'abc\\xe9'\n.");
-    let bytes_policy = Policy::data();
-    let doc = decode(&data, &bytes_policy);
-    assert!(
-        matches!(root(&doc).1, Value::Bytes(b) if b.to_cow().as_ref() == b"abc\xe9"),
-        "{:?}",
-        root(&doc).1
-    );
-    assert_eq!(
-        to_typed_json(&doc),
-        format!("{FMT}{{\"type\":\"bytes\",\"hex\":\"616263e9\"}}}}")
-    );
+    // The built-in data and strict policies: CPython's default.
+    for policy in [Policy::data(), Policy::strict()] {
+        for ascii in [&b"S'abc'\n."[..], b"U\x03abc.", b"T\x03\x00\x00\x00abc."] {
+            let doc = decode(ascii, &policy);
+            assert_eq!(
+                to_typed_json(&doc),
+                format!("{FMT}{{\"type\":\"str\",\"value\":\"abc\"}}}}"),
+                "{}",
+                policy.name
+            );
+        }
+        for bad in [&data[..], b"U\x04abc\xe9.", b"T\x04\x00\x00\x00abc\xe9."] {
+            let e = refusal(bad, &policy);
+            assert_eq!(e.kind().name(), "invalid_ascii", "{e}");
+            assert_eq!(e.category(), picklewarden::Category::PolicyDenied, "{e}");
+            let text = e.to_string();
+            assert!(
+                text.contains("byte above 0x7F")
+                    && text.contains(&format!("policy \"{}\"", policy.name)),
+                "{text}"
+            );
+            // The scan gives the same refusal.
+            let report = picklewarden::scan(bad, &policy, policy.limits, false);
+            assert_eq!(report.result.unwrap_err().kind().name(), "invalid_ascii");
+        }
+    }
+
+    // Bytes, as Mitogen reads them (`Unpickler(encoding='bytes')`) and a policy may choose.
+    let bytes_file = Policy::from_toml_str("name = \"b\"\npython2_str = \"bytes\"\n")
+        .unwrap_or_else(|e| panic!("{e}"));
+    for bytes_policy in [
+        Policy::builtin("mitogen").unwrap(),
+        Policy::builtin("mitogen-plus").unwrap(),
+        bytes_file,
+    ] {
+        let doc = decode(&data, &bytes_policy);
+        assert!(
+            matches!(root(&doc).1, Value::Bytes(b) if b.to_cow().as_ref() == b"abc\xe9"),
+            "{:?}",
+            root(&doc).1
+        );
+        assert_eq!(
+            to_typed_json(&doc),
+            format!("{FMT}{{\"type\":\"bytes\",\"hex\":\"616263e9\"}}}}")
+        );
+        // BINSTRING and SHORT_BINSTRING follow the same rule
+        for d in [&b"U\x04abc\xe9."[..], &b"T\x04\x00\x00\x00abc\xe9."[..]] {
+            assert!(
+                matches!(root(&decode(d, &bytes_policy)).1, Value::Bytes(b) if b.to_cow().as_ref() == b"abc\xe9")
+            );
+        }
+    }
 
     let str_policy = Policy::from_toml_str(
         "name = \"py2str\"\npython2_str = \"str\"\npython2_str_encoding = \"latin1\"\n",
@@ -420,22 +470,11 @@ print(d.hex())
         to_typed_json(&doc),
         format!("{FMT}{{\"type\":\"str\",\"value\":\"abc\u{e9}\"}}}}")
     );
-
-    // BINSTRING and SHORT_BINSTRING follow the same rule
     for d in [&b"U\x04abc\xe9."[..], &b"T\x04\x00\x00\x00abc\xe9."[..]] {
-        assert!(
-            matches!(root(&decode(d, &bytes_policy)).1, Value::Bytes(b) if b.to_cow().as_ref() == b"abc\xe9")
-        );
         assert!(
             matches!(root(&decode(d, &str_policy)).1, Value::Str(s) if s.as_str() == Some("abc\u{e9}"))
         );
     }
-    // with ascii (CPython's default encoding) a non-ASCII byte is refused, as CPython raises
-    let ascii_policy = Policy::from_toml_str(
-        "name = \"a\"\npython2_str = \"str\"\npython2_str_encoding = \"ascii\"\n",
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(refusal(&data, &ascii_policy).kind().name(), "invalid_ascii");
 }
 
 /// Runs of int opcodes (BININT1, BININT2, BININT, LONG1), read by the build's and the scan's
@@ -1112,4 +1151,211 @@ fn form_refusals_name_the_global() {
     let e = refusal(&p, &policy).to_string();
     let want = format!("NEWOBJ on m\\u{{7}}.{}... is not allowed", "n".repeat(64));
     assert!(e.starts_with(&want), "{e}");
+}
+
+/// READONLY_BUFFER on an in-band value needs no out-of-band buffers, as in CPython
+/// (`memoryview(obj).toreadonly()` unless already read-only): on bytes it is the same bytes;
+/// on a bytearray CPython gives a read-only memoryview of that bytearray (equal to it,
+/// unhashable like it), which picklewarden, having no memoryview value, keeps as that
+/// bytearray; on anything else CPython raises TypeError.
+#[test]
+fn readonly_buffer_on_in_band_bytes_and_bytearray() {
+    let bytes = py(r#"
+d = b"\x80\x05C\x03abc\x98."
+assert type(pickle.loads(d)) is bytes and pickle.loads(d) == b"abc"
+print(d.hex())
+"#);
+    let policy = Policy::data();
+    let doc = decode(&bytes, &policy);
+    assert_eq!(
+        to_typed_json(&doc),
+        format!("{FMT}{{\"type\":\"bytes\",\"hex\":\"616263\"}}}}")
+    );
+    assert!(picklewarden::scan(&bytes, &policy, policy.limits, false)
+        .result
+        .is_ok());
+    let bytearray = py(r#"
+d = b"\x80\x05\x96\x03\x00\x00\x00\x00\x00\x00\x00abc\x98."
+m = pickle.loads(d)
+assert isinstance(m, memoryview) and m.readonly and m == b"abc" and type(m.obj) is bytearray
+print(d.hex())
+"#);
+    let doc = decode(&bytearray, &policy);
+    assert_eq!(
+        to_typed_json(&doc),
+        format!("{FMT}{{\"type\":\"bytearray\",\"hex\":\"616263\"}}}}")
+    );
+    // As a dict key: unhashable in CPython (the view of a bytearray), and here.
+    let key = py(r#"
+d = b"\x80\x05}\x96\x01\x00\x00\x00\x00\x00\x00\x00a\x98K\x01s."
+try:
+    pickle.loads(d)
+    raise SystemExit("hashed")
+except TypeError:
+    pass
+print(d.hex())
+"#);
+    assert_eq!(refusal(&key, &policy).kind().name(), "unhashable_key");
+    // On an int: a type mismatch (CPython: TypeError), buffers or not.
+    let int = b"\x80\x05K\x01\x98.";
+    assert_eq!(refusal(int, &policy).kind().name(), "type_mismatch");
+    assert_eq!(
+        picklewarden::scan(int, &policy, policy.limits, false)
+            .result
+            .unwrap_err()
+            .kind()
+            .name(),
+        "type_mismatch"
+    );
+}
+
+/// INST and OBJ records keep how they were made: CPython calls `cls(*args)` for REDUCE, but
+/// `cls.__new__(cls)` for INST and OBJ with no arguments (`Lib/pickle.py` `_instantiate`), so
+/// typed JSON and `Object::kind` say `inst` and `obj`, not `reduce`.
+#[test]
+fn inst_and_obj_records_keep_their_kind() {
+    let policy = Policy::from_toml_str(
+        "name = \"p\"\n[[global]]\nmodule = \"m\"\nname = \"C\"\nconstructor = \"record\"\n",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let global = "{\"type\":\"global\",\"module\":\"m\",\"name\":\"C\"}";
+    for (data, kind, args) in [
+        (&b"(im\nC\n."[..], "inst", "[]"),
+        (
+            b"(I1\nim\nC\n.",
+            "inst",
+            "[{\"type\":\"int\",\"value\":\"1\"}]",
+        ),
+        (b"(cm\nC\no.", "obj", "[]"),
+        (
+            b"(cm\nC\nI1\no.",
+            "obj",
+            "[{\"type\":\"int\",\"value\":\"1\"}]",
+        ),
+        (b"cm\nC\n)R.", "reduce", "[]"),
+    ] {
+        let doc = decode(data, &policy);
+        match root(&doc).1 {
+            Value::Object(o) => assert_eq!(o.kind.name(), kind),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(
+            to_typed_json(&doc),
+            format!(
+                "{FMT}{{\"type\":\"object\",\"kind\":\"{kind}\",\"callable\":{global},\
+                 \"args\":{{\"type\":\"tuple\",\"items\":{args}}}}}}}"
+            ),
+        );
+    }
+    // The policy's `inst` form covers both.
+    let no_inst = Policy::from_toml_str(
+        "name = \"p\"\n[[global]]\nmodule = \"m\"\nname = \"C\"\nconstructor = \"record\"\nforms = [\"reduce\"]\n",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    for data in [&b"(im\nC\n."[..], b"(cm\nC\no."] {
+        assert_eq!(refusal(data, &no_inst).kind().name(), "form_not_allowed");
+    }
+}
+
+/// Bytes after STOP: refused by default; with `allow_trailing` (files padded or ending in a
+/// newline, as numpy payloads from Python 2 do) decoded, and what was left reported: its
+/// offset and length, in the document, the scan report and typed JSON. CPython's
+/// `pickle.loads` ignores them.
+#[test]
+fn trailing_data_is_refused_unless_allowed_and_then_reported() {
+    let data = py(r#"
+d = pickle.dumps([1], protocol=2) + b"\n\x00\x00"
+assert pickle.loads(d) == [1]
+print(d.hex())
+"#);
+    let policy = Policy::data();
+    let stop = data.len() as u64 - 3;
+    let e = refusal(&data, &policy);
+    assert_eq!((e.kind().name(), e.offset()), ("trailing_data", stop));
+    let doc = Decoder::new(&data, &policy)
+        .allow_trailing(true)
+        .decode()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let t = doc.trailing().unwrap_or_else(|| panic!("no trailing"));
+    assert_eq!((t.offset, t.len), (stop, 3));
+    let json = to_typed_json(&doc);
+    assert!(
+        json.ends_with(&format!(
+            ",\"trailing\":{{\"offset\":{stop},\"length\":3}}}}"
+        )),
+        "{json}"
+    );
+    // Without trailing bytes, nothing is reported.
+    let clean = data.get(..data.len() - 3).unwrap();
+    let doc = Decoder::new(clean, &policy)
+        .allow_trailing(true)
+        .decode()
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(doc.trailing().is_none());
+    assert!(!to_typed_json(&doc).contains("trailing"));
+    // The scan alike.
+    let report = picklewarden::Scanner::new(&data, &policy)
+        .allow_trailing(true)
+        .run();
+    assert!(report.result.is_ok());
+    assert_eq!(report.trailing.map(|t| (t.offset, t.len)), Some((stop, 3)));
+    let report = picklewarden::Scanner::new(&data, &policy).run();
+    assert_eq!(report.result.unwrap_err().kind().name(), "trailing_data");
+    // With the report (scan first), too.
+    let (doc, report) = Decoder::new(&data, &policy)
+        .allow_trailing(true)
+        .decode_with_report(false);
+    assert!(report.result.is_ok());
+    assert_eq!(doc.unwrap().trailing().map(|t| t.len), Some(3));
+}
+
+/// A callable that is not a global (REDUCE, NEWOBJ or OBJ on the object a call made, as dill
+/// writes `dill._dill._load_type('set')(...)`): CPython calls it, picklewarden never calls
+/// what a call returned, so it is a policy refusal (`callable_not_allowed`), in the scan and
+/// the build alike; a value that cannot be called in CPython either (a list) stays a
+/// `type_mismatch`.
+#[test]
+fn a_callable_made_by_a_call_is_a_policy_refusal() {
+    // getattr(str, 'upper')('a'), at protocol 0: CPython gives 'A'.
+    let data = py(r#"
+d = b"c__builtin__\ngetattr\n(c__builtin__\nstr\nVupper\ntR(Va\ntR."
+assert pickle.loads(d) == "A"
+print(d.hex())
+"#);
+    let policy = Policy::from_toml_str(
+        "name = \"p\"\n[[global]]\nmodule = \"__builtin__\"\nname = \"getattr\"\nconstructor = \"record\"\n\
+         [[global]]\nmodule = \"__builtin__\"\nname = \"str\"\nconstructor = \"record\"\n",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let reduce_at = data.len() as u64 - 2;
+    // NEWOBJ on it (protocol 2), and OBJ (protocol 1) with it as the class.
+    let mut newobj = b"\x80\x02".to_vec();
+    newobj.extend_from_slice(data.get(..data.len() - 7).unwrap());
+    newobj.extend_from_slice(b")\x81.");
+    let mut obj = b"(".to_vec();
+    obj.extend_from_slice(data.get(..data.len() - 7).unwrap());
+    obj.extend_from_slice(b"o.");
+    for (input, at) in [
+        (&data[..], reduce_at),
+        (&newobj[..], newobj.len() as u64 - 2),
+        (&obj[..], obj.len() as u64 - 2),
+    ] {
+        let e = refusal(input, &policy);
+        assert_eq!(e.kind().name(), "callable_not_allowed", "{e}");
+        assert_eq!(e.category(), picklewarden::Category::PolicyDenied);
+        assert_eq!(e.offset(), at, "{e}");
+        assert!(e.to_string().contains("policy \"p\""), "{e}");
+        let careful = Decoder::new(input, &policy).careful_only().decode();
+        assert_eq!(careful.unwrap_err().kind().name(), "callable_not_allowed");
+        let scanned = picklewarden::scan(input, &policy, policy.limits, false)
+            .result
+            .unwrap_err();
+        assert_eq!(
+            (scanned.kind().name(), scanned.offset()),
+            ("callable_not_allowed", at)
+        );
+    }
+    // A list is no callable in CPython either.
+    let list = b"]\x94)R.";
+    assert_eq!(refusal(list, &policy).kind().name(), "type_mismatch");
 }

@@ -95,9 +95,13 @@ put("a05-stack-global-memo-in-list.pkl",
 for f in ["global-stack_global-binunicode8-names.pkl",
           "global-stack_global-unicode-escaped-names.pkl", "global-os.system-STACK_GLOBAL_BINUNICODE_REDUCE.pkl"]:
     copy(f, "global_not_allowed", "A06")
+# Python 2 strings are ASCII str under data (CPython's default encoding='ASCII')
+copy("global-stack_global-short_binstring-names.pkl", "global_not_allowed", "A06")
 # A07 STACK_GLOBAL with names that are not str
 put("a07-stack-global-bytes-names.pkl", P4 + b"C\x02osC\x06system\x93.", "type_mismatch", "A07")
-copy("global-stack_global-short_binstring-names.pkl", "type_mismatch", "A07")
+# Python 2 strings are bytes under mitogen (Mitogen's encoding='bytes')
+put("a07-stack-global-short-binstring-names-mitogen.pkl", P4 + b"U\x02osU\x06system\x93.",
+    "type_mismatch", "A07", policy="mitogen")
 put("a07-stack-global-int-names.pkl", P4 + b"K\x01K\x02\x93.", "type_mismatch", "A07")
 # A08 INST
 copy("global-os.system-INST.pkl", "global_not_allowed", "A08")
@@ -280,6 +284,11 @@ put("a40-tuple-dag-set-strict.pkl",
 put("a40-tuple-dag-dict-key.pkl",
     b"\x80\x02}K\x00" + b"2\x86" * 60 + b"K\x01s.",
     "ok", "A40")
+
+# A62 REDUCE on what a call made (a record), which CPython would call
+put("a62-reduce-on-a-record-mitogen.pkl", P2 + b"cmitogen.core\nBlob\nC\x01x\x85R)R.",
+    "callable_not_allowed", "A62", policy="mitogen")
+
 
 with open(os.path.join(HERE, "MANIFEST.tsv"), "w") as f:
     f.write("file\texpected\tlimit\tpolicy\tlimits\tmode\tattack\n")

@@ -51,10 +51,12 @@ impl Args {
 }
 
 impl<'a, 'p> Machine<'a, 'p> {
-    /// The policy rule of a global node, or a type mismatch for anything else.
+    /// The policy rule of a global node; for a record object (what a call made, which CPython
+    /// would call) a policy refusal, and for anything else a type mismatch (as `Scan::call`).
     pub(super) fn rule_of(&self, callable: NodeId) -> Result<usize> {
         match self.get(callable)? {
             Value::Global(g) => Ok(g.rule),
+            Value::Object(_) => Err(self.err(ErrorKind::CallableNotAllowed)),
             _ => Err(self.err(ErrorKind::TypeMismatch("callable is not a global"))),
         }
     }
@@ -78,17 +80,15 @@ impl<'a, 'p> Machine<'a, 'p> {
         args: NodeId,
         kwargs: Option<NodeId>,
         kind: CallKind,
-        inst: bool,
     ) -> Result<NodeId> {
-        self.apply(callable, args, kwargs, kind, inst).map_err(|e| {
-            match (e.kind(), self.get(callable)) {
+        self.apply(callable, args, kwargs, kind)
+            .map_err(|e| match (e.kind(), self.get(callable)) {
                 (ErrorKind::ConstructorRejected(why), Ok(Value::Global(g))) => {
                     let why = format!("{}.{}: {why}", g.module, g.name);
                     self.err(ErrorKind::ConstructorRejected(why))
                 }
                 _ => e,
-            }
-        })
+            })
     }
 
     /// [`Machine::call`] without the global's name in its refusals.
@@ -98,7 +98,6 @@ impl<'a, 'p> Machine<'a, 'p> {
         args: NodeId,
         kwargs: Option<NodeId>,
         kind: CallKind,
-        inst: bool,
     ) -> Result<NodeId> {
         let rule_index = self.rule_of(callable)?;
         let argv = self.tuple_items(args)?;
@@ -112,7 +111,7 @@ impl<'a, 'p> Machine<'a, 'p> {
         let rule = policy
             .rule(rule_index)
             .ok_or_else(|| self.err(internal()))?;
-        rule.check_call(kind, inst).map_err(|k| self.err(k))?;
+        rule.check_call(kind).map_err(|k| self.err(k))?;
         match rule.constructor {
             Constructor::Record => {
                 if let Some(schema) = &rule.args {
@@ -130,7 +129,7 @@ impl<'a, 'p> Machine<'a, 'p> {
                         }
                     }
                 }
-                if inst {
+                if kind.is_inst() {
                     self.records_unreplayable = true;
                 }
                 self.note_call_arguments(args)?;

@@ -158,6 +158,7 @@ impl<'a, 'p> Machine<'a, 'p> {
             changed_earlier: self.changed_earlier,
             records_replayable: !self.records_unreplayable,
             pickle_starts: if stream { self.pickle_starts } else { vec![0] },
+            trailing_len: None,
         }
     }
 

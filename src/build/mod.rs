@@ -88,6 +88,7 @@ pub struct Decoder<'a, 'p> {
     scratch: Scratch,
     deadline: Option<Instant>,
     careful: bool,
+    allow_trailing: bool,
 }
 
 impl<'a, 'p> Decoder<'a, 'p> {
@@ -101,6 +102,7 @@ impl<'a, 'p> Decoder<'a, 'p> {
             scratch: Scratch::new(),
             deadline: None,
             careful: false,
+            allow_trailing: false,
         }
     }
 
@@ -140,6 +142,19 @@ impl<'a, 'p> Decoder<'a, 'p> {
         self
     }
 
+    /// Whether bytes after the STOP of the pickle are allowed (default `false`: refused as
+    /// [`ErrorKind::TrailingData`](crate::ErrorKind::TrailingData)). When allowed they are
+    /// left unread and reported ([`Document::trailing`]: offset and length), for files that
+    /// end with padding or a newline after the pickle (numpy payloads written by Python 2
+    /// do); CPython's `pickle.loads` ignores them. 4 GiB or more of them is no padding and
+    /// stays refused, as is a FRAME that runs on past the STOP
+    /// ([`ErrorKind::FrameStraddle`](crate::ErrorKind::FrameStraddle)). [`Decoder::decode`]
+    /// only: a stream ([`Decoder::decode_stream`]) reads pickles to the end of the input.
+    pub fn allow_trailing(mut self, allow: bool) -> Decoder<'a, 'p> {
+        self.allow_trailing = allow;
+        self
+    }
+
     /// Replaces the limits.
     pub fn limits(mut self, limits: Limits) -> Decoder<'a, 'p> {
         self.limits = limits;
@@ -148,8 +163,9 @@ impl<'a, 'p> Decoder<'a, 'p> {
 
     /// Supplies out-of-band buffers for NEXT_BUFFER (protocol 5), in order, as CPython's
     /// `pickle.loads(data, buffers=...)`. Each decodes to a bytes value. Without this,
-    /// NEXT_BUFFER and READONLY_BUFFER are refused with
-    /// [`ErrorKind::BuffersNotSupplied`](crate::ErrorKind::BuffersNotSupplied).
+    /// NEXT_BUFFER is refused with
+    /// [`ErrorKind::BuffersNotSupplied`](crate::ErrorKind::BuffersNotSupplied); READONLY_BUFFER
+    /// on an in-band bytes or bytearray needs no buffers, as in CPython.
     pub fn buffers(mut self, buffers: Vec<&'a [u8]>) -> Decoder<'a, 'p> {
         self.buffers = Some(buffers);
         self
@@ -161,6 +177,7 @@ impl<'a, 'p> Decoder<'a, 'p> {
             .stream(stream)
             .buffers(self.buffers.as_ref().map(Vec::len))
             .deadline(self.deadline)
+            .allow_trailing(self.allow_trailing)
             .run()
     }
 
@@ -191,7 +208,8 @@ impl<'a, 'p> Decoder<'a, 'p> {
             .limits(self.limits)
             .stream(stream)
             .buffers(self.buffers.as_ref().map(Vec::len))
-            .deadline(self.deadline);
+            .deadline(self.deadline)
+            .allow_trailing(self.allow_trailing);
         match self.build(None, stream) {
             Ok(doc) => Ok(doc),
             Err(e) => {
@@ -225,8 +243,19 @@ impl<'a, 'p> Decoder<'a, 'p> {
         );
         if !stream {
             let root = m.run()?;
-            m.r.expect_end()?;
-            return Ok(m.finish(vec![root], false));
+            let trailing = if self.allow_trailing {
+                m.r.trailing()?
+            } else {
+                m.r.expect_end()?;
+                None
+            };
+            let mut doc = m.finish(vec![root], false);
+            doc.trailing_len = trailing.and_then(|t| {
+                u32::try_from(t.len)
+                    .ok()
+                    .and_then(std::num::NonZeroU32::new)
+            });
+            return Ok(doc);
         }
         m.stream = true;
         let mut roots = Vec::new();
@@ -245,7 +274,8 @@ impl<'a, 'p> Decoder<'a, 'p> {
     }
 
     /// Decodes exactly one pickle; anything after its STOP is refused
-    /// ([`ErrorKind::TrailingData`](crate::ErrorKind::TrailingData)).
+    /// ([`ErrorKind::TrailingData`](crate::ErrorKind::TrailingData)) unless
+    /// [`Decoder::allow_trailing`] allowed it.
     ///
     /// # Errors
     /// Any refusal, with its kind, offset and opcode.

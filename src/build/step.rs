@@ -275,21 +275,15 @@ impl<'a, 'p> Machine<'a, 'p> {
                 let id = self.bytes_node(Cow::Borrowed(buf), 0)?;
                 self.push(id)?;
             }
+            // CPython's `memoryview(obj).toreadonly()` unless the view is already read-only,
+            // in-band or out-of-band alike: bytes (and an out-of-band buffer, bytes here) stay
+            // as they are; a bytearray becomes a read-only memoryview of it, which has no value
+            // of its own here and is kept as that bytearray (equal, shared, unhashable, as the
+            // view is; docs/how-it-works.md).
             O::ReadonlyBuffer => {
-                if self.buffers.is_none() {
-                    return Err(self.err(ErrorKind::BuffersNotSupplied));
-                }
                 let top = self.top()?;
                 match self.get(top)? {
-                    Value::Bytes(_) => {}
-                    Value::ByteArray(b) => {
-                        self.fat_fits(b.len() as u64)?;
-                        let copy = b.to_vec();
-                        let n = copy.len() as u64;
-                        self.pop()?;
-                        let id = self.fat(Fat::Bytes(Cow::Owned(copy)), n)?;
-                        self.push(id)?;
-                    }
+                    Value::Bytes(_) | Value::ByteArray(_) => {}
                     _ => {
                         return Err(
                             self.err(ErrorKind::TypeMismatch("READONLY_BUFFER on a non-buffer"))
@@ -425,7 +419,7 @@ impl<'a, 'p> Machine<'a, 'p> {
                 let cls = self.global_line()?;
                 let start = self.group()?;
                 let args = self.seq_from_stack(start, true)?;
-                let id = self.call(cls, args, None, CallKind::Reduce, true)?;
+                let id = self.call(cls, args, None, CallKind::Inst)?;
                 self.push(id)?;
             }
             O::Obj => {
@@ -435,26 +429,26 @@ impl<'a, 'p> Machine<'a, 'p> {
                 };
                 let args = self.seq_from_stack(start + 1, true)?;
                 self.stack.truncate(start);
-                let id = self.call(cls, args, None, CallKind::Reduce, true)?;
+                let id = self.call(cls, args, None, CallKind::Obj)?;
                 self.push(id)?;
             }
             O::Reduce => {
                 let args = self.pop()?;
                 let callable = self.pop()?;
-                let id = self.call(callable, args, None, CallKind::Reduce, false)?;
+                let id = self.call(callable, args, None, CallKind::Reduce)?;
                 self.push(id)?;
             }
             O::Newobj => {
                 let args = self.pop()?;
                 let cls = self.pop()?;
-                let id = self.call(cls, args, None, CallKind::NewObj, false)?;
+                let id = self.call(cls, args, None, CallKind::NewObj)?;
                 self.push(id)?;
             }
             O::NewobjEx => {
                 let kwargs = self.pop()?;
                 let args = self.pop()?;
                 let cls = self.pop()?;
-                let id = self.call(cls, args, Some(kwargs), CallKind::NewObjEx, false)?;
+                let id = self.call(cls, args, Some(kwargs), CallKind::NewObjEx)?;
                 self.push(id)?;
             }
             O::Build => self.build()?,

@@ -46,7 +46,7 @@ pub(crate) struct Opts {
     /// The input is a Mitogen stream: one JSON line per frame, `{"offset", "header",
     /// "values"}` (or `binary`, `raw`, `dead`, `refused` in place of `values`). The policy
     /// defaults to `mitogen`. Exit 1 if any frame was refused.
-    #[arg(long, conflicts_with_all = ["format", "protocol", "stream", "buffers"])]
+    #[arg(long, conflicts_with_all = ["format", "protocol", "stream", "buffers", "allow_trailing"])]
     pub(crate) mitogen: bool,
     /// With --mitogen: the largest message payload accepted, in bytes.
     #[arg(long, default_value_t = picklewarden::mitogen::DEFAULT_MAX_MESSAGE_BYTES, value_name = "BYTES", value_parser = super::parse_size, requires = "mitogen")]

@@ -72,7 +72,9 @@ pub(crate) fn load_policy(name: &str, limits: &[String]) -> Result<(Policy, Limi
     let common = Common {
         policy: Some(name.to_owned()),
         limits: limits.to_vec(),
+        python2_str: None,
         stream: true,
+        allow_trailing: false,
         buffers: Vec::new(),
         input: Some("-".into()),
     };

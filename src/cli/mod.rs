@@ -150,10 +150,22 @@ pub(crate) struct Common {
     /// max_key_steps_per_byte, max_key_collisions.
     #[arg(long = "limit", value_name = "NAME=VALUE")]
     limits: Vec<String>,
+    /// How Python 2 strings (STRING, BINSTRING, SHORT_BINSTRING) decode, in place of the
+    /// policy's `python2_str` setting: `ascii` (str; `data` and `strict`, as CPython's
+    /// pickle.loads by default), `latin1` or `utf-8` (str, as `encoding=...`), or `bytes`
+    /// (`mitogen`, as `encoding="bytes"`).
+    #[arg(long, value_enum, value_name = "ENCODING")]
+    python2_str: Option<Python2StrOpt>,
     /// The input holds several pickles one after another sharing one memo (as Mitogen's
     /// unpickle_iter reads a message); without it, anything after the first STOP is refused.
     #[arg(long)]
     stream: bool,
+    /// Allow bytes after the pickle's STOP (padding or a newline at the end of a file, as
+    /// numpy payloads from Python 2 have); they are left unread, and their offset and length
+    /// reported (on standard error, in typed JSON as `trailing`, in `scan`'s report). Without
+    /// it they are refused (trailing_data).
+    #[arg(long, conflicts_with = "stream")]
+    allow_trailing: bool,
     /// Out-of-band buffer for NEXT_BUFFER (protocol 5), in order (repeatable).
     #[arg(long = "buffer", value_name = "FILE")]
     buffers: Vec<PathBuf>,
@@ -185,6 +197,32 @@ pub(crate) fn input_path(given: Option<&Path>) -> Result<&Path, Fatal> {
     }
 }
 
+/// The values of `--python2-str`.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub(crate) enum Python2StrOpt {
+    /// str, refusing a byte above 0x7F (`invalid_ascii`).
+    Ascii,
+    /// str, every byte its code point.
+    Latin1,
+    /// str, refusing invalid UTF-8.
+    #[value(name = "utf-8")]
+    Utf8,
+    /// bytes.
+    Bytes,
+}
+
+impl Python2StrOpt {
+    fn setting(self) -> picklewarden::policy::Python2Str {
+        use picklewarden::policy::{Python2Str, TextEncoding};
+        match self {
+            Python2StrOpt::Ascii => Python2Str::Str(TextEncoding::Ascii),
+            Python2StrOpt::Latin1 => Python2Str::Str(TextEncoding::Latin1),
+            Python2StrOpt::Utf8 => Python2Str::Str(TextEncoding::Utf8),
+            Python2StrOpt::Bytes => Python2Str::Bytes,
+        }
+    }
+}
+
 /// A usage or I/O failure (exit 2).
 pub(crate) struct Fatal(pub(crate) String);
 
@@ -206,6 +244,14 @@ impl Common {
 
     /// The policy named by `--policy`, or the built-in `default` without it.
     fn policy_or(&self, default: &str) -> Result<Policy, Fatal> {
+        let mut policy = self.named_policy(default)?;
+        if let Some(p2) = self.python2_str {
+            policy.python2_str = p2.setting();
+        }
+        Ok(policy)
+    }
+
+    fn named_policy(&self, default: &str) -> Result<Policy, Fatal> {
         let name = self.policy.as_deref().unwrap_or(default);
         if let Some(p) = Policy::builtin(name) {
             return Ok(p);
@@ -265,7 +311,9 @@ fn with_document(
     for b in &common.buffers {
         buffers.push(read_input(b, limits.max_input_bytes)?);
     }
-    let mut decoder = picklewarden::Decoder::new(&input, &policy).limits(limits);
+    let mut decoder = picklewarden::Decoder::new(&input, &policy)
+        .limits(limits)
+        .allow_trailing(common.allow_trailing);
     if !common.buffers.is_empty() {
         decoder = decoder.buffers(buffers.iter().map(Vec::as_slice).collect());
     }
@@ -277,12 +325,27 @@ fn with_document(
         Ok(doc) => doc,
         Err(e) => return Ok(Err(e)),
     };
+    if let Some(t) = doc.trailing() {
+        report_trailing(common, t);
+    }
     match then(&doc) {
         Ok(()) => Ok(Ok(())),
         // Quiet exit when the reader of our output went away (e.g. `| head`).
         Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(Ok(())),
         Err(e) => Err(Fatal(format!("cannot write output: {e}"))),
     }
+}
+
+/// The note that bytes after STOP were left unread (`--allow-trailing`).
+fn report_trailing(common: &Common, t: picklewarden::Trailing) {
+    let _ = writeln!(
+        io::stderr().lock(),
+        "picklewarden: {}: {} bytes after STOP left unread, from offset {} ({:#x}) (--allow-trailing)",
+        common.input().unwrap_or(Path::new("-")).display(),
+        t.len,
+        t.offset,
+        t.offset,
+    );
 }
 
 fn report_refusal(common: &Common, e: &Error) {
@@ -295,7 +358,8 @@ fn report_refusal(common: &Common, e: &Error) {
     // Bytes after STOP are most often the next pickle of a Pickler that dumped several.
     let hint = match e.kind() {
         picklewarden::ErrorKind::TrailingData if !common.stream => {
-            " (several pickles one after another? --stream reads them all)"
+            " (several pickles one after another? --stream reads them all; padding after the \
+             pickle? --allow-trailing leaves it unread)"
         }
         _ => "",
     };

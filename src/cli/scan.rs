@@ -39,6 +39,7 @@ pub(crate) fn run(opts: &Opts) -> Result<Result<(), Error>, Fatal> {
         .limits(limits)
         .stream(common.stream)
         .buffers((!common.buffers.is_empty()).then_some(common.buffers.len()))
+        .allow_trailing(common.allow_trailing)
         .run();
     let mut opcodes = Map::new();
     for op in Opcode::ALL {
@@ -63,6 +64,7 @@ pub(crate) fn run(opts: &Opts) -> Result<Result<(), Error>, Fatal> {
         "bytes": input.len(),
         "protocol": report.protocol,
         "pickles": report.pickles,
+        "trailing": report.trailing.map(|t| json!({"offset": t.offset, "length": t.len})),
         "globals": globals,
         "opcodes": opcodes,
     });

@@ -229,16 +229,16 @@ impl RecordKey {
 }
 
 impl GlobalRule {
-    /// Checks that a call of the given kind is allowed (`inst` for INST and OBJ).
+    /// Checks that a call of the given kind is allowed (INST and OBJ are the form `inst`).
     ///
     /// # Errors
     /// [`ErrorKind::FormNotAllowed`] naming the opcode family and the global.
-    pub fn check_call(&self, kind: CallKind, inst: bool) -> Result<(), ErrorKind> {
-        let (allowed, form) = match (kind, inst) {
-            (_, true) => (self.forms.inst, "INST/OBJ"),
-            (CallKind::Reduce, _) => (self.forms.reduce, "REDUCE"),
-            (CallKind::NewObj, _) => (self.forms.newobj, "NEWOBJ"),
-            (CallKind::NewObjEx, _) => (self.forms.newobj_ex, "NEWOBJ_EX"),
+    pub fn check_call(&self, kind: CallKind) -> Result<(), ErrorKind> {
+        let (allowed, form) = match kind {
+            CallKind::Inst | CallKind::Obj => (self.forms.inst, "INST/OBJ"),
+            CallKind::Reduce => (self.forms.reduce, "REDUCE"),
+            CallKind::NewObj => (self.forms.newobj, "NEWOBJ"),
+            CallKind::NewObjEx => (self.forms.newobj_ex, "NEWOBJ_EX"),
         };
         if allowed {
             Ok(())

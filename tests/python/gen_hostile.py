@@ -47,6 +47,7 @@ KINDS = {
     # PolicyDenied
     "global_not_allowed", "form_not_allowed", "build_not_allowed", "constructor_rejected",
     "persistent_id_rejected", "extension_code_rejected", "buffers_not_supplied",
+    "invalid_ascii", "callable_not_allowed",
 }
 LIMITS = {
     "max_input_bytes", "max_nesting_depth", "max_stack_len", "max_memo_entries",
@@ -380,11 +381,12 @@ add("global-stack_global-names-under-popped-mark.pkl", "global_not_allowed",
     proto(4) + op("MARK") + sbu("os") + memoize() + sbu("system") + memoize() + op("POP_MARK")
     + get_text(0) + get_text(1) + op("STACK_GLOBAL") + str_tuple(["id"]) + op("REDUCE") + stop(),
     "os.system names memoized inside a MARK that POP_MARK discards, fetched back by GET")
-add("global-stack_global-short_binstring-names.pkl", "type_mismatch",
+add("global-stack_global-short_binstring-names.pkl", "global_not_allowed",
     proto(4) + sbs(b"os") + sbs(b"system") + op("STACK_GLOBAL") + str_tuple(["id"])
     + op("REDUCE") + stop(),
     "os.system via STACK_GLOBAL with SHORT_BINSTRING names: the data policy decodes Python 2 "
-    "strings as bytes (as CPython's encoding='bytes' does), and STACK_GLOBAL requires str")
+    "strings as ASCII str (as CPython's default encoding='ASCII' does), so the names are "
+    "os and system; refused at the global")
 add("global-GLOBAL-crlf.pkl", "global_not_allowed",
     proto(2) + op("GLOBAL") + b"os\r\nsystem\r\n" + str_tuple(["id"]) + op("REDUCE") + stop(),
     "GLOBAL with CRLF line ends: names 'os\\r' and 'system\\r' are not allowed pairs")

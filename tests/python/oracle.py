@@ -52,7 +52,7 @@ NODE_TYPES = frozenset({
     "none", "bool", "int", "float", "str", "bytes", "bytearray", "list", "tuple", "dict",
     "set", "frozenset", "complex", "global", "object", "ref",
 })
-RECORD_KINDS = ("reduce", "newobj", "newobj_ex")
+RECORD_KINDS = ("reduce", "newobj", "newobj_ex", "inst", "obj")
 # expansion budget (immutable nodes are written out in full, so a DAG of shared tuples can be
 # exponential); past this the oracle gives up on the file instead of hanging.
 MAX_EXPANDED_NODES = 20_000_000
@@ -318,6 +318,24 @@ class RecordUnpickler(pickle._Unpickler):
         cls = self.stack.pop()
         self.append(_newobj(cls, args, kwargs, "newobj_ex"))
     dispatch[pickle.NEWOBJ_EX[0]] = load_newobj_ex
+
+    # INST and OBJ records say which opcode made them (CPython runs them as _instantiate,
+    # which calls cls.__new__ for no arguments, where REDUCE calls the class).
+    def load_inst(self):
+        self._inst_kind = "inst"
+        pickle._Unpickler.load_inst(self)
+    dispatch[pickle.INST[0]] = load_inst
+
+    def load_obj(self):
+        self._inst_kind = "obj"
+        pickle._Unpickler.load_obj(self)
+    dispatch[pickle.OBJ[0]] = load_obj
+
+    def _instantiate(self, klass, args):
+        if isinstance(klass, RecordGlobal):
+            self.append(Record(self._inst_kind, klass, tuple(args)))
+            return
+        pickle._Unpickler._instantiate(self, klass, args)
 
     def load_build(self):
         inst = self.stack[-1]

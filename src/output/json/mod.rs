@@ -133,6 +133,12 @@ fn write_wrapped(o: &mut Output<'_, '_, '_>, doc: &Document<'_>) {
             Some(root) => o.write(root),
             None => o.push("null"),
         }
+        if let Some(t) = doc.trailing() {
+            o.push(&format!(
+                ",\"trailing\":{{\"offset\":{},\"length\":{}}}",
+                t.offset, t.len
+            ));
+        }
         o.push("}");
     }
 }

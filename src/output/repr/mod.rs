@@ -206,7 +206,9 @@ impl<'d> Visitor<'d> for Printer<'_> {
             }
             Slot::Value(_) | Slot::DictValue(_) => out.push_str(": "),
             Slot::Args => out.push_str(match parent {
-                Value::Object(o) if o.kind != CallKind::Reduce => " __new__",
+                Value::Object(o) if matches!(o.kind, CallKind::NewObj | CallKind::NewObjEx) => {
+                    " __new__"
+                }
                 _ => " ",
             }),
             Slot::Kwargs => out.push_str(", **"),
