@@ -14,10 +14,13 @@
     clippy::indexing_slicing
 )]
 
+mod common;
+
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use common::long1;
 use picklewarden::{json, repr, Decoder, ErrorKind, Limits, Policy, Value};
 
 fn vectors_dir() -> PathBuf {
@@ -255,19 +258,9 @@ fn every_vector_file_is_listed_and_every_attack_has_a_vector() {
 
 // ---------------------------------------------------------------- hash flooding
 
-/// CPython hashes an int by reducing it modulo 2**61 - 1 (`Objects/longobject.c`,
-/// `_PyHASH_MODULUS`), so `k * (2**61 - 1)` hashes to 0 for every k: a dict of such keys is
-/// one long collision chain in CPython.
-const MODULUS: u128 = (1u128 << 61) - 1;
-
-/// LONG1 of a non-negative value, minimal two's complement little-endian, as `pickle.encode_long`.
-fn long1(v: u128) -> Vec<u8> {
-    let bits = 128 - v.leading_zeros() as usize;
-    let n = bits / 8 + 1;
-    let mut out = vec![0x8a, n as u8];
-    out.extend_from_slice(&v.to_le_bytes()[..n]);
-    out
-}
+/// `k * MODULUS` hashes to 0 in CPython for every int k: a dict of such keys is one long
+/// collision chain there.
+const MODULUS: u128 = common::CPYTHON_HASH_MODULUS;
 
 /// `{k * (2**61 - 1): k % 256 for k in range(n)}` at protocol 2 (the value as BININT1).
 fn colliding_dict(n: usize) -> Vec<u8> {

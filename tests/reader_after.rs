@@ -26,19 +26,12 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use common::long1;
 use picklewarden::{Decoder, ErrorKind, LimitName, Policy, Value};
 
-/// `2**61 - 1`: CPython's `_PyHASH_MODULUS`; `k * MODULUS` hashes to 0 for every int k.
-const MODULUS: u128 = (1u128 << 61) - 1;
-
-/// LONG1 of a non-negative value, as `pickle.encode_long` writes it.
-fn long1(v: u128) -> Vec<u8> {
-    let bits = 128 - v.leading_zeros() as usize;
-    let n = bits / 8 + 1;
-    let mut out = vec![0x8a, n as u8];
-    out.extend_from_slice(&v.to_le_bytes()[..n]);
-    out
-}
+/// `k * MODULUS` hashes to 0 in CPython for every int k: a dict of such keys is one long
+/// collision chain there.
+const MODULUS: u128 = common::CPYTHON_HASH_MODULUS;
 
 /// A tuple DAG on the stack: `(1, 1, 1)`, then each level the one below three times.
 fn dag(levels: u32) -> Vec<u8> {

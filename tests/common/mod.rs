@@ -480,3 +480,17 @@ while f.tell() < len(data):
         })
         .collect()
 }
+
+/// CPython hashes an int by reducing it modulo 2**61 - 1 (`Objects/longobject.c`,
+/// `_PyHASH_MODULUS`), so `k * CPYTHON_HASH_MODULUS` hashes to 0 for every int k.
+pub const CPYTHON_HASH_MODULUS: u128 = (1u128 << 61) - 1;
+
+/// LONG1 of a non-negative value, minimal two's complement little-endian, as
+/// `pickle.encode_long` writes it.
+pub fn long1(v: u128) -> Vec<u8> {
+    let bits = 128 - v.leading_zeros() as usize;
+    let n = bits / 8 + 1;
+    let mut out = vec![0x8a, n as u8];
+    out.extend_from_slice(&v.to_le_bytes()[..n]);
+    out
+}
