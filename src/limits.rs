@@ -292,8 +292,9 @@ pub struct Limits {
     /// (CPython's `pickle.loads`, a Mitogen parent), not picklewarden, whose own hashing is
     /// linear. Default [`DEFAULT_MAX_KEY_STEPS`].
     pub max_key_steps: u64,
-    /// The document's total of those steps per input byte (rounded up): the total may reach
-    /// this many times the input's length, or `max_key_steps`, whichever is more.
+    /// The document's total of those steps per input byte (rounded up), with one step per
+    /// item of every `set()` or `frozenset()` call (CPython inserts each again): the total
+    /// may reach this many times the input's length, or `max_key_steps`, whichever is more.
     /// Default [`DEFAULT_MAX_KEY_STEPS_PER_BYTE`].
     pub max_key_steps_per_byte: u64,
     /// Distinct keys of one dict or set that share one CPython hash value, counted for keys

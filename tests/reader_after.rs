@@ -119,6 +119,28 @@ fn attacks() -> Vec<(String, Vec<u8>, Vec<&'static str>, LimitName)> {
             LimitName::MaxKeyCollisions,
         ));
     }
+    // frozenset() of one memoized list of n small ints (cheap keys, two bytes each), called
+    // again and again (six bytes a call): CPython inserts the n items at every call (2 s for
+    // 64 KB of such calls before they were counted).
+    for n in [2_000u32, 8_000] {
+        let mut p = b"\x80\x02c__builtin__\nfrozenset\nq\x000]".to_vec();
+        p.push(b'(');
+        for i in 0..n {
+            p.push(b'J');
+            p.extend_from_slice(&((i % 254) << 22).to_le_bytes());
+        }
+        p.extend_from_slice(b"eq\x010(");
+        for _ in 0..64_000usize.saturating_sub(p.len()) / 6 {
+            p.extend_from_slice(b"h\x00h\x01\x85R0");
+        }
+        p.extend_from_slice(b"1N.");
+        out.push((
+            format!("frozenset() of a memoized {n}-item list, called again and again"),
+            p,
+            vec!["data", "mitogen-plus"],
+            LimitName::MaxKeyStepsPerByte,
+        ));
+    }
     // Floats m * 2**(61 j): 2**61 is 1 modulo 2**61 - 1, so they all hash as m.
     let mut f = b"\x80\x04\x8f(".to_vec();
     for j in 0..16 {

@@ -187,7 +187,10 @@ impl<'a, 'p> Machine<'a, 'p> {
                     },
                     _ => return Err(self.rejected("set() takes at most one argument")),
                 };
-                let r = self.new_set(&items, frozen);
+                // CPython inserts every item again, whatever inserted them before.
+                let r = self
+                    .model_items(items.len())
+                    .and_then(|()| self.new_set(&items, frozen));
                 self.call_items = items;
                 r
             }

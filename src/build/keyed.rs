@@ -319,6 +319,22 @@ impl<'a, 'p> Machine<'a, 'p> {
     /// into `container` (`equal`: the key there that `k` equals, if any), refusing with the
     /// model's limit. The commonest keys (short texts, shared ints) cost nothing there and
     /// are answered from their node.
+    /// Adds the `n` insertions of a `set()` or `frozenset()` call to the model's total
+    /// (src/build/keys/reader.rs `ReaderKeys::add`).
+    pub(super) fn model_items(&self, n: usize) -> Result<()> {
+        let Ok(mut model) = self.reader_keys.try_borrow_mut() else {
+            return Err(self.err(internal()));
+        };
+        let input_len = self.arena.input.len() as u64;
+        model.add(n as u64, &self.limits, input_len).map_err(|r| {
+            self.err(ErrorKind::LimitExceeded {
+                limit: r.limit,
+                seen: r.seen,
+                max: r.max,
+            })
+        })
+    }
+
     #[inline]
     pub(super) fn model_key<S: std::hash::BuildHasher>(
         &self,

@@ -38,8 +38,10 @@
 //!
 //! Keys that are ints from -2**30 to 2**30 - 1, texts and bytes are counted as cost 0 and
 //! are not tracked for collisions (their hashes are unique among themselves, or randomized):
-//! each needs at least one input byte per insertion, so they add at most one constant step a
-//! byte, and at most two members (`''`, `b''` and one such int) to a class of colliding keys.
+//! inserted from the stack, each needs at least one input byte per insertion, so they add at
+//! most one constant step a byte, and at most two members (`''`, `b''` and one such int) to a
+//! class of colliding keys. A `set()` or `frozenset()` call inserts the items of a list that
+//! the memo may hand it again and again: it adds one step per item ([`ReaderKeys::add`]).
 //!
 //! CPython's hash functions are those of CPython 3.12 and later (`Python/pyhash.c`,
 //! `Objects/longobject.c`, `floatobject.c`, `complexobject.c`, `tupleobject.c` (xxHash-based,
@@ -663,6 +665,20 @@ impl ReaderKeys {
                 max: limits.max_key_steps,
             });
         }
+        self.add(steps, limits, input_len)
+    }
+
+    /// Adds `steps` to the document's total; refuses past `max_key_steps_per_byte` times
+    /// `input_len` (or `max_key_steps`, whichever is more). A `set()` or `frozenset()` call
+    /// adds one step per item of its argument, as CPython inserts each again: a call of a few
+    /// bytes can name, through the memo, a list of any length, and its keys, cheap one by
+    /// one, are not one input byte each.
+    pub(crate) fn add(
+        &mut self,
+        steps: u64,
+        limits: &Limits,
+        input_len: u64,
+    ) -> Result<(), Refusal> {
         self.total = self.total.saturating_add(steps);
         let allowed = limits
             .max_key_steps_per_byte
