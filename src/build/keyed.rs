@@ -315,10 +315,6 @@ impl<'a, 'p> Machine<'a, 'p> {
         Ok(())
     }
 
-    /// Runs the model of the reader's key work (src/build/keys/reader.rs) on one insertion of `k`
-    /// into `container` (`equal`: the key there that `k` equals, if any), refusing with the
-    /// model's limit. The commonest keys (short texts, shared ints) cost nothing there and
-    /// are answered from their node.
     /// Adds the `n` insertions of a `set()` or `frozenset()` call to the model's total
     /// (src/build/keys/reader.rs `ReaderKeys::add`).
     pub(super) fn model_items(&self, n: usize) -> Result<()> {
@@ -326,15 +322,15 @@ impl<'a, 'p> Machine<'a, 'p> {
             return Err(self.err(internal()));
         };
         let input_len = self.arena.input.len() as u64;
-        model.add(n as u64, &self.limits, input_len).map_err(|r| {
-            self.err(ErrorKind::LimitExceeded {
-                limit: r.limit,
-                seen: r.seen,
-                max: r.max,
-            })
-        })
+        model
+            .add(n as u64, &self.limits, input_len)
+            .map_err(|r| self.limit(r.limit, r.seen))
     }
 
+    /// Runs the model of the reader's key work (src/build/keys/reader.rs) on one insertion of `k`
+    /// into `container` (`equal`: the key there that `k` equals, if any), refusing with the
+    /// model's limit. The commonest keys (short texts, shared ints) cost nothing there and
+    /// are answered from their node.
     #[inline]
     pub(super) fn model_key<S: std::hash::BuildHasher>(
         &self,
@@ -352,13 +348,7 @@ impl<'a, 'p> Machine<'a, 'p> {
         let input_len = self.arena.input.len() as u64;
         model
             .insert(ops, &self.limits, input_len, container, k, equal)
-            .map_err(|r| {
-                self.err(ErrorKind::LimitExceeded {
-                    limit: r.limit,
-                    seen: r.seen,
-                    max: r.max,
-                })
-            })
+            .map_err(|r| self.limit(r.limit, r.seen))
     }
 
     /// Looks at the deadline once per [`KEYS_CHECK`] keys of one insertion: the opcode count

@@ -239,7 +239,6 @@ pub(crate) struct Shape {
 pub(crate) struct Refusal {
     pub(crate) limit: LimitName,
     pub(crate) seen: u64,
-    pub(crate) max: u64,
 }
 
 /// The running state of the model for one decode.
@@ -646,7 +645,6 @@ impl ReaderKeys {
                     return Err(Refusal {
                         limit: LimitName::MaxKeyCollisions,
                         seen: u64::from(now),
-                        max: limits.max_key_collisions,
                     });
                 }
                 if (now > 1 || !small)
@@ -662,7 +660,6 @@ impl ReaderKeys {
             return Err(Refusal {
                 limit: LimitName::MaxKeySteps,
                 seen: steps,
-                max: limits.max_key_steps,
             });
         }
         self.add(steps, limits, input_len)
@@ -688,7 +685,6 @@ impl ReaderKeys {
             return Err(Refusal {
                 limit: LimitName::MaxKeyStepsPerByte,
                 seen: self.total.div_ceil(input_len.max(1)),
-                max: limits.max_key_steps_per_byte,
             });
         }
         Ok(())
