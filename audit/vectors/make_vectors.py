@@ -187,7 +187,7 @@ copy("limit-nesting-frozenset-sorted-order.pkl", "limit_exceeded", "A22",
      limit="max_nesting_depth", limits="max_nesting_depth=15")
 
 # A41: a frozenset of 5,000 tuples (i, S) sharing one 16 KiB text S: each set sort key once
-# held all of S (80 MB for 56 KB of input; tests/cli.rs runs a larger form in 256 MiB).
+# held all of S (80 MB for 56 KB of input; cli/tests/cli.rs runs a larger form in 256 MiB).
 _a41 = b"\x80\x04X" + struct.pack("<I", 16384) + b"z" * 16384 + b"\x940("
 _a41 += b"".join(b"J" + struct.pack("<i", i) + b"h\x00\x86" for i in range(5000))
 put("a41-set-of-tuples-sharing-a-text.pkl", _a41 + b"\x91.", "ok", "A41")

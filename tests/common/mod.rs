@@ -10,9 +10,14 @@ use std::process::Command;
 
 use picklewarden::{json, Decoder, ErrorKind, Limits, Policy};
 
-/// The repository root.
+/// The repository root: the library's folder, also when the tool's crate (`cli/`, one level
+/// down) includes these helpers with `#[path]`.
 pub fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    match dir.parent() {
+        Some(up) if !dir.join("tests/corpus").is_dir() => up.to_path_buf(),
+        _ => dir,
+    }
 }
 
 /// A scratch folder for one test under Cargo's integration-test temp dir (emptied first).

@@ -1,5 +1,5 @@
 """Dict keys made of Mitogen's classes, as Mitogen 0.3.54's parent reads them and as
-picklewarden does under the `mitogen` policy (tests/mitogen_real.rs). Each case is a
+picklewarden does under the `mitogen` policy (cli/tests/mitogen_real.rs). Each case is a
 protocol-2 pickle of a dict whose keys are calls of Mitogen's globals (and plain values);
 Mitogen's own `Message.unpickle`, with a Router that keeps one Context per id as the parent's
 does, gives the number of pairs (or refuses), and so does `picklewarden decode --policy

@@ -23,7 +23,8 @@ fn mitogen_python() -> Option<PathBuf> {
     let p = std::env::var_os("PICKLEWARDEN_MITOGEN_PYTHON")
         .map(PathBuf::from)
         .unwrap_or_else(|| {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/mitogen-venv/bin/python")
+            PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
+                .join("target/mitogen-venv/bin/python")
         });
     if p.exists() {
         return Some(p);
@@ -48,7 +49,10 @@ fn drive(mode: &str) -> Option<serde_json::Value> {
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("mitogen-{mode}"));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/python/mitogen_drive.py");
+    let script = concat!(
+        concat!(env!("CARGO_MANIFEST_DIR"), "/.."),
+        "/tests/python/mitogen_drive.py"
+    );
     let out = Command::new("timeout")
         .args(["--kill-after=10", "240"])
         .arg(&python)
@@ -309,7 +313,10 @@ fn record_keys_are_equal_where_mitogens_are() {
     let Some(python) = mitogen_python() else {
         return;
     };
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/python/mitogen_keys.py");
+    let script = concat!(
+        concat!(env!("CARGO_MANIFEST_DIR"), "/.."),
+        "/tests/python/mitogen_keys.py"
+    );
     let out = Command::new("timeout")
         .args(["--kill-after=10", "120"])
         .arg(&python)

@@ -7,6 +7,7 @@
     clippy::indexing_slicing
 )]
 
+#[path = "../../tests/common/mod.rs"]
 mod common;
 
 use std::io::{Read, Write};
@@ -32,7 +33,7 @@ fn run_command(cmd: Command, stdin: Option<&[u8]>) -> Output {
 /// pipes left to the caller.
 fn spawn_fed(mut cmd: Command, stdin: &[u8]) -> std::process::Child {
     let mut child = cmd
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -71,11 +72,14 @@ fn check_exit_status() {
     );
 
     // Without FILE, a pipe on standard input is the input (`-`).
-    let hostile = std::fs::read(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(HOSTILE));
+    let hostile = std::fs::read(
+        std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/..")).join(HOSTILE),
+    );
     let piped = run(&["check"], Some(&hostile.unwrap()));
     assert_eq!(piped.status.code(), Some(1), "{}", text(&piped.stderr));
     assert!(text(&piped.stderr).starts_with("picklewarden: -: refused (policy_denied"));
-    let good = std::fs::read(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(GOOD));
+    let good =
+        std::fs::read(std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/..")).join(GOOD));
     let out = run(&["decode", "--format", "repr"], Some(&good.unwrap()));
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert!(text(&out.stdout).contains("'shared': [[1, 2, 3], [1, 2, 3]]"));
@@ -241,7 +245,9 @@ fn decode_json_repr_and_stream() {
 fn decode_writes_a_canonical_pickle() {
     let out = run(&["decode", "--format", "pickle", GOOD], None);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    let input = std::fs::read(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(GOOD)).unwrap();
+    let input =
+        std::fs::read(std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/..")).join(GOOD))
+            .unwrap();
     let policy = picklewarden::Policy::data();
     let doc = picklewarden::Decoder::new(&input, &policy)
         .decode()

@@ -651,9 +651,12 @@ fn the_message_policy_checks_each_handles_payload() {
     let dir = std::env::temp_dir().join(format!("pw-mitogen-cli-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("allow-this.toml");
-    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/policy/mitogen.toml"))
-        .unwrap()
-        .replace("packages = []", "packages = [\"this\"]");
+    let text = std::fs::read_to_string(concat!(
+        concat!(env!("CARGO_MANIFEST_DIR"), "/.."),
+        "/policy/mitogen.toml"
+    ))
+    .unwrap()
+    .replace("packages = []", "packages = [\"this\"]");
     std::fs::write(&file, text).unwrap();
     let get = frame_to(
         0x4d4a,

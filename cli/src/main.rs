@@ -1,5 +1,5 @@
 //! The `picklewarden` command-line tool: `check` and `decode` pickle files under a policy.
-//! `main` only dispatches; each subcommand lives in `src/cli/`.
+//! `main` only dispatches; each subcommand lives in `cli/src/cli/`.
 
 mod cli;
 #[cfg(feature = "service")]

@@ -19,6 +19,7 @@
     clippy::indexing_slicing
 )]
 
+#[path = "../../tests/common/mod.rs"]
 mod common;
 
 use std::io::Read as _;
