@@ -37,6 +37,7 @@
 //! [`num_bigint`] so that its version is always the one picklewarden was built with.
 #![forbid(unsafe_code)]
 
+mod access;
 mod build;
 mod clock;
 mod compat;
@@ -47,21 +48,31 @@ pub mod limits;
 mod memo;
 pub mod mitogen;
 pub mod opcode;
+mod options;
 mod output;
 pub mod policy;
 mod reader;
 pub mod scan;
 mod sniff;
-pub mod text;
+// Internal text helpers (escapes, number text); only `float_repr` is public, re-exported below.
+#[allow(unreachable_pub)]
+mod text;
 pub mod value;
 
+pub use access::ValueRef;
 pub use build::{decode, Decoder};
 pub use error::{Category, Error, ErrorKind, Result};
 pub use limits::{LimitName, Limits};
 pub use opcode::Opcode;
+pub use options::{decode_with, scan_with, DecodeOptions, OutputBound, Pickles};
+#[cfg(feature = "serde")]
+pub use output::de::{from_document, from_slice, from_slice_with, DeError};
 pub use output::{canonical, json, repr};
-pub use policy::Policy;
+#[cfg(feature = "serde")]
+pub use output::{de, ser};
+pub use policy::{Constructor, Policy, PolicyBuilder};
 pub use scan::{scan, ScanReport, Scanner};
+pub use text::float_repr;
 pub use value::{
     CallKind, Document, Global, NodeId, Object, PyBytes, PyStr, Scratch, Trailing, Value,
 };

@@ -86,7 +86,7 @@ fn reading(doc: &picklewarden::Document<'_>) -> String {
         Value::Bool(b) => format!("bool {}", if b { "True" } else { "False" }),
         Value::Int(i) => format!("int {i}"),
         Value::BigInt(b) => big_reading(b),
-        Value::Float(x) => format!("float {}", picklewarden::text::float_repr(x)),
+        Value::Float(x) => format!("float {}", picklewarden::float_repr(x)),
         other => format!("other {}", other.type_name()),
     }
 }

@@ -795,7 +795,7 @@ fn nan_keys_and_items_follow_identity_as_in_cpython() {
     }
 }
 
-/// `text::float_repr` (typed JSON's `repr` of a float, and the repr output) is CPython's
+/// `float_repr` (typed JSON's `repr` of a float, and the repr output) is CPython's
 /// `repr(float)` on 120,000 doubles: random bit patterns, the range 1e13 to 1e16 where exact
 /// ties between two shortest candidates are common (the old digits broke them upwards: 742
 /// of 250,000 random doubles differed), and short dyadic fractions.
@@ -818,7 +818,7 @@ fn float_repr_is_cpythons_on_many_doubles() {
         let (bits, want) = line.split_once(' ').unwrap_or_default();
         let x = f64::from_bits(u64::from_str_radix(bits, 16).unwrap_or_default());
         n += 1;
-        let got = picklewarden::text::float_repr(x);
+        let got = picklewarden::float_repr(x);
         if got != want {
             differ.push(format!("{bits}: {got} != {want}"));
         }

@@ -5,7 +5,11 @@
 //! writers' output bounds.
 
 pub mod canonical;
+#[cfg(feature = "serde")]
+pub mod de;
 pub mod json;
 pub mod repr;
+#[cfg(feature = "serde")]
+pub mod ser;
 pub(crate) mod sink;
 pub(crate) mod walk;

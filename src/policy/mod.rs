@@ -6,12 +6,14 @@
 //! dotted-name walking, no wildcards, no implicit `__builtin__` -> `builtins` mapping (list
 //! both spellings where both are wanted).
 
+mod builder;
 pub mod message;
 mod schema;
 mod toml_file;
 
 use std::collections::HashMap;
 
+pub use builder::PolicyBuilder;
 pub use message::{HandleRule, MessagePolicy, PayloadRule};
 pub(crate) use schema::Checked;
 pub use schema::{ArgSpec, ArgType, ArgsSchema};
@@ -308,8 +310,19 @@ const STRICT_TOML: &str = include_str!("../../policy/strict.toml");
 const MITOGEN_TOML: &str = include_str!("../../policy/mitogen.toml");
 const MITOGEN_PLUS_TOML: &str = include_str!("../../policy/mitogen-plus.toml");
 
+/// The built-in policy file `name`'s text.
+fn builtin_toml(name: &str) -> Option<&'static str> {
+    Some(match name {
+        "data" => DATA_TOML,
+        "strict" => STRICT_TOML,
+        "mitogen" => MITOGEN_TOML,
+        "mitogen-plus" => MITOGEN_PLUS_TOML,
+        _ => return None,
+    })
+}
+
 /// A policy file could not be read.
-#[derive(Debug, thiserror::Error)]
+#[derive(Clone, Debug, thiserror::Error)]
 #[error("policy: {0}")]
 pub struct PolicyError(pub String);
 
@@ -329,25 +342,33 @@ impl Policy {
     }
 
     /// A built-in policy by name (`"data"`, `"strict"`, `"mitogen"`, `"mitogen-plus"`), or `None`.
+    /// Parsed once per process and cloned from then on ([`Policy::builtin_ref`]).
     pub fn builtin(name: &str) -> Option<Policy> {
-        let text = match name {
-            "data" => DATA_TOML,
-            "strict" => STRICT_TOML,
-            "mitogen" => MITOGEN_TOML,
-            "mitogen-plus" => MITOGEN_PLUS_TOML,
-            _ => return None,
-        };
-        Policy::from_toml_str(text).ok()
+        Policy::builtin_ref(name).ok().flatten().cloned()
+    }
+
+    /// The built-in policy `name`, parsed on first use and kept for the process: `Ok(None)`
+    /// for a name that is not one.
+    ///
+    /// # Errors
+    /// The [`PolicyError`] of a built-in policy's TOML that does not parse: a defect of the
+    /// build (every build's unit tests parse them all), reported, never replaced by a looser
+    /// policy.
+    pub fn builtin_ref(name: &str) -> Result<Option<&'static Policy>, PolicyError> {
+        builder::builtin(name).map_err(Clone::clone)
     }
 
     /// The default policy, `data`: plain Python data and the globals needed to express it.
+    /// Should its built-in TOML not parse (see [`Policy::builtin_ref`]) this is a policy that
+    /// refuses every input, never a looser one.
     pub fn data() -> Policy {
-        Policy::builtin("data").unwrap_or_else(|| Policy::empty("data"))
+        Policy::builtin("data").unwrap_or_else(|| builder::refuse_everything("data"))
     }
 
-    /// The `strict` policy: no global at all.
+    /// The `strict` policy: no global at all (as [`Policy::data`], it refuses every input
+    /// should its built-in TOML not parse).
     pub fn strict() -> Policy {
-        Policy::builtin("strict").unwrap_or_else(|| Policy::empty("strict"))
+        Policy::builtin("strict").unwrap_or_else(|| builder::refuse_everything("strict"))
     }
 
     /// Parses a policy from TOML text (format: see `policy/data.toml` and docs/policies.md).

@@ -1,0 +1,214 @@
+//! picklewarden's serde [`from_slice`](picklewarden::from_slice) beside the serde-pickle
+//! crate's `from_slice`, deserializing the standard workloads into the same Rust types, in one
+//! process, taking turns (the machine is noisy: compare the two in the same run).
+//!
+//! ```sh
+//! python3 bench/gen_workloads.py                     # once: writes target/workloads/
+//! cargo run --release --example serde_vs_serde_pickle [ROUNDS]   # default 5 rounds
+//! ```
+//!
+//! picklewarden runs with every check and the `data` policy's limits (its default ones);
+//! serde-pickle with its default `DeOptions`. Each line gives the median time of each over the
+//! rounds, their throughput on the pickle's bytes, and picklewarden's speed as a multiple of
+//! serde-pickle's. The folder can be moved with `PICKLEWARDEN_WORKLOADS=DIR`; a missing
+//! workload is skipped.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::collections::HashMap;
+use std::fmt;
+use std::hint::black_box;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use serde::de::{DeserializeOwned, MapAccess, SeqAccess, Visitor};
+use serde::{Deserialize, Deserializer};
+
+/// Any value, as both crates give it through `deserialize_any`.
+#[derive(Debug)]
+#[allow(dead_code)]
+enum Any {
+    Unit,
+    Bool(bool),
+    I64(i64),
+    U64(u64),
+    F64(f64),
+    Str(String),
+    Bytes(Vec<u8>),
+    Seq(Vec<Any>),
+    Map(Vec<(Any, Any)>),
+}
+
+impl<'de> Deserialize<'de> for Any {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Any, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Any;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("any value")
+            }
+            fn visit_unit<E>(self) -> Result<Any, E> {
+                Ok(Any::Unit)
+            }
+            fn visit_none<E>(self) -> Result<Any, E> {
+                Ok(Any::Unit)
+            }
+            fn visit_bool<E>(self, v: bool) -> Result<Any, E> {
+                Ok(Any::Bool(v))
+            }
+            fn visit_i64<E>(self, v: i64) -> Result<Any, E> {
+                Ok(Any::I64(v))
+            }
+            fn visit_u64<E>(self, v: u64) -> Result<Any, E> {
+                Ok(Any::U64(v))
+            }
+            fn visit_f64<E>(self, v: f64) -> Result<Any, E> {
+                Ok(Any::F64(v))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Any, E> {
+                Ok(Any::Str(v.to_owned()))
+            }
+            fn visit_string<E>(self, v: String) -> Result<Any, E> {
+                Ok(Any::Str(v))
+            }
+            fn visit_bytes<E>(self, v: &[u8]) -> Result<Any, E> {
+                Ok(Any::Bytes(v.to_vec()))
+            }
+            fn visit_byte_buf<E>(self, v: Vec<u8>) -> Result<Any, E> {
+                Ok(Any::Bytes(v))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Any, A::Error> {
+                let mut v = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(4096));
+                while let Some(x) = seq.next_element()? {
+                    v.push(x);
+                }
+                Ok(Any::Seq(v))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Any, A::Error> {
+                let mut v = Vec::with_capacity(map.size_hint().unwrap_or(0).min(4096));
+                while let Some(kv) = map.next_entry()? {
+                    v.push(kv);
+                }
+                Ok(Any::Map(v))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// Bytes, through `deserialize_bytes` in both crates.
+struct Bytes(#[allow(dead_code)] Vec<u8>);
+
+impl<'de> Deserialize<'de> for Bytes {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Bytes, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = Bytes;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("bytes")
+            }
+            fn visit_bytes<E>(self, v: &[u8]) -> Result<Bytes, E> {
+                Ok(Bytes(v.to_vec()))
+            }
+            fn visit_byte_buf<E>(self, v: Vec<u8>) -> Result<Bytes, E> {
+                Ok(Bytes(v))
+            }
+        }
+        d.deserialize_byte_buf(V)
+    }
+}
+
+fn main() {
+    let rounds: usize = std::env::args()
+        .nth(1)
+        .map_or(5, |a| a.parse().expect("ROUNDS is a number"));
+    let dir = std::env::var_os("PICKLEWARDEN_WORKLOADS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/workloads"));
+    let policy = picklewarden::Policy::data();
+    println!(
+        "{:<12} {:<28} {:>10} {:>10} {:>10} {:>10} {:>7}",
+        "workload", "type", "pw ms", "pw MB/s", "sp ms", "sp MB/s", "ratio"
+    );
+    run::<Vec<HashMap<String, Any>>>(
+        &dir,
+        "small.p2",
+        "Vec<HashMap<String, Any>>",
+        rounds,
+        &policy,
+    );
+    run::<Vec<HashMap<String, Any>>>(
+        &dir,
+        "small.p4",
+        "Vec<HashMap<String, Any>>",
+        rounds,
+        &policy,
+    );
+    run::<Vec<HashMap<String, Any>>>(
+        &dir,
+        "small.p5",
+        "Vec<HashMap<String, Any>>",
+        rounds,
+        &policy,
+    );
+    run::<Any>(&dir, "small.p4", "Any", rounds, &policy);
+    run::<Vec<i64>>(&dir, "ints.p4", "Vec<i64>", rounds, &policy);
+    run::<Vec<String>>(&dir, "longstr.p4", "Vec<String>", rounds, &policy);
+    run::<Vec<Bytes>>(&dir, "mitogen.p2", "Vec<Bytes>", rounds, &policy);
+    run::<Vec<Bytes>>(&dir, "mitogen.p4", "Vec<Bytes>", rounds, &policy);
+    run::<Vec<Bytes>>(&dir, "mitogen.p5", "Vec<Bytes>", rounds, &policy);
+}
+
+fn run<T: DeserializeOwned>(
+    dir: &std::path::Path,
+    name: &str,
+    ty: &str,
+    rounds: usize,
+    policy: &picklewarden::Policy,
+) {
+    let path = dir.join(format!("{name}.pkl"));
+    let Ok(input) = std::fs::read(&path) else {
+        println!("{name:<12} skipped: {} missing", path.display());
+        return;
+    };
+    let (mut ours, mut theirs) = (Vec::new(), Vec::new());
+    for _ in 0..rounds {
+        let t = Instant::now();
+        match picklewarden::from_slice::<T>(&input, policy) {
+            Ok(v) => {
+                ours.push(t.elapsed());
+                drop(black_box(v));
+            }
+            Err(e) => {
+                println!("{name:<12} picklewarden refused: {e}");
+                return;
+            }
+        }
+        let t = Instant::now();
+        match serde_pickle::from_slice::<T>(&input, serde_pickle::DeOptions::new()) {
+            Ok(v) => {
+                theirs.push(t.elapsed());
+                drop(black_box(v));
+            }
+            Err(e) => {
+                println!("{name:<12} serde-pickle refused: {e}");
+                return;
+            }
+        }
+    }
+    let (a, b) = (median(&mut ours), median(&mut theirs));
+    let mbs = |d: Duration| input.len() as f64 / 1e6 / d.as_secs_f64();
+    println!(
+        "{name:<12} {ty:<28} {:>10.1} {:>10.0} {:>10.1} {:>10.0} {:>6.2}x",
+        a.as_secs_f64() * 1e3,
+        mbs(a),
+        b.as_secs_f64() * 1e3,
+        mbs(b),
+        b.as_secs_f64() / a.as_secs_f64()
+    );
+}
+
+fn median(v: &mut [Duration]) -> Duration {
+    v.sort();
+    v.get(v.len() / 2).copied().unwrap_or_default()
+}
