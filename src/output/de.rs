@@ -43,7 +43,6 @@
 //! limits than the walk is given is refused, not walked deeper. Each level costs the stack
 //! frames of the target type's visitor: a thread with a small stack should lower the depth.
 
-use std::collections::HashSet;
 use std::fmt;
 
 use num_traits::ToPrimitive;
@@ -55,6 +54,7 @@ use serde::Deserialize;
 
 use crate::limits::DEFAULT_MAX_NESTING_DEPTH;
 use crate::options::DecodeOptions;
+use crate::output::serde_path::OnPath;
 use crate::value::{Document, NodeId, Object, Value};
 use crate::Policy;
 
@@ -238,8 +238,7 @@ impl<'de, 'a> Deserializer<'de, 'a> {
         let mut cx = Cx {
             visits: 0,
             max_visits: self.max_visits,
-            max_depth: self.max_depth,
-            path: HashSet::new(),
+            path: OnPath::new(self.doc.len(), self.max_depth),
         };
         T::deserialize(At {
             doc: self.doc,
@@ -253,8 +252,7 @@ impl<'de, 'a> Deserializer<'de, 'a> {
 struct Cx {
     visits: u64,
     max_visits: u64,
-    max_depth: u64,
-    path: HashSet<NodeId>,
+    path: OnPath,
 }
 
 impl Cx {
@@ -297,23 +295,16 @@ impl<'de, 'a, 'c> At<'de, 'a, 'c> {
             .ok_or_else(|| DeError::Message("a node id outside the document".to_owned()))
     }
 
-    /// Runs `f` with the container `id` on the path.
+    /// Runs `f` with the container `id` (whose value is `value`) on the path.
     fn inside<R>(
         &mut self,
         id: NodeId,
-        type_name: &'static str,
+        value: Value<'de>,
         f: impl FnOnce(&mut Cx) -> Result<R, DeError>,
     ) -> Result<R, DeError> {
-        if self.cx.path.len() as u64 >= self.cx.max_depth {
-            return Err(DeError::TooDeep {
-                max: self.cx.max_depth,
-            });
-        }
-        if !self.cx.path.insert(id) {
-            return Err(DeError::Cycle { type_name });
-        }
+        self.cx.path.enter(id, &value)?;
         let r = f(self.cx);
-        self.cx.path.remove(&id);
+        self.cx.path.leave(id, &value);
         r
     }
 
@@ -349,7 +340,8 @@ impl<'de, 'a, 'c> At<'de, 'a, 'c> {
 
     fn visit_any<V: Visitor<'de>>(mut self, id: NodeId, visitor: V) -> Result<V::Value, DeError> {
         let doc = self.doc;
-        match self.value(id)? {
+        let value = self.value(id)?;
+        match value {
             Value::None => visitor.visit_unit(),
             Value::Bool(b) => visitor.visit_bool(b),
             Value::Int(i) => visitor.visit_i64(i),
@@ -379,12 +371,9 @@ impl<'de, 'a, 'c> At<'de, 'a, 'c> {
             | Value::Tuple(items)
             | Value::Set(items)
             | Value::FrozenSet(items) => {
-                let type_name = self.value_type(id);
-                self.inside(id, type_name, |cx| {
-                    visitor.visit_seq(Seq { doc, items, cx })
-                })
+                self.inside(id, value, |cx| visitor.visit_seq(Seq { doc, items, cx }))
             }
-            Value::Dict(pairs) => self.inside(id, "dict", |cx| {
+            Value::Dict(pairs) => self.inside(id, value, |cx| {
                 visitor.visit_map(Map {
                     doc,
                     pairs,
@@ -404,7 +393,7 @@ impl<'de, 'a, 'c> At<'de, 'a, 'c> {
             }),
             Value::Object(o) => {
                 let entries = self.record_entries(o).into_iter();
-                self.inside(id, "object", |cx| {
+                self.inside(id, value, |cx| {
                     visitor.visit_map(Fields {
                         doc,
                         entries,
@@ -414,10 +403,6 @@ impl<'de, 'a, 'c> At<'de, 'a, 'c> {
                 })
             }
         }
-    }
-
-    fn value_type(&self, id: NodeId) -> &'static str {
-        self.doc.get(id).map_or("value", |v| v.type_name())
     }
 
     /// The value of a node without counting a visit (the typed paths look before they walk).
@@ -507,7 +492,7 @@ impl<'de> de::Deserializer<'de> for At<'de, '_, '_> {
                         self.cx.visit()?;
                         self.cx.visit()?;
                         let doc = self.doc;
-                        return self.inside(id, "object", |cx| {
+                        return self.inside(id, Value::Object(o), |cx| {
                             visitor.visit_map(Map {
                                 doc,
                                 pairs,
@@ -537,10 +522,10 @@ impl<'de> de::Deserializer<'de> for At<'de, '_, '_> {
                 let s = s.as_str().ok_or(DeError::Surrogates)?;
                 visitor.visit_enum(s.into_deserializer())
             }
-            Some(Value::Dict(&[(k, v)])) => {
+            Some(dict @ Value::Dict(&[(k, v)])) => {
                 self.cx.visit()?;
                 let doc = self.doc;
-                self.inside(id, "dict", |cx| {
+                self.inside(id, dict, |cx| {
                     visitor.visit_enum(Variant {
                         doc,
                         tag: Part::Node(k),
@@ -560,7 +545,7 @@ impl<'de> de::Deserializer<'de> for At<'de, '_, '_> {
                     Some(Value::Tuple(&[one])) => Content::Node(one),
                     _ => Content::Node(o.args),
                 };
-                self.inside(id, "object", |cx| {
+                self.inside(id, Value::Object(o), |cx| {
                     visitor.visit_enum(Variant {
                         doc,
                         tag: Part::Text(name),

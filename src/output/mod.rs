@@ -11,5 +11,7 @@ pub mod json;
 pub mod repr;
 #[cfg(feature = "serde")]
 pub mod ser;
+#[cfg(feature = "serde")]
+pub(crate) mod serde_path;
 pub(crate) mod sink;
 pub(crate) mod walk;

@@ -19,7 +19,6 @@
 //! `max_nesting_depth` (see [`crate::de`]).
 
 use std::cell::RefCell;
-use std::collections::HashSet;
 
 use num_traits::ToPrimitive;
 use serde::ser::{Error as _, SerializeMap, SerializeSeq, SerializeTuple};
@@ -27,6 +26,7 @@ use serde::{Serialize, Serializer};
 
 use crate::de::{DeError, DEFAULT_MAX_VISITS};
 use crate::limits::DEFAULT_MAX_NESTING_DEPTH;
+use crate::output::serde_path::OnPath;
 use crate::value::{Document, NodeId, Object, Value};
 
 /// A document or one of its values, ready for a serde `Serializer`, with the walk's bounds.
@@ -43,8 +43,7 @@ pub struct Serialized<'d, 'a> {
 struct State {
     visits: u64,
     max_visits: u64,
-    max_depth: u64,
-    path: HashSet<NodeId>,
+    path: OnPath,
 }
 
 impl<'d, 'a> Serialized<'d, 'a> {
@@ -56,8 +55,7 @@ impl<'d, 'a> Serialized<'d, 'a> {
             state: RefCell::new(State {
                 visits: 0,
                 max_visits: DEFAULT_MAX_VISITS,
-                max_depth: DEFAULT_MAX_NESTING_DEPTH,
-                path: HashSet::new(),
+                path: OnPath::new(doc.len(), DEFAULT_MAX_NESTING_DEPTH),
             }),
         }
     }
@@ -77,7 +75,7 @@ impl<'d, 'a> Serialized<'d, 'a> {
 
     /// At most `max` containers on a path.
     pub fn max_depth(self, max: u64) -> Serialized<'d, 'a> {
-        self.state.borrow_mut().max_depth = max;
+        self.state.borrow_mut().path.max_depth(max);
         self
     }
 }
@@ -189,20 +187,13 @@ impl<'t, 'd, 'a> Node<'t, 'd, 'a> {
             return Err(E::custom(DeError::TooManyVisits { max: st.max_visits }));
         }
         if value.is_container() {
-            if st.path.len() as u64 >= st.max_depth {
-                return Err(E::custom(DeError::TooDeep { max: st.max_depth }));
-            }
-            if !st.path.insert(self.id) {
-                return Err(E::custom(DeError::Cycle {
-                    type_name: value.type_name(),
-                }));
-            }
+            st.path.enter(self.id, value).map_err(E::custom)?;
         }
         Ok(())
     }
 
-    fn leave(&self) {
-        self.top.state.borrow_mut().path.remove(&self.id);
+    fn leave(&self, value: &Value<'_>) {
+        self.top.state.borrow_mut().path.leave(self.id, value);
     }
 
     fn write<S: Serializer>(&self, value: Value<'d>, s: S) -> Result<S::Ok, S::Error> {
@@ -277,7 +268,7 @@ impl Serialize for Node<'_, '_, '_> {
         self.enter::<S::Error>(&value)?;
         let r = self.write(value, s);
         if value.is_container() {
-            self.leave();
+            self.leave(&value);
         }
         r
     }
