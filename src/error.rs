@@ -14,6 +14,7 @@ use crate::opcode::Opcode;
 ///
 /// The CLI's exit status and the service's answers are derived from it (docs/errors.md, docs/cli.md, docs/service.md).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Category {
     /// The bytes are not a well-formed pickle (CPython would also refuse them, or they break a
     /// rule picklewarden enforces more strictly, such as frame boundaries).
@@ -98,7 +99,7 @@ pub enum ErrorKind {
     /// differently (the reason says how: `I010` is 10 to the newest CPython and
     /// picklewarden, 8 to the C unpickler of CPython <= 3.13 and refused by its Python
     /// unpickler; `I+1` is `True` to the C unpickler of CPython <= 3.13 and 1 to newer; see
-    /// [`crate::text::version_dependent_int_text`]). Refused under every policy, because
+    /// `version_dependent_int_text` in `src/text.rs`). Refused under every policy, because
     /// the bytes picklewarden accepts may be handed on to any CPython 3, which must read
     /// them as the same value. Malformed, not a policy refusal: like FRAME boundaries, it
     /// is a rule picklewarden holds every pickle to, on input no CPython pickler writes.

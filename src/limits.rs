@@ -55,6 +55,7 @@ pub const DEFAULT_MAX_KEY_COLLISIONS: u64 = 8;
 /// The name of one limit; `name()` is the field name of [`Limits`] and the key accepted by
 /// `--limit NAME=VALUE` and by the `[limits]` table of a policy file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum LimitName {
     /// [`Limits::max_input_bytes`].
     MaxInputBytes,
@@ -246,6 +247,7 @@ impl FromStr for LimitName {
 /// The resource limits of one decode. Configuration only; the running counts live in the
 /// decoder. Every field is a strict maximum (the value itself is allowed, one more is refused).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Limits {
     /// Bytes of input. Default [`DEFAULT_MAX_INPUT_BYTES`].
     pub max_input_bytes: u64,

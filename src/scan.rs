@@ -340,6 +340,7 @@ pub struct GlobalRef {
 
 /// What a scan found.
 #[derive(Debug)]
+#[non_exhaustive]
 pub struct ScanReport {
     /// `Ok` when the input passed every check the scan makes, else the first refusal.
     pub result: Result<()>,

@@ -435,6 +435,7 @@ impl Global<'_> {
 /// One decoded Python value, as [`Document::get`] gives it: a view that borrows the document
 /// (`Copy`, at most 24 bytes).
 #[derive(Clone, Copy, Debug)]
+#[non_exhaustive]
 pub enum Value<'d> {
     /// `None`.
     None,

@@ -286,12 +286,11 @@ fn colliding_set(n: usize) -> Vec<u8> {
 /// The limits with the model of CPython's key work lifted: picklewarden's own hashing of the
 /// colliding keys, which CPython's reader would refuse to be handed (below).
 fn own_hashing_only() -> Limits {
-    Limits {
-        max_key_collisions: u64::MAX,
-        max_key_steps: u64::MAX,
-        max_key_steps_per_byte: u64::MAX,
-        ..Limits::default()
-    }
+    let mut limits = Limits::default();
+    limits.max_key_collisions = u64::MAX;
+    limits.max_key_steps = u64::MAX;
+    limits.max_key_steps_per_byte = u64::MAX;
+    limits
 }
 
 fn check_dict(n: usize) -> f64 {

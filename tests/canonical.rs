@@ -18,7 +18,7 @@ use common::{
     good_corpus, good_policies, list_globals, python, python_hex, records_policy_toml, run_oracle,
     scratch,
 };
-use picklewarden::{canonical, json, Decoder, Document, Policy, Value};
+use picklewarden::{canonical, json, Decoder, Document, OutputBound, Policy, Value};
 
 fn decode<'a>(bytes: &'a [u8], policy: &Policy, stream: bool) -> Document<'a> {
     let d = Decoder::new(bytes, policy);
@@ -122,7 +122,7 @@ fn corpus_round_trip(protocol: canonical::Protocol) {
             continue;
         };
         let before = expected_json(&doc, &f.name, protocol);
-        let out = match canonical::to_pickle_with(&doc, protocol, usize::MAX, None) {
+        let out = match canonical::to_pickle_bounded(&doc, protocol, OutputBound::NONE) {
             Ok(out) => out,
             Err(canonical::Unwritable::Stream) => {
                 assert!(
@@ -175,7 +175,8 @@ fn corpus_round_trip(protocol: canonical::Protocol) {
                         after.chars().take(300).collect::<String>()
                     ));
                 }
-                if canonical::to_pickle_with(&doc2, protocol, usize::MAX, None).as_ref() != Ok(&out)
+                if canonical::to_pickle_bounded(&doc2, protocol, OutputBound::NONE).as_ref()
+                    != Ok(&out)
                 {
                     failures.push(format!(
                         "{}: the canonical form is not a fixed point",
@@ -323,7 +324,7 @@ print("ok")
         for proto in ["0", "2", "4", "5"] {
             let input = common::hex_decode(python(code, &[proto]).trim());
             let doc = decode(&input, &policy, false);
-            let out = canonical::to_pickle_with(&doc, protocol, usize::MAX, None).unwrap();
+            let out = canonical::to_pickle_bounded(&doc, protocol, OutputBound::NONE).unwrap();
             let verdict = python(
                 check,
                 &[
@@ -373,7 +374,7 @@ fn protocol_2_form_is_exact() {
         let input = input.as_slice();
         let doc = decode(input, &policy, false);
         let out =
-            canonical::to_pickle_with(&doc, canonical::Protocol::V2, usize::MAX, None).unwrap();
+            canonical::to_pickle_bounded(&doc, canonical::Protocol::V2, OutputBound::NONE).unwrap();
         assert_eq!(
             out,
             *want,
@@ -430,7 +431,7 @@ forms = []
         let doc = decode(&input, &policy, false);
         assert!(canonical::to_pickle(&doc).is_ok(), "{name}");
         assert_eq!(
-            canonical::to_pickle_with(&doc, canonical::Protocol::V2, usize::MAX, None),
+            canonical::to_pickle_bounded(&doc, canonical::Protocol::V2, OutputBound::NONE),
             Err(canonical::Unwritable::Protocol {
                 protocol: 2,
                 what: "a global that has no protocol-2 name reading back as itself"
@@ -489,7 +490,8 @@ print("ok", a[1])
         for protocol in [canonical::Protocol::V5, canonical::Protocol::V2] {
             // Bounded, so that a writer that does not end fails here (TooLarge) rather than
             // filling the machine.
-            let out = canonical::to_pickle_with(&doc, protocol, 1 << 20, None).unwrap();
+            let out =
+                canonical::to_pickle_bounded(&doc, protocol, OutputBound::bytes(1 << 20)).unwrap();
             let verdict = python(
                 check,
                 &[&common::hex_encode(&input), &common::hex_encode(&out)],
@@ -563,7 +565,7 @@ constructor = "record"
             None => assert_eq!(got, Err(canonical::Unwritable::Record), "{label}"),
         }
         // Protocol 2 writes the same calls by GLOBAL.
-        let v2 = canonical::to_pickle_with(&doc, canonical::Protocol::V2, usize::MAX, None);
+        let v2 = canonical::to_pickle_bounded(&doc, canonical::Protocol::V2, OutputBound::NONE);
         assert_eq!(v2.is_ok(), want.is_some(), "{label}: {v2:?}");
         if let Ok(out) = v2 {
             assert!(out.windows(5).any(|w| w == b"cm\nR\n"), "{label}");
@@ -579,24 +581,40 @@ fn limited_output_gives_up_past_max_bytes() {
     let full = canonical::to_pickle(&doc).unwrap();
     assert_eq!(full, b"\x80\x05](K\x01K\x02K\x03e.");
     assert_eq!(
-        canonical::to_pickle_limited(&doc, full.len()),
+        canonical::to_pickle_bounded(
+            &doc,
+            canonical::Protocol::V5,
+            OutputBound::bytes(full.len())
+        ),
         Ok(full.clone())
     );
     assert_eq!(
-        canonical::to_pickle_limited(&doc, full.len() - 1),
+        canonical::to_pickle_bounded(
+            &doc,
+            canonical::Protocol::V5,
+            OutputBound::bytes(full.len() - 1)
+        ),
         Err(canonical::Unwritable::TooLarge(full.len() - 1))
     );
     let past = std::time::Instant::now() - std::time::Duration::from_secs(1);
     // A deadline is looked at every 65,536 values: a small document is written anyway.
     assert_eq!(
-        canonical::to_pickle_until(&doc, usize::MAX, past),
+        canonical::to_pickle_bounded(
+            &doc,
+            canonical::Protocol::V5,
+            OutputBound::NONE.deadline(Some(past))
+        ),
         Ok(full.clone())
     );
     // 100,000 values: the deadline is seen.
     let big = python_hex("import pickle; print(pickle.dumps(list(range(1000, 101000)), 4).hex())");
     let doc = decode(&big, &policy, false);
     assert_eq!(
-        canonical::to_pickle_until(&doc, usize::MAX, past),
+        canonical::to_pickle_bounded(
+            &doc,
+            canonical::Protocol::V5,
+            OutputBound::NONE.deadline(Some(past))
+        ),
         Err(canonical::Unwritable::Deadline)
     );
 }

@@ -631,10 +631,8 @@ print(pickle.dumps({"a": [1, 2.5, "x"], "b": (b"y", None), "c": {300, 301}}, 2).
     assert!(scratch.capacity_bytes() >= arena);
 
     // The same refusal, at the same offset, as without the scratch.
-    let tight = picklewarden::Limits {
-        max_nodes: 10,
-        ..policy.limits
-    };
+    let mut tight = policy.limits;
+    tight.max_nodes = 10;
     let with = Decoder::new(&big, &policy)
         .limits(tight)
         .scratch(scratch)

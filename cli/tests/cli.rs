@@ -295,11 +295,10 @@ fn decode_writes_a_canonical_pickle() {
     assert_eq!(two.status.code(), Some(0), "{}", text(&two.stderr));
     assert_eq!(
         two.stdout,
-        picklewarden::canonical::to_pickle_with(
+        picklewarden::canonical::to_pickle_bounded(
             &doc,
             picklewarden::canonical::Protocol::V2,
-            usize::MAX,
-            None
+            picklewarden::OutputBound::NONE,
         )
         .unwrap()
     );

@@ -35,7 +35,7 @@ use picklewarden::policy::BUILTIN_POLICIES;
 use picklewarden::{
     canonical, json, repr, Category, Decoder, Document, Error, ErrorKind, Limits, Policy,
 };
-use picklewarden::{NodeId, Value};
+use picklewarden::{NodeId, OutputBound, Value};
 
 /// A policy used only by the fuzz harness: record constructors in every form (with and without
 /// an argument schema, and with each way of being a key), an extension code mapped to a
@@ -129,21 +129,24 @@ pub fn policies() -> &'static [Policy] {
 
 /// Small limits that fuzz inputs (a few KiB) actually reach.
 pub fn tight_limits(base: &Limits) -> Limits {
-    let tight = Limits {
-        max_input_bytes: 4096,
-        max_nesting_depth: 12,
-        max_stack_len: 64,
-        max_memo_entries: 16,
-        max_container_items: 32,
-        max_nodes: 256,
-        max_alloc_bytes: 16 * 1024,
-        max_long_text_digits: 40,
-        max_long_bytes: 16,
-        max_opcodes: 2048,
-        max_key_steps: 4096,
-        max_key_steps_per_byte: 8,
-        max_key_collisions: 4,
-    };
+    let mut tight = Limits::default();
+    for (name, max) in [
+        (LimitName::MaxInputBytes, 4096),
+        (LimitName::MaxNestingDepth, 12),
+        (LimitName::MaxStackLen, 64),
+        (LimitName::MaxMemoEntries, 16),
+        (LimitName::MaxContainerItems, 32),
+        (LimitName::MaxNodes, 256),
+        (LimitName::MaxAllocBytes, 16 * 1024),
+        (LimitName::MaxLongTextDigits, 40),
+        (LimitName::MaxLongBytes, 16),
+        (LimitName::MaxOpcodes, 2048),
+        (LimitName::MaxKeySteps, 4096),
+        (LimitName::MaxKeyStepsPerByte, 8),
+        (LimitName::MaxKeyCollisions, 4),
+    ] {
+        tight.set(name, max);
+    }
     let mut out = *base;
     for name in LimitName::ALL {
         out.set(name, base.get(name).min(tight.get(name)));
@@ -232,10 +235,8 @@ pub fn check_input(data: &[u8], buffers: Option<&[&[u8]]>) {
                 {
                     // The refusal is right: without the limit the document is deeper.
                     assert_eq!(*seen, max.saturating_add(1), "depth refusal at {seen}");
-                    let unlimited = Limits {
-                        max_nesting_depth: u64::MAX,
-                        ..limits
-                    };
+                    let mut unlimited = limits;
+                    unlimited.max_nesting_depth = u64::MAX;
                     if let Ok(doc) = decode(unlimited, stream) {
                         let depth = nesting_depth(&doc);
                         assert!(
@@ -356,7 +357,7 @@ fn check_canonical_at(
                 Value::Bytes(_) | Value::ByteArray(_) | Value::Set(_) | Value::FrozenSet(_)
             )
         });
-    let out = match canonical::to_pickle_with(doc, protocol, usize::MAX, None) {
+    let out = match canonical::to_pickle_bounded(doc, protocol, OutputBound::NONE) {
         Ok(out) => out,
         Err(canonical::Unwritable::Stream) => {
             assert!(
@@ -393,7 +394,7 @@ fn check_canonical_at(
                 );
             }
             assert_eq!(
-                canonical::to_pickle_with(&again, protocol, usize::MAX, None).as_ref(),
+                canonical::to_pickle_bounded(&again, protocol, OutputBound::NONE).as_ref(),
                 Ok(&out),
                 "{}: canonical pickle is not a fixed point: {data:?}",
                 policy.name

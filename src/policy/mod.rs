@@ -25,6 +25,7 @@ use crate::value::CallKind;
 /// The closed set of constructors a policy can map a global to. Nothing else can ever be
 /// called.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Constructor {
     /// `_codecs.encode(text, 'latin1')` (or `'latin-1'`): bytes from text whose code points are
     /// all below U+0100. How Python 3 writes `bytes` at protocols 0-2.
@@ -192,6 +193,7 @@ pub struct GlobalRule {
 /// How a `record` object is hashed and compared as a dict key or set item: what the class it
 /// stands for inherits or defines as `__hash__` and `__eq__` (the TOML setting `key`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum RecordKey {
     /// `"identity"` (the default): each object is a key of its own, as a plain class's
     /// instances are (`object.__hash__`, `object.__eq__`).
@@ -262,6 +264,7 @@ impl GlobalRule {
 
 /// How STRING, BINSTRING and SHORT_BINSTRING (Python 2 `str`) decode.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Python2Str {
     /// As bytes (the default; CPython's `encoding='bytes'`, which Mitogen uses).
     Bytes,
@@ -271,6 +274,7 @@ pub enum Python2Str {
 
 /// Encodings a policy may name for Python 2 strings.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum TextEncoding {
     /// `ascii` (CPython's default for `pickle.loads`).
     Ascii,

@@ -4,7 +4,7 @@
 use std::io::{self, IsTerminal, Write};
 
 use clap::{Args, ValueEnum};
-use picklewarden::Error;
+use picklewarden::{Error, OutputBound};
 
 use super::{with_document, Common, Fatal};
 
@@ -86,7 +86,7 @@ pub(crate) fn run(opts: &Opts) -> Result<Result<(), Error>, Fatal> {
             // A record or a stream has no canonical pickle: an error of the output.
             Format::Pickle => {
                 let bytes =
-                    picklewarden::canonical::to_pickle_with(doc, protocol, usize::MAX, None)
+                    picklewarden::canonical::to_pickle_bounded(doc, protocol, OutputBound::NONE)
                         .map_err(|e| io::Error::new(io::ErrorKind::Unsupported, e))?;
                 out.write_all(&bytes)?;
             }

@@ -32,6 +32,7 @@ use axum::{Extension, Router};
 use base64::Engine as _;
 use http_body_util::BodyExt;
 use picklewarden::canonical::{Protocol, Unwritable};
+use picklewarden::OutputBound;
 use picklewarden::{Error, ErrorKind, Policy};
 use serde::Deserialize;
 use serde_json::{json, Map, Value as Json};
@@ -663,27 +664,26 @@ fn evaluate(
     let error = match result {
         Ok(doc) => {
             // The value's text, unless it would pass `max_output`.
+            let out_bound = OutputBound::bytes(max_output).deadline(Some(deadline));
             let text = match endpoint {
                 Endpoint::Check => None,
                 // Rendering stops at the deadline too (the client has had its 503 by then;
                 // ordering sets can cost a sort key per item before `max_output` applies).
                 Endpoint::Decode(Format::Json) => Some((
                     "document",
-                    picklewarden::json::to_typed_json_until(&doc, max_output, deadline),
+                    picklewarden::json::to_typed_json_bounded(&doc, out_bound),
                 )),
-                Endpoint::Decode(Format::Repr) => Some((
-                    "repr",
-                    picklewarden::repr::to_repr_until(&doc, max_output, deadline),
-                )),
+                Endpoint::Decode(Format::Repr) => {
+                    Some(("repr", picklewarden::repr::to_repr_bounded(&doc, out_bound)))
+                }
                 // Base64 is 4 bytes of text per 3 of pickle: the pickle may take 3/4 of the
                 // output bound.
                 Endpoint::Decode(Format::Pickle(protocol)) => {
                     let bound = max_output / 4 * 3;
-                    let written = picklewarden::canonical::to_pickle_with(
+                    let written = picklewarden::canonical::to_pickle_bounded(
                         &doc,
                         protocol,
-                        bound,
-                        Some(deadline),
+                        OutputBound::bytes(bound).deadline(Some(deadline)),
                     );
                     match written {
                         Ok(p) => Some((

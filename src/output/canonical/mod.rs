@@ -90,6 +90,7 @@ use std::time::Instant;
 
 pub use crate::compat::{python2_name, python3_name};
 use crate::opcode::Opcode;
+use crate::options::OutputBound;
 use crate::output::walk::Walker;
 use crate::value::Document;
 
@@ -199,6 +200,22 @@ pub fn to_pickle(doc: &Document<'_>) -> Result<Vec<u8>, Unwritable> {
     write_pickle(doc, Protocol::V5, usize::MAX, None)
 }
 
+/// The canonical pickle of `doc` in the form `protocol` names, giving up
+/// ([`Unwritable::TooLarge`]) once the output passes `bound.max_bytes` (by at most one value's
+/// own bytes, a long text or bytes) or ([`Unwritable::Deadline`]) once `bound.deadline` has
+/// passed (looked at every 65,536 values written): the one bounded form of the writer.
+///
+/// # Errors
+/// As [`to_pickle`], [`Unwritable::TooLarge`], [`Unwritable::Deadline`], and
+/// [`Unwritable::Protocol`] for a value `protocol` cannot write.
+pub fn to_pickle_bounded(
+    doc: &Document<'_>,
+    protocol: Protocol,
+    bound: OutputBound,
+) -> Result<Vec<u8>, Unwritable> {
+    write_pickle(doc, protocol, bound.max_bytes, bound.deadline)
+}
+
 /// As [`to_pickle`], but gives up ([`Unwritable::TooLarge`]) once the output passes
 /// `max_bytes`, so that a caller that must bound its memory (the service) never holds much more
 /// than that. The output may pass `max_bytes` by at most one value's own bytes (a long text or
@@ -206,6 +223,7 @@ pub fn to_pickle(doc: &Document<'_>) -> Result<Vec<u8>, Unwritable> {
 ///
 /// # Errors
 /// As [`to_pickle`], and [`Unwritable::TooLarge`].
+#[deprecated(note = "use to_pickle_bounded(doc, Protocol::V5, OutputBound::bytes(max_bytes))")]
 pub fn to_pickle_limited(doc: &Document<'_>, max_bytes: usize) -> Result<Vec<u8>, Unwritable> {
     write_pickle(doc, Protocol::V5, max_bytes, None)
 }
@@ -216,6 +234,9 @@ pub fn to_pickle_limited(doc: &Document<'_>, max_bytes: usize) -> Result<Vec<u8>
 ///
 /// # Errors
 /// As [`to_pickle_limited`], and [`Unwritable::Deadline`].
+#[deprecated(
+    note = "use to_pickle_bounded(doc, Protocol::V5, OutputBound::bytes(max_bytes).deadline(Some(deadline)))"
+)]
 pub fn to_pickle_until(
     doc: &Document<'_>,
     max_bytes: usize,
@@ -229,6 +250,9 @@ pub fn to_pickle_until(
 ///
 /// # Errors
 /// As [`to_pickle_until`], and [`Unwritable::Protocol`] for a value `protocol` cannot write.
+#[deprecated(
+    note = "use to_pickle_bounded(doc, protocol, OutputBound::bytes(max_bytes).deadline(deadline))"
+)]
 pub fn to_pickle_with(
     doc: &Document<'_>,
     protocol: Protocol,

@@ -10,6 +10,7 @@
 use std::io;
 use std::time::Instant;
 
+use crate::options::OutputBound;
 use crate::value::{Document, NodeId};
 
 pub use crate::output::sink::SPILL_BYTES;
@@ -32,10 +33,25 @@ pub fn to_typed_json(doc: &Document<'_>) -> String {
     write_document(doc, usize::MAX, None).unwrap_or_default()
 }
 
+/// As [`to_typed_json`], but gives up (`None`) once the text passes `bound.max_bytes` or
+/// `bound.deadline` has passed: the one bounded form of the writer.
+///
+/// A caller that must bound its memory (the service) never holds much more than `max_bytes`
+/// of output: typed JSON can be many times the size of the pickle (a 1-byte NONE is 15 bytes
+/// of JSON); the text may pass `max_bytes` by at most one scalar node before the writer stops.
+/// The deadline is looked at every 256 set items while ordering sets, every 65,536 values, or
+/// 64 big ints, while writing, as [`crate::Decoder::deadline`] is for the decode. Ordering the
+/// sets can cost up to a sort key (1 KiB) per set item before anything is written, which
+/// `max_bytes` does not bound.
+pub fn to_typed_json_bounded(doc: &Document<'_>, bound: OutputBound) -> Option<String> {
+    write_document(doc, bound.max_bytes, bound.deadline)
+}
+
 /// As [`to_typed_json`], but gives up (`None`) once the text passes `max_bytes`, so a caller
 /// that must bound its memory (the service) never holds much more than `max_bytes` of output.
 /// Typed JSON can be many times the size of the pickle (a 1-byte NONE is 15 bytes of JSON);
 /// the text may pass `max_bytes` by at most one scalar node before the writer stops.
+#[deprecated(note = "use to_typed_json_bounded(doc, OutputBound::bytes(max_bytes))")]
 pub fn to_typed_json_limited(doc: &Document<'_>, max_bytes: usize) -> Option<String> {
     write_document(doc, max_bytes, None)
 }
@@ -45,6 +61,9 @@ pub fn to_typed_json_limited(doc: &Document<'_>, max_bytes: usize) -> Option<Str
 /// writing): for a caller that answers by a deadline, as [`crate::Decoder::deadline`] is for
 /// the decode. Ordering the sets can cost up to a sort key (1 KiB) per set item before
 /// anything is written, which `max_bytes` does not bound.
+#[deprecated(
+    note = "use to_typed_json_bounded(doc, OutputBound::bytes(max_bytes).deadline(Some(deadline)))"
+)]
 pub fn to_typed_json_until(
     doc: &Document<'_>,
     max_bytes: usize,

@@ -19,6 +19,7 @@ use std::io;
 use std::time::Instant;
 
 use crate::clock::Clock;
+use crate::options::OutputBound;
 use crate::output::sink::{Text, BIG_INT_WORK, SPILL_BYTES};
 use crate::output::walk::{Marks, Slot, Step, Visitor, Walker};
 use crate::text::float_repr;
@@ -32,18 +33,29 @@ mod tests;
 
 /// The repr text of each root, one per line.
 pub fn to_repr(doc: &Document<'_>) -> String {
-    to_repr_limited(doc, usize::MAX).unwrap_or_default()
+    print(doc, usize::MAX, None).unwrap_or_default()
+}
+
+/// As [`to_repr`], but gives up (`None`) once the text passes `bound.max_bytes` (by at most
+/// one scalar value) or `bound.deadline` has passed (looked at every 65,536 values, or 64 big
+/// ints): the one bounded form of the printer.
+pub fn to_repr_bounded(doc: &Document<'_>, bound: OutputBound) -> Option<String> {
+    print(doc, bound.max_bytes, bound.deadline)
 }
 
 /// As [`to_repr`], but gives up (`None`) once the text passes `max_bytes` (it may pass it by
 /// at most one scalar value before the printer stops), so a caller that must bound its memory
 /// never holds much more than `max_bytes` of output.
+#[deprecated(note = "use to_repr_bounded(doc, OutputBound::bytes(max_bytes))")]
 pub fn to_repr_limited(doc: &Document<'_>, max_bytes: usize) -> Option<String> {
     print(doc, max_bytes, None)
 }
 
 /// As [`to_repr_limited`], and also gives up (`None`) once `deadline` has passed (looked at
 /// every 65,536 values, or 64 big ints), for a caller that answers by a deadline.
+#[deprecated(
+    note = "use to_repr_bounded(doc, OutputBound::bytes(max_bytes).deadline(Some(deadline)))"
+)]
 pub fn to_repr_until(doc: &Document<'_>, max_bytes: usize, deadline: Instant) -> Option<String> {
     print(doc, max_bytes, Some(deadline))
 }
