@@ -10,7 +10,8 @@
 //! picklewarden runs with every check and the `data` policy's limits (its default ones);
 //! serde-pickle with its default `DeOptions`. Each line gives the median time of each over the
 //! rounds, their throughput on the pickle's bytes, and picklewarden's speed as a multiple of
-//! serde-pickle's. The folder can be moved with `PICKLEWARDEN_WORKLOADS=DIR`; a missing
+//! serde-pickle's; `decode ms` is picklewarden's decode alone (to a document, no
+//! deserialization), the part of its time the walk into `T` does not account for. The folder can be moved with `PICKLEWARDEN_WORKLOADS=DIR`; a missing
 //! workload is skipped.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -127,8 +128,8 @@ fn main() {
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/workloads"));
     let policy = picklewarden::Policy::data();
     println!(
-        "{:<12} {:<28} {:>10} {:>10} {:>10} {:>10} {:>7}",
-        "workload", "type", "pw ms", "pw MB/s", "sp ms", "sp MB/s", "ratio"
+        "{:<12} {:<28} {:>10} {:>10} {:>10} {:>10} {:>7} {:>10}",
+        "workload", "type", "pw ms", "pw MB/s", "sp ms", "sp MB/s", "ratio", "decode ms"
     );
     run::<Vec<HashMap<String, Any>>>(
         &dir,
@@ -171,8 +172,13 @@ fn run<T: DeserializeOwned>(
         println!("{name:<12} skipped: {} missing", path.display());
         return;
     };
-    let (mut ours, mut theirs) = (Vec::new(), Vec::new());
+    let (mut ours, mut theirs, mut decode) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..rounds {
+        let t = Instant::now();
+        if let Ok(doc) = picklewarden::decode(&input, policy) {
+            decode.push(t.elapsed());
+            drop(black_box(doc));
+        }
         let t = Instant::now();
         match picklewarden::from_slice::<T>(&input, policy) {
             Ok(v) => {
@@ -196,15 +202,16 @@ fn run<T: DeserializeOwned>(
             }
         }
     }
-    let (a, b) = (median(&mut ours), median(&mut theirs));
+    let (a, b, c) = (median(&mut ours), median(&mut theirs), median(&mut decode));
     let mbs = |d: Duration| input.len() as f64 / 1e6 / d.as_secs_f64();
     println!(
-        "{name:<12} {ty:<28} {:>10.1} {:>10.0} {:>10.1} {:>10.0} {:>6.2}x",
+        "{name:<12} {ty:<28} {:>10.1} {:>10.0} {:>10.1} {:>10.0} {:>6.2}x {:>10.1}",
         a.as_secs_f64() * 1e3,
         mbs(a),
         b.as_secs_f64() * 1e3,
         mbs(b),
-        b.as_secs_f64() / a.as_secs_f64()
+        b.as_secs_f64() / a.as_secs_f64(),
+        c.as_secs_f64() * 1e3
     );
 }
 
