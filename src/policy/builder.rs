@@ -205,3 +205,7 @@ pub(crate) fn refuse_everything(name: &str) -> Policy {
     p.limits.max_input_bytes = 0;
     p
 }
+
+#[cfg(test)]
+#[path = "builder_test.rs"]
+mod tests;
