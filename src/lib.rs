@@ -54,6 +54,7 @@ pub mod scan;
 mod sniff;
 pub mod text;
 pub mod value;
+mod vm;
 
 pub use build::{decode, Decoder};
 pub use error::{Category, Error, ErrorKind, Result};

@@ -8,6 +8,7 @@ use crate::opcode::Opcode;
 use crate::reader::binint_at;
 use crate::text;
 use crate::value::{Node, NodeId, Word, ARENA_END};
+use crate::vm::{Interpreter, StackOps};
 
 impl<'a, 'p> Machine<'a, 'p> {
     /// Whether a value may be made: within `max_nodes` and, with its node and `extra` bytes,

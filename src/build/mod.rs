@@ -63,6 +63,7 @@ use crate::opcode::Opcode;
 use crate::policy::Policy;
 use crate::scan::{ScanReport, Scanner};
 use crate::value::{Arena, Document, Scratch};
+use crate::vm::Interpreter;
 use depth::Heights;
 use machine::Machine;
 

@@ -1,0 +1,227 @@
+//! The scan: the validating first pass. It walks the opcodes with a symbolic stack (the kind of
+//! each item, and where the text of str constants is), builds no values, and checks:
+//! - opcodes, protocol, truncation, FRAME rules and trailing data (the shared reader);
+//! - MARK discipline and stack underflow;
+//! - the memo: every GET names an index that an earlier PUT/BINPUT/LONG_BINPUT/MEMOIZE set, so
+//!   memo indices are validated before the build pass creates anything;
+//! - every global (GLOBAL, STACK_GLOBAL including names fetched through the memo, INST, OBJ,
+//!   EXT1/2/4) against the policy, and every call and BUILD against the forms it allows;
+//! - the kinds opcodes need (APPEND onto a list, SETITEM onto a dict, REDUCE of a global with a
+//!   tuple, ...), number text and string escapes, UTF-8 of text;
+//! - the limits it can see: input bytes, stack length, memo entries, opcodes, LONG text digits
+//!   and LONG1/LONG4 bytes.
+//!
+//! What only the build pass can check (it needs the values): a constructor's argument contents
+//! (`constructor_rejected`), hashability of dict keys and set items (`unhashable_key`), the
+//! nesting depth of the value tree, and the node, item and allocation budgets.
+//!
+//! A scan alone is also picklewarden's scan-only mode: a verdict, the first error, the globals
+//! referenced and the opcode counts, in one pass and without allocating values.
+//!
+//! The scan is the shared interpreter (`src/vm/`) over symbols ([`sym`](self)): what kind each
+//! stack item and memo entry is, and where the text of a str is in the input.
+//!
+//! ```text
+//! scan/
+//!   mod.rs       Scanner, ScanReport, GlobalRef and scan(): the public entry points
+//!   sym.rs       the symbols and the scan's value operations of the interpreter (Vm)
+//!   run.rs       runs of scalar opcodes read a chunk at a time
+//! ```
+
+mod run;
+mod sym;
+
+use std::time::Instant;
+
+use crate::clock::Clock;
+use crate::error::{Error, ErrorKind, Result};
+use crate::limits::{LimitName, Limits};
+use crate::memo::Memo;
+use crate::policy::Policy;
+use crate::reader::Reader;
+use crate::value::Trailing;
+use crate::vm::Interpreter;
+use sym::Sym;
+
+/// A global named in the input.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GlobalRef {
+    /// Module, as written when allowed (so one of the policy's); when refused, escaped and cut
+    /// at 64 characters as error messages show it (`...` marks the cut; characters other
+    /// than printable ASCII as Rust's `char::escape_default` writes them).
+    pub module: String,
+    /// Qualified name, as `module` is kept.
+    pub name: String,
+    /// Whether the policy allows it.
+    pub allowed: bool,
+    /// Offset of the opcode that named it first.
+    pub offset: u64,
+}
+
+/// What a scan found.
+#[derive(Debug)]
+pub struct ScanReport {
+    /// `Ok` when the input passed every check the scan makes, else the first refusal.
+    pub result: Result<()>,
+    /// The distinct globals named, in order of first appearance (up to the first refusal).
+    pub globals: Vec<GlobalRef>,
+    /// How many times each opcode byte was executed (index = opcode byte).
+    pub opcode_counts: Box<[u64; 256]>,
+    /// The highest protocol named by PROTO (0 if none).
+    pub protocol: u8,
+    /// Pickles completed (their STOP reached).
+    pub pickles: usize,
+    /// The bytes after STOP left unread, when [`Scanner::allow_trailing`] allowed them.
+    pub trailing: Option<Trailing>,
+}
+
+/// Configures and runs a scan. See the module docs.
+pub struct Scanner<'a, 'p> {
+    input: &'a [u8],
+    policy: &'p Policy,
+    limits: Limits,
+    stream: bool,
+    buffers: Option<usize>,
+    deadline: Option<Instant>,
+    allow_trailing: bool,
+}
+
+impl<'a, 'p> Scanner<'a, 'p> {
+    /// A scan of `input` under `policy` with the policy's limits, as one pickle.
+    pub fn new(input: &'a [u8], policy: &'p Policy) -> Scanner<'a, 'p> {
+        Scanner {
+            input,
+            policy,
+            limits: policy.limits,
+            stream: false,
+            buffers: None,
+            deadline: None,
+            allow_trailing: false,
+        }
+    }
+
+    /// Replaces the limits.
+    pub fn limits(mut self, limits: Limits) -> Scanner<'a, 'p> {
+        self.limits = limits;
+        self
+    }
+
+    /// Allows bytes after the STOP of a single pickle, as
+    /// [`Decoder::allow_trailing`](crate::Decoder::allow_trailing) does; they are reported in
+    /// [`ScanReport::trailing`].
+    pub fn allow_trailing(mut self, allow: bool) -> Scanner<'a, 'p> {
+        self.allow_trailing = allow;
+        self
+    }
+
+    /// Scans several pickles one after another sharing one memo.
+    pub fn stream(mut self, stream: bool) -> Scanner<'a, 'p> {
+        self.stream = stream;
+        self
+    }
+
+    /// Refuses the scan ([`ErrorKind::DeadlineExceeded`]) once `at` has passed, as
+    /// [`crate::Decoder::deadline`] does; `None` for no deadline.
+    pub fn deadline(mut self, at: Option<Instant>) -> Scanner<'a, 'p> {
+        self.deadline = at;
+        self
+    }
+
+    /// The number of out-of-band buffers the build pass will be given (NEXT_BUFFER).
+    pub fn buffers(mut self, count: Option<usize>) -> Scanner<'a, 'p> {
+        self.buffers = count;
+        self
+    }
+
+    /// Runs the scan.
+    pub fn run(self) -> ScanReport {
+        let mut s = Scan {
+            r: Reader::new(self.input),
+            policy: self.policy,
+            limits: self.limits,
+            stack: Vec::new(),
+            marks: Vec::new(),
+            memo: Memo::default(),
+            opcodes: 0,
+            buffers: self.buffers,
+            memo_bytes: 0,
+            clock: Clock::new(self.deadline),
+            report: ScanReport {
+                result: Ok(()),
+                globals: Vec::new(),
+                opcode_counts: Box::new([0; 256]),
+                protocol: 0,
+                pickles: 0,
+                trailing: None,
+            },
+        };
+        // Input that is not a pickle at all says so (src/sniff.rs).
+        let result = s
+            .all(self.stream, self.allow_trailing)
+            .map_err(|e| crate::sniff::explain(self.input, e));
+        let mut report = s.report;
+        report.result = result;
+        report
+    }
+}
+
+/// Scans `input` under `policy` with `limits` (one pickle, or a stream of pickles sharing one
+/// memo when `stream`).
+pub fn scan(input: &[u8], policy: &Policy, limits: Limits, stream: bool) -> ScanReport {
+    Scanner::new(input, policy)
+        .limits(limits)
+        .stream(stream)
+        .run()
+}
+
+struct Scan<'a, 'p> {
+    r: Reader<'a>,
+    policy: &'p Policy,
+    limits: Limits,
+    stack: Vec<Sym>,
+    marks: Vec<usize>,
+    memo: Memo<Sym>,
+    opcodes: u64,
+    buffers: Option<usize>,
+    /// The bytes the memo's tables took, as the decode's memo takes them ([`Memo::put`]).
+    memo_bytes: u64,
+    /// When to stop ([`Scanner::deadline`]), looked at by opcode count.
+    clock: Clock,
+    report: ScanReport,
+}
+
+impl Scan<'_, '_> {
+    fn all(&mut self, stream: bool, allow_trailing: bool) -> Result<()> {
+        let len = self.r.input.len() as u64;
+        if len > self.limits.max_input_bytes {
+            return Err(Error::new(
+                ErrorKind::LimitExceeded {
+                    limit: LimitName::MaxInputBytes,
+                    seen: len,
+                    max: self.limits.max_input_bytes,
+                },
+                0,
+                None,
+            ));
+        }
+        loop {
+            self.run()?;
+            self.report.pickles += 1;
+            if !stream && allow_trailing {
+                self.report.trailing = self.r.trailing()?;
+                return Ok(());
+            }
+            if !stream {
+                return self.r.expect_end();
+            }
+            self.r.end_pickle()?;
+            if self.r.at_end() {
+                return Ok(());
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "tests.rs"]
+mod tests;

@@ -1,0 +1,101 @@
+//! The stack and its MARKs ([`StackOps`]): every push checks `max_stack_len` (items and MARKs
+//! together), every pop the fence of the innermost MARK, as CPython's unpickler does (a pop
+//! below a MARK is a stack underflow, `Modules/_pickle.c` `Pdata_pop`).
+
+use super::Vm;
+use crate::error::{ErrorKind, Result};
+use crate::limits::LimitName;
+
+/// The stack operations of the interpreter, for every [`Vm`].
+pub(crate) trait StackOps<'a>: Vm<'a> {
+    /// Where the items above the innermost MARK start (0 without one).
+    #[inline(always)]
+    fn fence(&self) -> usize {
+        self.marks().last().copied().unwrap_or(0)
+    }
+
+    /// Whether one more item (or MARK) fits within `max_stack_len`.
+    #[inline(always)]
+    fn stack_room(&self) -> bool {
+        ((self.stack().len() + self.marks().len()) as u64) < self.limits().max_stack_len
+    }
+
+    /// The refusal of one more item when [`StackOps::stack_room`] says there is none.
+    #[cold]
+    fn stack_full(&self) -> crate::Error {
+        let depth = (self.stack().len() + self.marks().len()) as u64;
+        self.limit(LimitName::MaxStackLen, depth + 1)
+    }
+
+    #[inline]
+    fn push(&mut self, v: Self::V) -> Result<()> {
+        if !self.stack_room() {
+            return Err(self.stack_full());
+        }
+        self.stack_mut().push(v);
+        Ok(())
+    }
+
+    /// MARK.
+    fn mark(&mut self) -> Result<()> {
+        if !self.stack_room() {
+            return Err(self.stack_full());
+        }
+        let len = self.stack().len();
+        self.marks_mut().push(len);
+        Ok(())
+    }
+
+    fn pop(&mut self) -> Result<Self::V> {
+        if self.stack().len() <= self.fence() {
+            return Err(self.err(ErrorKind::StackUnderflow));
+        }
+        self.stack_mut()
+            .pop()
+            .ok_or_else(|| self.err(ErrorKind::StackUnderflow))
+    }
+
+    fn top(&self) -> Result<Self::V> {
+        if self.stack().len() <= self.fence() {
+            return Err(self.err(ErrorKind::StackUnderflow));
+        }
+        self.stack()
+            .last()
+            .copied()
+            .ok_or_else(|| self.err(ErrorKind::StackUnderflow))
+    }
+
+    /// Pops the topmost MARK and returns where its group starts; the group stays on the stack
+    /// (`stack[start..]`) for the caller to use and remove, with no temporary `Vec`.
+    fn group(&mut self) -> Result<usize> {
+        let mark = self
+            .marks_mut()
+            .pop()
+            .ok_or_else(|| self.err(ErrorKind::MarkMissing))?;
+        Ok(mark.min(self.stack().len()))
+    }
+
+    /// The stack item just below `start` (the target of a group), which must be above the
+    /// current fence: what `top()` gives once the group is popped.
+    fn below(&self, start: usize) -> Result<Self::V> {
+        if start <= self.fence() {
+            return Err(self.err(ErrorKind::StackUnderflow));
+        }
+        start
+            .checked_sub(1)
+            .and_then(|i| self.stack().get(i))
+            .copied()
+            .ok_or_else(|| self.err(ErrorKind::StackUnderflow))
+    }
+
+    /// Starts a group of the top `n` items (APPEND: 1, SETITEM: 2, TUPLE1-3) after checking
+    /// that they are above the current fence, as `n` pops would.
+    fn top_group(&self, n: usize) -> Result<usize> {
+        if self.stack().len() < self.fence() + n {
+            return Err(self.err(ErrorKind::StackUnderflow));
+        }
+        Ok(self.stack().len() - n)
+    }
+}
+
+impl<'a, T: Vm<'a> + ?Sized> StackOps<'a> for T {}
