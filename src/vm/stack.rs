@@ -88,6 +88,22 @@ pub(crate) trait StackOps<'a>: Vm<'a> {
             .ok_or_else(|| self.err(ErrorKind::StackUnderflow))
     }
 
+    /// Where the group above the innermost MARK starts and the fence below it (the MARK
+    /// before it, or 0), without popping the MARK: what [`StackOps::group`] and then
+    /// [`StackOps::below`] would see. `None` without a MARK.
+    #[inline(always)]
+    fn group_bounds(&self) -> Option<(usize, usize)> {
+        let marks = self.marks();
+        let &mark = marks.last()?;
+        let fence = marks
+            .len()
+            .checked_sub(2)
+            .and_then(|i| marks.get(i))
+            .copied()
+            .unwrap_or(0);
+        Some((mark.min(self.stack().len()), fence))
+    }
+
     /// Starts a group of the top `n` items (APPEND: 1, SETITEM: 2, TUPLE1-3) after checking
     /// that they are above the current fence, as `n` pops would.
     fn top_group(&self, n: usize) -> Result<usize> {
