@@ -38,23 +38,24 @@
 #![forbid(unsafe_code)]
 
 mod build;
-mod clock;
-mod compat;
 pub mod dis;
 pub mod error;
-mod latin1;
+mod formats;
+mod input;
 pub mod limits;
-mod memo;
-pub mod mitogen;
-pub mod opcode;
 mod output;
 pub mod policy;
-mod reader;
 pub mod scan;
-mod sniff;
-pub mod text;
+// The decoded document and its views: the files under src/document/.
+#[path = "document/mod.rs"]
 pub mod value;
 mod vm;
+
+pub use formats::mitogen;
+pub use input::{opcode, text};
+// Crate-wide short paths of the modules that live under input/ and vm/.
+use input::{compat, latin1, reader, sniff};
+use vm::{clock, memo};
 
 pub use build::{decode, Decoder};
 pub use error::{Category, Error, ErrorKind, Result};

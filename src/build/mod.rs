@@ -19,7 +19,7 @@
 //!
 //! # Layout
 //!
-//! The build runs after (or, in one pass, alongside) the scan (`src/scan.rs`) and only accepts
+//! The build runs after (or, in one pass, alongside) the scan (`src/scan/`) and only accepts
 //! what it accepts. A [`Decoder`] makes a `Machine`, which runs each pickle in its fast loop and,
 //! for what that loop leaves, one opcode at a time with every check:
 //!

@@ -155,7 +155,7 @@ impl<'a, 'p> Scanner<'a, 'p> {
                 trailing: None,
             },
         };
-        // Input that is not a pickle at all says so (src/sniff.rs).
+        // Input that is not a pickle at all says so (src/input/sniff.rs).
         let result = s
             .all(self.stream, self.allow_trailing)
             .map_err(|e| crate::sniff::explain(self.input, e));

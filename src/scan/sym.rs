@@ -262,7 +262,7 @@ impl<'a> Vm<'a> for Scan<'a, '_> {
     }
 
     /// The scan builds nothing else of that size: its memo alone is held to the allocation
-    /// budget, charged as the decode's memo takes it (src/memo.rs), so that the scan never
+    /// budget, charged as the decode's memo takes it (src/vm/memo.rs), so that the scan never
     /// refuses on the budget an input the decode accepts (the decode charges the same memo
     /// with the document).
     fn charge_memo(&mut self, grown: u64) -> Result<()> {

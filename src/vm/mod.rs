@@ -10,14 +10,18 @@
 //!   stack.rs    the stack and its MARKs: push, pop, groups, fences (StackOps)
 //!   globals.rs  GLOBAL, STACK_GLOBAL, INST's class and EXT1/2/4 resolved through the policy
 //!   interp.rs   run() and step(): the opcodes, one arm each, for every Vm (Interpreter)
+//!   memo.rs     the memo: dense for the indices picklers write, sparse beyond
+//!   clock.rs    the deadline, looked at once per so much work
 //! ```
 //!
 //! Two values implement [`Vm`]: the scan's symbols (`src/scan/`: the kind of each item, no
 //! values) and the build's arena nodes (`src/build/`). An input is accepted by a build only if
 //! every rule here passed, so a rule written here holds for both.
 
+pub(crate) mod clock;
 mod globals;
 mod interp;
+pub(crate) mod memo;
 mod stack;
 
 use std::borrow::Cow;
