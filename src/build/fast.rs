@@ -116,15 +116,17 @@ impl<'a, 'p> Machine<'a, 'p> {
         match filled {
             None => Ok(false),
             Some(done) => {
+                // Popped once the group is in (a refusal leaves it for `Machine::rescan`).
+                done?;
                 self.marks.pop();
-                done.map(|()| true)
+                Ok(true)
             }
         }
     }
 
     /// In [`Machine::fast`], TUPLE1, TUPLE2 or TUPLE3 (`n` items) when every check of the
     /// careful path's arm would pass and the pools have room without growing: the tuple is
-    /// made from the top `n` items as [`Machine::seq_from_stack`] makes it (same node, items,
+    /// made from the top `n` items as the interpreter's TUPLE arm makes it ([`Machine::new_seq`]) (same node, items,
     /// counts, charges and height) and pushed. `false` leaves the opcode, nothing done, to the
     /// careful arm.
     #[inline(always)]
@@ -472,7 +474,12 @@ impl<'a, 'p> Machine<'a, 'p> {
                     // `ran` <= `budget`: the last is counted below.
                     budget -= ran - 1;
                 }
-                SETITEMS | ADDITEMS if self.fill_group(pos, op == SETITEMS)? => {
+                SETITEMS | ADDITEMS
+                    if {
+                        self.opcodes = top - budget + 1;
+                        self.fill_group(pos, op == SETITEMS)?
+                    } =>
+                {
                     pos += 1;
                 }
                 APPENDS | APPEND if self.append_in_room(op == APPENDS) => {

@@ -422,15 +422,6 @@ impl<'a, 'p> Machine<'a, 'p> {
         }
     }
 
-    /// A new list or tuple of `self.stack[start..]`, which are popped.
-    pub(super) fn seq_from_stack(&mut self, start: usize, tuple: bool) -> Result<NodeId> {
-        let stack = mem::take(&mut self.stack);
-        let r = self.new_seq(stack.get(start..).unwrap_or_default(), tuple);
-        self.stack = stack;
-        self.stack.truncate(start);
-        r
-    }
-
     /// A new list or tuple of `items`.
     pub(super) fn new_seq(&mut self, items: &[NodeId], tuple: bool) -> Result<NodeId> {
         self.check_items(items.len())?;

@@ -260,10 +260,13 @@ impl<'a, 'p> Vm<'a> for Machine<'a, 'p> {
     fn next_buffer(&mut self) -> Result<NodeId> {
         let buf = self
             .buffers
-            .as_mut()
-            .and_then(VecDeque::pop_front)
+            .as_ref()
+            .and_then(|b| b.front().copied())
             .ok_or_else(|| self.err(ErrorKind::BuffersNotSupplied))?;
-        self.bytes_node(Cow::Borrowed(buf), 0)
+        let id = self.bytes_node(Cow::Borrowed(buf), 0)?;
+        // Taken once its node is made (a refusal leaves it for `Machine::rescan`).
+        self.buffers.as_mut().and_then(VecDeque::pop_front);
+        Ok(id)
     }
 
     fn is_buffer(&self, v: NodeId) -> Result<bool> {
@@ -283,7 +286,10 @@ impl<'a, 'p> Vm<'a> for Machine<'a, 'p> {
     }
 
     fn seq(&mut self, start: usize, tuple: bool) -> Result<NodeId> {
-        self.seq_from_stack(start, tuple)
+        let stack = mem::take(&mut self.stack);
+        let r = self.new_seq(stack.get(start..).unwrap_or_default(), tuple);
+        self.stack = stack;
+        r
     }
 
     fn dict(&mut self, start: usize) -> Result<NodeId> {

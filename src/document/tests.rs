@@ -1,7 +1,7 @@
 //! Unit tests of the document.
 
-use super::*;
 use super::id::{IMMEDIATE_MAX, IMMEDIATE_MIN, SHARED_BASE};
+use super::*;
 
 #[test]
 fn ids_hold_ints_of_31_bits_and_the_singletons() {

@@ -39,8 +39,8 @@ use crate::limits::{LimitName, Limits};
 use crate::memo::Memo;
 use crate::policy::Policy;
 use crate::reader::Reader;
-use crate::value::Trailing;
-use crate::vm::Interpreter;
+use crate::value::{NodeId, Trailing};
+use crate::vm::{Interpreter, Kind};
 use sym::Sym;
 
 /// A global named in the input.
@@ -154,6 +154,7 @@ impl<'a, 'p> Scanner<'a, 'p> {
                 pickles: 0,
                 trailing: None,
             },
+            owned: Vec::new(),
         };
         // Input that is not a pickle at all says so (src/input/sniff.rs).
         let result = s
@@ -188,6 +189,9 @@ struct Scan<'a, 'p> {
     /// When to stop ([`Scanner::deadline`]), looked at by opcode count.
     clock: Clock,
     report: ScanReport,
+    /// The text of strs the build held apart from the input, when the scan took over from it
+    /// ([`resume`]): `surrogatepass` UTF-8, and whether it holds a lone surrogate.
+    owned: Vec<(Vec<u8>, bool)>,
 }
 
 impl Scan<'_, '_> {
@@ -204,6 +208,12 @@ impl Scan<'_, '_> {
                 None,
             ));
         }
+        self.rest(stream, allow_trailing)
+    }
+
+    /// The rest of the input: the current pickle from the reader's position, then those after
+    /// it (a stream), or the end of the input (or trailing bytes allowed).
+    fn rest(&mut self, stream: bool, allow_trailing: bool) -> Result<()> {
         loop {
             self.run()?;
             self.report.pickles += 1;
@@ -220,6 +230,71 @@ impl Scan<'_, '_> {
             }
         }
     }
+}
+
+/// Where a build that refused on grounds only it sees (a value's contents, the budgets) was,
+/// for a scan to take over from there ([`resume`]).
+pub(crate) struct Resume<'s> {
+    /// Where the scan starts reading: the opcode the build refused at (or the one after it).
+    pub(crate) pos: usize,
+    pub(crate) frame_end: Option<usize>,
+    /// The opcodes run before `pos`.
+    pub(crate) opcodes: u64,
+    pub(crate) stack: &'s [NodeId],
+    pub(crate) marks: &'s [usize],
+    pub(crate) memo: &'s Memo<NodeId>,
+    /// What each value of the stack and the memo is.
+    pub(crate) kind_of: &'s dyn Fn(NodeId) -> Kind,
+    /// The out-of-band buffers not taken yet.
+    pub(crate) buffers: Option<usize>,
+    pub(crate) deadline: Option<Instant>,
+}
+
+/// The scan's verdict on the rest of `input` from where a build refused (`Machine::rescan`):
+/// the same as a scan of the whole input, which would have passed every opcode before `at`
+/// as the build did (every rule of the scan is the interpreter's, which the build ran too).
+pub(crate) fn resume(
+    input: &[u8],
+    policy: &Policy,
+    limits: Limits,
+    stream: bool,
+    allow_trailing: bool,
+    at: Resume<'_>,
+) -> Result<()> {
+    let mut r = Reader::new(input);
+    r.pos = at.pos;
+    r.frame_end = at.frame_end;
+    let mut s = Scan {
+        r,
+        policy,
+        limits,
+        stack: Vec::new(),
+        marks: at.marks.to_vec(),
+        memo: Memo::default(),
+        opcodes: at.opcodes,
+        buffers: at.buffers,
+        memo_bytes: at.memo.charged_bytes(),
+        clock: Clock::new(at.deadline),
+        report: ScanReport {
+            result: Ok(()),
+            globals: Vec::new(),
+            opcode_counts: Box::new([0; 256]),
+            protocol: 0,
+            pickles: 0,
+            trailing: None,
+        },
+        owned: Vec::new(),
+    };
+    let stack = at
+        .stack
+        .iter()
+        .map(|&id| s.sym_of((at.kind_of)(id)))
+        .collect();
+    let memo = at.memo.map(|id| s.sym_of((at.kind_of)(id)));
+    s.stack = stack;
+    s.memo = memo;
+    s.rest(stream, allow_trailing)
+        .map_err(|e| crate::sniff::explain(input, e))
 }
 
 #[cfg(test)]

@@ -14,7 +14,7 @@ use crate::policy::{Constructor, Policy, Python2Str, TextEncoding};
 use crate::reader::Reader;
 use crate::text::{self, IntTextOf, Text};
 use crate::value::CallKind;
-use crate::vm::{Empty, GlobalName, TextAt, TextKind, Vm};
+use crate::vm::{Empty, GlobalName, Kind, TextAt, TextKind, Vm};
 
 /// The symbolic value of a stack slot or memo entry: 16 bytes (the memo of a pickle holds one
 /// per MEMOIZE, a million or more in a large file). A str is one variant per [`TextKind`],
@@ -49,6 +49,9 @@ pub(super) enum Sym {
     },
     /// A str of 4 GiB or more: no global has such a name, so its text is not kept.
     LongStr,
+    /// A str held apart from the input (from a build the scan took over from,
+    /// [`super::resume`]): its index in `Scan::owned`.
+    Owned(u32),
     List,
     Tuple,
     Dict,
@@ -96,6 +99,30 @@ impl Slot for Sym {
 }
 
 impl Scan<'_, '_> {
+    /// The symbol of what the build made (a scan taking over from it, [`super::resume`]).
+    pub(super) fn sym_of(&mut self, kind: Kind) -> Sym {
+        match kind {
+            Kind::Scalar => Sym::Scalar,
+            Kind::Bytes => Sym::Bytes,
+            Kind::ByteArray => Sym::ByteArray,
+            Kind::InputStr { start, len } => Sym::text(start, len, TextKind::Utf8),
+            Kind::OwnedStr(bytes, surrogates) => match u32::try_from(self.owned.len()) {
+                Ok(i) => {
+                    self.owned.push((bytes, surrogates));
+                    Sym::Owned(i)
+                }
+                Err(_) => Sym::LongStr,
+            },
+            Kind::List => Sym::List,
+            Kind::Tuple => Sym::Tuple,
+            Kind::Dict => Sym::Dict,
+            Kind::Set => Sym::Set,
+            Kind::FrozenSet => Sym::FrozenSet,
+            Kind::Global(rule) => Sym::Global(rule),
+            Kind::Object(rule) => Sym::Object(rule),
+        }
+    }
+
     /// The text of a str constant, as the build decodes it.
     fn text_of(&self, start: usize, len: usize, kind: TextKind) -> Option<String> {
         let raw = self.r.input.get(start..start.checked_add(len)?)?;
@@ -152,11 +179,6 @@ impl Scan<'_, '_> {
             Some(r) => self.err(r.form_refused(form)),
             None => self.err(ErrorKind::TypeMismatch("dangling rule")),
         }
-    }
-
-    /// Removes `stack[start..]`.
-    fn drop_group(&mut self, start: usize) {
-        self.stack.truncate(start);
     }
 }
 
@@ -336,48 +358,42 @@ impl<'a> Vm<'a> for Scan<'a, '_> {
         })
     }
 
-    fn seq(&mut self, start: usize, tuple: bool) -> Result<Sym> {
-        self.drop_group(start);
+    fn seq(&mut self, _start: usize, tuple: bool) -> Result<Sym> {
         Ok(if tuple { Sym::Tuple } else { Sym::List })
     }
 
-    fn dict(&mut self, start: usize) -> Result<Sym> {
-        self.drop_group(start);
+    fn dict(&mut self, _start: usize) -> Result<Sym> {
         Ok(Sym::Dict)
     }
 
-    fn frozenset(&mut self, start: usize) -> Result<Sym> {
-        self.drop_group(start);
+    fn frozenset(&mut self, _start: usize) -> Result<Sym> {
         Ok(Sym::FrozenSet)
     }
 
-    fn append(&mut self, target: Sym, start: usize) -> Result<()> {
+    fn append(&mut self, target: Sym, _start: usize) -> Result<()> {
         match target {
             Sym::List => {}
             Sym::Object(rule) if self.record_allows(rule, false) => {}
             Sym::Object(rule) => return Err(self.form_refused(rule, "APPEND")),
             _ => return Err(self.err(ErrorKind::TypeMismatch("APPEND target is not a list"))),
         }
-        self.drop_group(start);
         Ok(())
     }
 
-    fn set_items(&mut self, target: Sym, start: usize) -> Result<()> {
+    fn set_items(&mut self, target: Sym, _start: usize) -> Result<()> {
         match target {
             Sym::Dict => {}
             Sym::Object(rule) if self.record_allows(rule, false) => {}
             Sym::Object(rule) => return Err(self.form_refused(rule, "SETITEM")),
             _ => return Err(self.err(ErrorKind::TypeMismatch("SETITEM target is not a dict"))),
         }
-        self.drop_group(start);
         Ok(())
     }
 
-    fn add_items(&mut self, target: Sym, start: usize) -> Result<()> {
+    fn add_items(&mut self, target: Sym, _start: usize) -> Result<()> {
         if target != Sym::Set {
             return Err(self.err(ErrorKind::TypeMismatch("ADDITEMS target is not a set")));
         }
-        self.drop_group(start);
         Ok(())
     }
 
@@ -454,6 +470,15 @@ impl<'a> Vm<'a> for Scan<'a, '_> {
     fn global_name(&self, v: Sym) -> Result<GlobalName<'a>> {
         if v == Sym::LongStr {
             return Ok(GlobalName::Unnamed("<a str of 4 GiB or more>".to_string()));
+        }
+        if let Sym::Owned(i) = v {
+            let Some((bytes, surrogates)) = self.owned.get(i as usize) else {
+                return Ok(GlobalName::NotStr);
+            };
+            return Ok(match std::str::from_utf8(bytes) {
+                Ok(t) if !surrogates => GlobalName::Text(Cow::Owned(t.to_owned())),
+                _ => GlobalName::Unnamed(escape_bytes_for_display(bytes)),
+            });
         }
         let Some((start, len, kind)) = v.as_text() else {
             return Ok(GlobalName::NotStr);

@@ -31,8 +31,8 @@ pub(crate) trait Globals<'a>: Vm<'a> {
 
     /// STACK_GLOBAL: the module and the name are the top two items, both strs.
     fn stack_global(&mut self) -> Result<()> {
-        let name = self.pop()?;
-        let module = self.pop()?;
+        let start = self.top_group(2)?;
+        let (module, name) = (self.below(start + 1)?, self.below(start + 2)?);
         let (module, name) = (self.global_name(module)?, self.global_name(name)?);
         let g = match (module, name) {
             (GlobalName::Text(m), GlobalName::Text(n)) => self.resolve_global(m, n)?,
@@ -52,6 +52,7 @@ pub(crate) trait Globals<'a>: Vm<'a> {
                 }));
             }
         };
+        self.stack_mut().truncate(start);
         self.push(g)
     }
 

@@ -91,14 +91,22 @@ pub(crate) trait Interpreter<'a>: Vm<'a> {
         if !self.marks().is_empty() {
             return Err(self.err(ErrorKind::StackNotEmpty));
         }
-        let root = self.pop()?;
-        if !self.stack().is_empty() {
+        let start = self.top_group(1)?;
+        if start != 0 {
             return Err(self.err(ErrorKind::StackNotEmpty));
         }
-        self.root(root)
+        let root = self.below(1)?;
+        let root = self.root(root)?;
+        self.stack_mut().clear();
+        Ok(root)
     }
 
     /// Executes `op` (any opcode but STOP, which [`Interpreter::stop`] ends a pickle with).
+    ///
+    /// The stack and the MARKs change only once every operation of the opcode succeeded: a
+    /// value operation that refuses leaves them as they were before the opcode (the MARK of
+    /// a group is popped, and its items removed, after the value is made), so that a scan can
+    /// take over from there (`Machine::rescan`).
     fn step(&mut self, op: Opcode) -> Result<()> {
         use Opcode as O;
         match op {
@@ -114,8 +122,8 @@ pub(crate) trait Interpreter<'a>: Vm<'a> {
                 }
             }
             O::PopMark => {
-                let start = self.group()?;
-                self.stack_mut().truncate(start);
+                let start = self.group_start()?;
+                self.end_group(start);
             }
             O::Dup => {
                 let top = self.top()?;
@@ -268,8 +276,9 @@ pub(crate) trait Interpreter<'a>: Vm<'a> {
                 self.push(v)?;
             }
             O::List | O::Tuple => {
-                let start = self.group()?;
+                let start = self.group_start()?;
                 let v = self.seq(start, op == O::Tuple)?;
+                self.end_group(start);
                 self.push(v)?;
             }
             O::Tuple1 | O::Tuple2 | O::Tuple3 => {
@@ -280,46 +289,54 @@ pub(crate) trait Interpreter<'a>: Vm<'a> {
                 };
                 let start = self.top_group(n)?;
                 let v = self.seq(start, true)?;
+                self.stack_mut().truncate(start);
                 self.push(v)?;
             }
             O::Dict => {
-                let start = self.group()?;
+                let start = self.group_start()?;
                 if !(self.stack().len() - start).is_multiple_of(2) {
                     return Err(self.err(ErrorKind::OddItemCount));
                 }
                 let v = self.dict(start)?;
+                self.end_group(start);
                 self.push(v)?;
             }
             O::Frozenset => {
-                let start = self.group()?;
+                let start = self.group_start()?;
                 let v = self.frozenset(start)?;
+                self.end_group(start);
                 self.push(v)?;
             }
             O::Append | O::Appends => {
-                let start = if op == O::Append {
-                    self.top_group(1)?
+                let (start, target) = if op == O::Append {
+                    let start = self.top_group(1)?;
+                    (start, self.below(start)?)
                 } else {
-                    self.group()?
+                    let start = self.group_start()?;
+                    (start, self.group_target(start)?)
                 };
-                let target = self.below(start)?;
                 self.append(target, start)?;
+                self.end_items(op == O::Appends, start);
             }
             O::Setitem | O::Setitems => {
-                let start = if op == O::Setitem {
-                    self.top_group(2)?
+                let (start, target) = if op == O::Setitem {
+                    let start = self.top_group(2)?;
+                    (start, self.below(start)?)
                 } else {
-                    self.group()?
+                    let start = self.group_start()?;
+                    (start, self.group_target(start)?)
                 };
-                let target = self.below(start)?;
                 if !(self.stack().len() - start).is_multiple_of(2) {
                     return Err(self.err(ErrorKind::OddItemCount));
                 }
                 self.set_items(target, start)?;
+                self.end_items(op == O::Setitems, start);
             }
             O::Additems => {
-                let start = self.group()?;
-                let target = self.below(start)?;
+                let start = self.group_start()?;
+                let target = self.group_target(start)?;
                 self.add_items(target, start)?;
+                self.end_group(start);
             }
             O::Get | O::Binget | O::LongBinget => {
                 let i = self.reader_mut().memo_arg(op)?;
@@ -343,43 +360,50 @@ pub(crate) trait Interpreter<'a>: Vm<'a> {
                     return Err(self.err(ErrorKind::MarkMissing));
                 }
                 let cls = self.global_line()?;
-                let start = self.group()?;
+                let start = self.group_start()?;
                 let args = self.seq(start, true)?;
                 let v = self.call(cls, args, None, CallKind::Inst)?;
+                self.end_group(start);
                 self.push(v)?;
             }
             O::Obj => {
-                let start = self.group()?;
+                let start = self.group_start()?;
                 let Some(&cls) = self.stack().get(start) else {
                     return Err(self.err(ErrorKind::StackUnderflow));
                 };
                 let args = self.seq(start + 1, true)?;
-                self.stack_mut().truncate(start);
                 let v = self.call(cls, args, None, CallKind::Obj)?;
+                self.end_group(start);
                 self.push(v)?;
             }
             O::Reduce | O::Newobj => {
-                let args = self.pop()?;
-                let callable = self.pop()?;
+                let start = self.top_group(2)?;
+                let (callable, args) = (self.below(start + 1)?, self.below(start + 2)?);
                 let kind = if op == O::Reduce {
                     CallKind::Reduce
                 } else {
                     CallKind::NewObj
                 };
                 let v = self.call(callable, args, None, kind)?;
+                self.stack_mut().truncate(start);
                 self.push(v)?;
             }
             O::NewobjEx => {
-                let kwargs = self.pop()?;
-                let args = self.pop()?;
-                let cls = self.pop()?;
+                let start = self.top_group(3)?;
+                let (cls, args, kwargs) = (
+                    self.below(start + 1)?,
+                    self.below(start + 2)?,
+                    self.below(start + 3)?,
+                );
                 let v = self.call(cls, args, Some(kwargs), CallKind::NewObjEx)?;
+                self.stack_mut().truncate(start);
                 self.push(v)?;
             }
             O::Build => {
-                let state = self.pop()?;
-                let target = self.top()?;
+                let start = self.top_group(2)?;
+                let (target, state) = (self.below(start + 1)?, self.below(start + 2)?);
                 self.set_state(target, state)?;
+                self.stack_mut().truncate(start + 1);
             }
             O::Ext1 => {
                 let c = self.reader_mut().take_u8()?;

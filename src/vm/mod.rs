@@ -80,6 +80,33 @@ pub(crate) enum GlobalName<'a> {
     Unnamed(String),
 }
 
+/// What a value is, as the scan sees it: what the build tells a scan that takes over from it
+/// (`Machine::rescan`, `scan::resume`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// None, a bool, an int, a float, a complex.
+    Scalar,
+    Bytes,
+    ByteArray,
+    /// A str whose `surrogatepass` UTF-8 is `len` bytes at `start` in the input.
+    InputStr {
+        start: usize,
+        len: usize,
+    },
+    /// A str held apart from the input: its `surrogatepass` UTF-8, and whether it holds a lone
+    /// surrogate.
+    OwnedStr(Vec<u8>, bool),
+    List,
+    Tuple,
+    Dict,
+    Set,
+    FrozenSet,
+    /// A global, as its policy rule.
+    Global(usize),
+    /// A record object made from the global of that rule.
+    Object(usize),
+}
+
 /// An error of `kind` at the reader's current opcode, naming the policy when it is a policy
 /// refusal: the one form of every refusal of the interpreter, the scan and the build.
 #[cold]
@@ -94,7 +121,9 @@ pub(crate) fn error_at(r: &Reader<'_>, policy: &Policy, kind: ErrorKind) -> Erro
 
 /// The state the interpreter works on, and the operations that make and fill values. The
 /// interpreter ([`Interpreter`]) has decoded each instruction and checked every rule that does
-/// not depend on what the values are before it calls one of these.
+/// not depend on what the values are before it calls one of these. An operation that refuses
+/// leaves the stack and the MARKs as they were (the interpreter removes what an opcode used
+/// once every operation succeeded).
 pub(crate) trait Vm<'a> {
     /// A stack item and memo entry: the scan's symbol or the build's node id.
     type V: Slot;
@@ -187,17 +216,17 @@ pub(crate) trait Vm<'a> {
     /// Whether READONLY_BUFFER may apply to `v` (bytes or a bytearray).
     fn is_buffer(&self, v: Self::V) -> Result<bool>;
     fn empty(&mut self, kind: Empty) -> Result<Self::V>;
-    /// A list or tuple of `stack[start..]`, which are removed.
+    /// A list or tuple of `stack[start..]` (the interpreter removes them).
     fn seq(&mut self, start: usize, tuple: bool) -> Result<Self::V>;
-    /// A dict of the pairs `stack[start..]` (an even count), which are removed.
+    /// A dict of the pairs `stack[start..]` (an even count; the interpreter removes them).
     fn dict(&mut self, start: usize) -> Result<Self::V>;
-    /// A frozenset of `stack[start..]`, which are removed.
+    /// A frozenset of `stack[start..]` (the interpreter removes them).
     fn frozenset(&mut self, start: usize) -> Result<Self::V>;
-    /// APPEND(S): `stack[start..]` added to `target` (`stack[start - 1]`), and removed.
+    /// APPEND(S): `stack[start..]` added to `target` (`stack[start - 1]`).
     fn append(&mut self, target: Self::V, start: usize) -> Result<()>;
-    /// SETITEM(S): the pairs `stack[start..]` (an even count) set in `target`, and removed.
+    /// SETITEM(S): the pairs `stack[start..]` (an even count) set in `target`.
     fn set_items(&mut self, target: Self::V, start: usize) -> Result<()>;
-    /// ADDITEMS: `stack[start..]` added to the set `target`, and removed.
+    /// ADDITEMS: `stack[start..]` added to the set `target`.
     fn add_items(&mut self, target: Self::V, start: usize) -> Result<()>;
     /// BUILD: `state` given to `target`.
     fn set_state(&mut self, target: Self::V, state: Self::V) -> Result<()>;

@@ -65,14 +65,45 @@ pub(crate) trait StackOps<'a>: Vm<'a> {
             .ok_or_else(|| self.err(ErrorKind::StackUnderflow))
     }
 
-    /// Pops the topmost MARK and returns where its group starts; the group stays on the stack
-    /// (`stack[start..]`) for the caller to use and remove, with no temporary `Vec`.
-    fn group(&mut self) -> Result<usize> {
+    /// Where the group above the topmost MARK starts; the MARK stays until
+    /// [`StackOps::end_group`].
+    fn group_start(&self) -> Result<usize> {
         let mark = self
-            .marks_mut()
-            .pop()
+            .marks()
+            .last()
+            .copied()
             .ok_or_else(|| self.err(ErrorKind::MarkMissing))?;
         Ok(mark.min(self.stack().len()))
+    }
+
+    /// Ends the group that starts at `start`: its MARK popped, its items removed.
+    fn end_group(&mut self, start: usize) {
+        self.marks_mut().pop();
+        self.stack_mut().truncate(start);
+    }
+
+    /// Ends APPEND(S)' or SETITEM(S)' items at `start`: removed, and the MARK popped when
+    /// they were a `group` (APPENDS, SETITEMS).
+    fn end_items(&mut self, group: bool, start: usize) {
+        if group {
+            self.marks_mut().pop();
+        }
+        self.stack_mut().truncate(start);
+    }
+
+    /// The target of the group above the topmost MARK (which is not popped yet), the item just
+    /// below `start`: it must be above the MARK before that one, as [`StackOps::below`] checks
+    /// once the MARK is popped.
+    fn group_target(&self, start: usize) -> Result<Self::V> {
+        let fence = self.group_bounds().map_or(0, |(_, fence)| fence);
+        if start <= fence {
+            return Err(self.err(ErrorKind::StackUnderflow));
+        }
+        start
+            .checked_sub(1)
+            .and_then(|i| self.stack().get(i))
+            .copied()
+            .ok_or_else(|| self.err(ErrorKind::StackUnderflow))
     }
 
     /// The stack item just below `start` (the target of a group), which must be above the
