@@ -19,21 +19,23 @@
 //!
 //! # Layout
 //!
-//! The build runs after (or, in one pass, alongside) the scan (`src/scan/`) and only accepts
-//! what it accepts. A [`Decoder`] makes a `Machine`, which runs each pickle in its fast loop and,
-//! for what that loop leaves, one opcode at a time with every check:
+//! The build runs the one interpreter of the opcodes (`src/vm/`), which the scan
+//! (`src/scan/`) runs too, with arena nodes as its values; it only accepts what the scan
+//! accepts. A [`Decoder`] makes a `Machine`, which runs each pickle in its fast loop and, for
+//! what that loop leaves, one opcode at a time through the interpreter:
 //!
 //! ```text
 //! build/
 //!   mod.rs           Decoder and decode(): the public entry points; the scan's bound on the arena
-//!   machine.rs       Machine: the stack and MARKs, the arena's nodes, errors at the current opcode
+//!   machine.rs       Machine: the arena's nodes and pools, errors at the current opcode
+//!   step.rs          the value operations of the interpreter (Machine as a Vm); the depth check
+//!   rescan.rs        a refusal only the build sees, followed by the scan from there
 //!   budget.rs        the allocation budget: what a value, item and entry is charged, the checks
-//!   step.rs          the careful path: run() reads an opcode, step() executes it with every check
 //!   fast.rs          the fast loop: the common opcodes, taken only when every check would pass
 //!   ints.rs          runs of int opcodes read in one go (int_run, int_steps, int_blocks)
 //!   fill.rs          APPEND(S), SETITEM(S) and BUILD into a list, dict or record made earlier
 //!   keyed.rs         dict and set insertion: linear while small, else a hash index; plain keys
-//!   globals.rs       GLOBAL, STACK_GLOBAL and EXT: globals resolved through the policy
+//!   globals.rs       a global the policy allowed, as a node
 //!   constructors.rs  REDUCE, NEWOBJ(_EX), INST, OBJ: records and the native constructors
 //!   depth.rs         max_nesting_depth: containers' heights; the exact walk when they cannot tell
 //!   keys/            Python equality and hashing of keys (mod.rs), numbers as keys (num.rs),

@@ -135,27 +135,13 @@ impl<'a, 'p> Scanner<'a, 'p> {
 
     /// Runs the scan.
     pub fn run(self) -> ScanReport {
-        let mut s = Scan {
-            r: Reader::new(self.input),
-            policy: self.policy,
-            limits: self.limits,
-            stack: Vec::new(),
-            marks: Vec::new(),
-            memo: Memo::default(),
-            opcodes: 0,
-            buffers: self.buffers,
-            memo_bytes: 0,
-            clock: Clock::new(self.deadline),
-            report: ScanReport {
-                result: Ok(()),
-                globals: Vec::new(),
-                opcode_counts: Box::new([0; 256]),
-                protocol: 0,
-                pickles: 0,
-                trailing: None,
-            },
-            owned: Vec::new(),
-        };
+        let mut s = Scan::new(
+            Reader::new(self.input),
+            self.policy,
+            self.limits,
+            self.buffers,
+            self.deadline,
+        );
         // Input that is not a pickle at all says so (src/input/sniff.rs).
         let result = s
             .all(self.stream, self.allow_trailing)
@@ -194,7 +180,38 @@ struct Scan<'a, 'p> {
     owned: Vec<(Vec<u8>, bool)>,
 }
 
-impl Scan<'_, '_> {
+impl<'a, 'p> Scan<'a, 'p> {
+    /// A scan reading from `r`, with nothing on its stack, memo or report yet.
+    fn new(
+        r: Reader<'a>,
+        policy: &'p Policy,
+        limits: Limits,
+        buffers: Option<usize>,
+        deadline: Option<Instant>,
+    ) -> Scan<'a, 'p> {
+        Scan {
+            r,
+            policy,
+            limits,
+            stack: Vec::new(),
+            marks: Vec::new(),
+            memo: Memo::default(),
+            opcodes: 0,
+            buffers,
+            memo_bytes: 0,
+            clock: Clock::new(deadline),
+            report: ScanReport {
+                result: Ok(()),
+                globals: Vec::new(),
+                opcode_counts: Box::new([0; 256]),
+                protocol: 0,
+                pickles: 0,
+                trailing: None,
+            },
+            owned: Vec::new(),
+        }
+    }
+
     fn all(&mut self, stream: bool, allow_trailing: bool) -> Result<()> {
         let len = self.r.input.len() as u64;
         if len > self.limits.max_input_bytes {
@@ -264,27 +281,10 @@ pub(crate) fn resume(
     let mut r = Reader::new(input);
     r.pos = at.pos;
     r.frame_end = at.frame_end;
-    let mut s = Scan {
-        r,
-        policy,
-        limits,
-        stack: Vec::new(),
-        marks: at.marks.to_vec(),
-        memo: Memo::default(),
-        opcodes: at.opcodes,
-        buffers: at.buffers,
-        memo_bytes: at.memo.charged_bytes(),
-        clock: Clock::new(at.deadline),
-        report: ScanReport {
-            result: Ok(()),
-            globals: Vec::new(),
-            opcode_counts: Box::new([0; 256]),
-            protocol: 0,
-            pickles: 0,
-            trailing: None,
-        },
-        owned: Vec::new(),
-    };
+    let mut s = Scan::new(r, policy, limits, at.buffers, at.deadline);
+    s.marks = at.marks.to_vec();
+    s.opcodes = at.opcodes;
+    s.memo_bytes = at.memo.charged_bytes();
     let stack = at
         .stack
         .iter()

@@ -96,20 +96,18 @@ pub(crate) trait StackOps<'a>: Vm<'a> {
     /// once the MARK is popped.
     fn group_target(&self, start: usize) -> Result<Self::V> {
         let fence = self.group_bounds().map_or(0, |(_, fence)| fence);
-        if start <= fence {
-            return Err(self.err(ErrorKind::StackUnderflow));
-        }
-        start
-            .checked_sub(1)
-            .and_then(|i| self.stack().get(i))
-            .copied()
-            .ok_or_else(|| self.err(ErrorKind::StackUnderflow))
+        self.below_fence(start, fence)
     }
 
     /// The stack item just below `start` (the target of a group), which must be above the
     /// current fence: what `top()` gives once the group is popped.
     fn below(&self, start: usize) -> Result<Self::V> {
-        if start <= self.fence() {
+        self.below_fence(start, self.fence())
+    }
+
+    /// The stack item just below `start`, which must be above `fence`.
+    fn below_fence(&self, start: usize, fence: usize) -> Result<Self::V> {
+        if start <= fence {
             return Err(self.err(ErrorKind::StackUnderflow));
         }
         start
