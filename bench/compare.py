@@ -42,7 +42,7 @@ Options:
                     bench_decode --example bench_decode_mimalloc` first
   --native          build and run picklewarden with RUSTFLAGS='-C target-cpu=native' (in
                     target/native/): enables the BMI2 latin-1 packing of the Mitogen protocol-2
-                    fast path (src/latin1.rs); the default build is portable
+                    fast path (src/input/latin1.rs); the default build is portable
   --json FILE       also write the raw results as JSON
 """
 

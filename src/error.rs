@@ -50,7 +50,7 @@ pub enum ErrorKind {
     // ---- Malformed ----
     /// The input is not a pickle at all: empty, or starting like text, JSON, an archive,
     /// compressed data or a NumPy file, or with a byte no pickle starts with, and refused at
-    /// its first opcode (the rule is in `src/sniff.rs`; it changes which refusal is
+    /// its first opcode (the rule is in `src/input/sniff.rs`; it changes which refusal is
     /// reported, never whether the input is refused). Always at offset 0, with no opcode;
     /// [`Error::read_as_pickle`] is the refusal the input met read as opcodes.
     #[error("{}", not_a_pickle_message(looks_like, start))]

@@ -146,25 +146,27 @@
 
 mod access;
 mod build;
-mod clock;
-mod compat;
 pub mod dis;
 pub mod error;
-mod latin1;
+mod formats;
+mod input;
 pub mod limits;
-mod memo;
-pub mod mitogen;
-pub mod opcode;
 mod options;
 mod output;
 pub mod policy;
-mod reader;
 pub mod scan;
-mod sniff;
-// Internal text helpers (escapes, number text); only `float_repr` is public, re-exported below.
-#[allow(unreachable_pub)]
-mod text;
+// The decoded document and its views: the files under src/document/.
+#[path = "document/mod.rs"]
 pub mod value;
+mod vm;
+
+pub use formats::mitogen;
+pub use input::opcode;
+// Internal text helpers (escapes, number text); only `float_repr` is public, re-exported below.
+use input::text;
+// Crate-wide short paths of the modules that live under input/ and vm/.
+use input::{compat, latin1, reader, sniff};
+use vm::{clock, memo};
 
 pub use access::ValueRef;
 pub use build::{decode, Decoder};

@@ -1,4 +1,4 @@
-//! Number text that CPython's releases read differently (`src/text.rs`
+//! Number text that CPython's releases read differently (`src/input/text.rs`
 //! `version_dependent_int_text`): refused as `version_dependent_number`, with its offset and
 //! opcode, alike by the decode, its careful path and the scan, under every built-in policy;
 //! and the survey of how CPython 2.7 and 3.6-3.13 read protocol 0's number texts

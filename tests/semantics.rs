@@ -331,7 +331,7 @@ fn put_and_get_text_indices_are_read_as_cpython_reads_them() {
         let ours = Decoder::new(pickle.as_bytes(), &policy).decode();
         if text == "9223372036854775807" {
             // CPython sizes its memo array by the largest index (MemoryError here): refused,
-            // as the reader after picklewarden must not be handed it (src/memo.rs).
+            // as the reader after picklewarden must not be handed it (src/vm/memo.rs).
             let e = ours.err().unwrap_or_else(|| panic!("{text:?} accepted"));
             assert_eq!(e.kind().name(), "memo_index_ahead", "{text:?}");
             continue;
@@ -867,7 +867,7 @@ fn int_lines_are_bools_only_when_00_or_01() {
 /// FLOAT text with exponents of every size, mantissas that offset them (up to 700,000
 /// digits: `0.000...1e655360` is 1.0), signs and zeros, against CPython's `pickle.loads` of the
 /// same opcode: the same bits, or both refuse. `str::parse::<f64>` alone stops reading
-/// exponent digits past 65,536 and gave 0.0 there (src/text.rs `long_exponent`).
+/// exponent digits past 65,536 and gave 0.0 there (src/input/text.rs `long_exponent`).
 #[test]
 fn float_text_with_long_exponents_is_read_as_cpython_reads_it() {
     let dir = common::scratch("float_exponents");

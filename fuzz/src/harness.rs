@@ -485,7 +485,7 @@ fn check_error(data: &[u8], limits: &Limits, e: &Error) {
             assert_eq!(*seen, len, "max_input_bytes seen is not the input length");
         }
     }
-    // Input that is not a pickle (src/sniff.rs) is reported at offset 0 with no opcode, in
+    // Input that is not a pickle (src/input/sniff.rs) is reported at offset 0 with no opcode, in
     // place of a refusal at its first opcode (or the second, after zstd's MARK) that is not a
     // limit's.
     if let ErrorKind::NotAPickle { .. } = e.kind() {
@@ -793,7 +793,7 @@ pub const BUILD_ONLY_LIMITS: [LimitName; 7] = [
 ];
 
 /// Whether the build pass may refuse with `kind` after the scan accepted: the limits above,
-/// and what `src/scan.rs` documents it cannot check (a constructor's argument contents and the
+/// and what `src/scan/` documents it cannot check (a constructor's argument contents and the
 /// hashability of keys). A memo, stack, MARK, frame, type or policy refusal from the build
 /// after the scan accepted means the two passes disagree.
 pub fn build_may_refuse_after_scan(kind: &ErrorKind) -> bool {

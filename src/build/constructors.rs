@@ -228,7 +228,7 @@ impl<'a, 'p> Machine<'a, 'p> {
         if !enc_ok {
             return Err(self.rejected("encoding must be 'latin1' or 'latin-1'"));
         }
-        match self.str_bytes(text)? {
+        match self.str_text(text)? {
             Some(t) if !t.surrogates => match latin1::len(&t.bytes) {
                 Some(len) => Ok((t.bytes, len)),
                 None => Err(self.rejected("code point above U+00FF")),

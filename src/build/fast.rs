@@ -5,9 +5,10 @@ use super::budget::{ITEM_BYTES, NODE_BYTES};
 use super::machine::Machine;
 use crate::error::Result;
 use crate::opcode::Opcode;
-use crate::reader::binint_at;
+use crate::reader::{binint_at, le_at, prefixed_at};
 use crate::text;
 use crate::value::{Node, NodeId, Word, ARENA_END};
+use crate::vm::{Interpreter, StackOps};
 
 impl<'a, 'p> Machine<'a, 'p> {
     /// Whether a value may be made: within `max_nodes` and, with its node and `extra` bytes,
@@ -16,12 +17,6 @@ impl<'a, 'p> Machine<'a, 'p> {
     pub(super) fn value_room(&self, extra: u64) -> bool {
         self.created < self.limits.max_nodes
             && self.alloc.saturating_add(NODE_BYTES + extra) <= self.limits.max_alloc_bytes
-    }
-
-    /// Whether one more item fits on the stack (what [`Machine::push`] would refuse).
-    #[inline(always)]
-    pub(super) fn stack_room(&self) -> bool {
-        ((self.stack.len() + self.marks.len()) as u64) < self.limits.max_stack_len
     }
 
     /// Counts, charges and adds a node that [`Machine::value_room`] found room for, when the
@@ -52,15 +47,8 @@ impl<'a, 'p> Machine<'a, 'p> {
         const BINGET: u8 = Opcode::Binget as u8;
         match *input.get(pos)? {
             MEMOIZE => Some((self.memo.count, pos + 1)),
-            BINPUT | BINGET => {
-                let &i = input.get(pos + 1).filter(|_| pos + 2 <= end)?;
-                Some((u64::from(i), pos + 2))
-            }
-            _ => {
-                let b = input.get(pos + 1..pos + 5).filter(|_| pos + 5 <= end)?;
-                let i = u32::from_le_bytes(<[u8; 4]>::try_from(b).ok()?);
-                Some((u64::from(i), pos + 5))
-            }
+            BINPUT | BINGET => Some((le_at::<1>(input, pos + 1, end)?, pos + 2)),
+            _ => Some((le_at::<4>(input, pos + 1, end)?, pos + 5)),
         }
     }
 
@@ -103,16 +91,9 @@ impl<'a, 'p> Machine<'a, 'p> {
     /// which then takes it or reports what is wrong with it.
     #[inline(always)]
     pub(super) fn fill_group(&mut self, pos: usize, dict: bool) -> Result<bool> {
-        let marks = self.marks.len();
-        let Some(&mark) = self.marks.last() else {
+        let Some((start, fence)) = self.group_bounds() else {
             return Ok(false);
         };
-        let fence = marks
-            .checked_sub(2)
-            .and_then(|i| self.marks.get(i))
-            .copied()
-            .unwrap_or(0);
-        let start = mark.min(self.stack.len());
         if start <= fence || (dict && !(self.stack.len() - start).is_multiple_of(2)) {
             return Ok(false);
         }
@@ -135,15 +116,17 @@ impl<'a, 'p> Machine<'a, 'p> {
         match filled {
             None => Ok(false),
             Some(done) => {
+                // Popped once the group is in (a refusal leaves it for `Machine::rescan`).
+                done?;
                 self.marks.pop();
-                done.map(|()| true)
+                Ok(true)
             }
         }
     }
 
     /// In [`Machine::fast`], TUPLE1, TUPLE2 or TUPLE3 (`n` items) when every check of the
     /// careful path's arm would pass and the pools have room without growing: the tuple is
-    /// made from the top `n` items as [`Machine::seq_from_stack`] makes it (same node, items,
+    /// made from the top `n` items as the interpreter's TUPLE arm makes it ([`Machine::new_seq`]) (same node, items,
     /// counts, charges and height) and pushed. `false` leaves the opcode, nothing done, to the
     /// careful arm.
     #[inline(always)]
@@ -188,18 +171,12 @@ impl<'a, 'p> Machine<'a, 'p> {
     #[inline(always)]
     pub(super) fn append_in_room(&mut self, group: bool) -> bool {
         let len = self.stack.len();
-        let marks = self.marks.len();
         // Where the items start and the fence below them, as `group` and `top_group` see it.
         let (start, fence) = if group {
-            let Some(&mark) = self.marks.last() else {
+            let Some(bounds) = self.group_bounds() else {
                 return false;
             };
-            let fence = marks
-                .checked_sub(2)
-                .and_then(|i| self.marks.get(i))
-                .copied()
-                .unwrap_or(0);
-            (mark.min(len), fence)
+            bounds
         } else {
             (len.saturating_sub(1), self.fence())
         };
@@ -315,15 +292,14 @@ impl<'a, 'p> Machine<'a, 'p> {
             };
             match op {
                 MARK if self.stack_room() => {
-                    self.marks.push(self.stack.len());
+                    self.mark()?;
                     pos += 1;
                 }
                 MEMOIZE | BINPUT | LONG_BINPUT => {
                     let Some((index, next)) = self.memo_index_at(input, pos, end) else {
                         break;
                     };
-                    let fence = self.marks.last().copied().unwrap_or(0);
-                    let Some(&top) = self.stack.last().filter(|_| self.stack.len() > fence) else {
+                    let Ok(top) = self.top() else {
                         break;
                     };
                     let new_allowed = self.memo.count < self.limits.max_memo_entries;
@@ -345,22 +321,15 @@ impl<'a, 'p> Machine<'a, 'p> {
                     }
                 }
                 SHORT_BINUNICODE | BINUNICODE | SHORT_BINBYTES => {
-                    let (head, len) = if op == BINUNICODE {
-                        match input.get(pos + 1..pos + 5).filter(|_| pos + 5 <= end) {
-                            Some(&[a, b, c, d]) => (5, u32::from_le_bytes([a, b, c, d]) as usize),
-                            _ => break,
-                        }
+                    let arg = if op == BINUNICODE {
+                        prefixed_at::<4>(input, pos + 1, end)
                     } else {
-                        match input.get(pos + 1).filter(|_| pos + 2 <= end) {
-                            Some(&n) => (2, usize::from(n)),
-                            None => break,
-                        }
+                        prefixed_at::<1>(input, pos + 1, end)
                     };
-                    let start = pos + head;
-                    let Some(text) = input.get(start..start + len).filter(|_| start + len <= end)
-                    else {
+                    let Some((text, next)) = arg else {
                         break;
                     };
+                    let (start, len) = (next - text.len(), text.len());
                     let (Ok(start32), Ok(len32)) = (u32::try_from(start), u32::try_from(len))
                     else {
                         break;
@@ -395,7 +364,7 @@ impl<'a, 'p> Machine<'a, 'p> {
                         break;
                     };
                     self.stack.push(id);
-                    pos = start + len;
+                    pos = next;
                     if let Some(next) = self.memoize_next(input, pos, end, budget) {
                         pos = next;
                         budget -= 1;
@@ -454,7 +423,7 @@ impl<'a, 'p> Machine<'a, 'p> {
                             && input.get(pos) == Some(&MARK)
                             && self.stack_room()
                         {
-                            self.marks.push(self.stack.len());
+                            self.mark()?;
                             pos += 1;
                             budget -= 1;
                         }
@@ -505,7 +474,12 @@ impl<'a, 'p> Machine<'a, 'p> {
                     // `ran` <= `budget`: the last is counted below.
                     budget -= ran - 1;
                 }
-                SETITEMS | ADDITEMS if self.fill_group(pos, op == SETITEMS)? => {
+                SETITEMS | ADDITEMS
+                    if {
+                        self.opcodes = top - budget + 1;
+                        self.fill_group(pos, op == SETITEMS)?
+                    } =>
+                {
                     pos += 1;
                 }
                 APPENDS | APPEND if self.append_in_room(op == APPENDS) => {

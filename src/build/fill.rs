@@ -141,13 +141,10 @@ impl<'a, 'p> Machine<'a, 'p> {
         }
     }
 
-    /// SETITEM/SETITEMS with a flat `[k, v, ...]` group `self.stack[start..]`, popped on
-    /// success.
-    pub(super) fn set_items(&mut self, target: NodeId, start: usize) -> Result<()> {
+    /// SETITEM/SETITEMS with a flat `[k, v, ...]` group `self.stack[start..]` (an even
+    /// count, which the interpreter checked), popped on success.
+    pub(super) fn fill_items(&mut self, target: NodeId, start: usize) -> Result<()> {
         let flat_len = self.stack.len().saturating_sub(start);
-        if !flat_len.is_multiple_of(2) {
-            return Err(self.err(ErrorKind::OddItemCount));
-        }
         if let Some(done) = self.fill_fast::<true>(target, start) {
             return done;
         }
@@ -189,10 +186,8 @@ impl<'a, 'p> Machine<'a, 'p> {
         }
     }
 
-    pub(super) fn build(&mut self) -> Result<()> {
-        let state = self.pop()?;
-        let target = self.top()?;
-        self.touch(target);
+    /// BUILD: `state` kept as the record `target`'s, when its rule allows the `build` form.
+    pub(super) fn build_state(&mut self, target: NodeId, state: NodeId) -> Result<()> {
         let rule = match self.get(target)? {
             Value::Object(o) => self.rule_of(o.callable)?,
             _ => return Err(self.err(ErrorKind::BuildNotAllowed)),

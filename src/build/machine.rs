@@ -18,6 +18,7 @@ use crate::policy::{Checked, Policy};
 use crate::reader::Reader;
 use crate::text::Text;
 use crate::value::{Arena, Document, Fat, Node, NodeId, Object, Scratch, Value, Word, ARENA_END};
+use crate::vm::Vm;
 
 pub(super) struct Machine<'a, 'p> {
     pub(super) r: Reader<'a>,
@@ -201,91 +202,18 @@ impl<'a, 'p> Machine<'a, 'p> {
         Ok(())
     }
 
+    /// An error of `kind` at the current opcode ([`crate::vm::error_at`]).
     #[cold]
     pub(super) fn err(&self, kind: ErrorKind) -> Error {
-        let e = self.r.err(kind);
-        if e.category() == crate::Category::PolicyDenied {
-            e.with_policy(&self.policy.name)
-        } else {
-            e
-        }
+        crate::vm::error_at(&self.r, self.policy, kind)
     }
 
     #[cold]
     pub(super) fn limit(&self, limit: LimitName, seen: u64) -> Error {
-        self.err(ErrorKind::LimitExceeded {
-            limit,
-            seen,
-            max: self.limits.get(limit),
-        })
+        Vm::limit(self, limit, seen)
     }
 
-    // ---------------------------------------------------------------- stack and nodes
-
-    pub(super) fn fence(&self) -> usize {
-        self.marks.last().copied().unwrap_or(0)
-    }
-
-    #[inline]
-    pub(super) fn push(&mut self, id: NodeId) -> Result<()> {
-        let depth = (self.stack.len() + self.marks.len()) as u64;
-        if depth >= self.limits.max_stack_len {
-            return Err(self.limit(LimitName::MaxStackLen, depth + 1));
-        }
-        self.stack.push(id);
-        Ok(())
-    }
-
-    pub(super) fn pop(&mut self) -> Result<NodeId> {
-        if self.stack.len() <= self.fence() {
-            return Err(self.err(ErrorKind::StackUnderflow));
-        }
-        self.stack
-            .pop()
-            .ok_or_else(|| self.err(ErrorKind::StackUnderflow))
-    }
-
-    pub(super) fn top(&self) -> Result<NodeId> {
-        if self.stack.len() <= self.fence() {
-            return Err(self.err(ErrorKind::StackUnderflow));
-        }
-        self.stack
-            .last()
-            .copied()
-            .ok_or_else(|| self.err(ErrorKind::StackUnderflow))
-    }
-
-    /// Pops the topmost MARK and returns where its group starts; the group stays on the stack
-    /// (`self.stack[start..]`) for the caller to use and truncate, with no temporary `Vec`.
-    pub(super) fn group(&mut self) -> Result<usize> {
-        let mark = self
-            .marks
-            .pop()
-            .ok_or_else(|| self.err(ErrorKind::MarkMissing))?;
-        Ok(mark.min(self.stack.len()))
-    }
-
-    /// The stack item just below `start` (the target of a group), which must be above the
-    /// current fence: what `top()` gives once the group is popped.
-    pub(super) fn below(&self, start: usize) -> Result<NodeId> {
-        if start <= self.fence() {
-            return Err(self.err(ErrorKind::StackUnderflow));
-        }
-        start
-            .checked_sub(1)
-            .and_then(|i| self.stack.get(i))
-            .copied()
-            .ok_or_else(|| self.err(ErrorKind::StackUnderflow))
-    }
-
-    /// Starts a group of the top `n` items (APPEND: 1, SETITEM: 2) after checking that they
-    /// are above the current fence, as `n` pops would.
-    pub(super) fn top_group(&self, n: usize) -> Result<usize> {
-        if self.stack.len() < self.fence() + n {
-            return Err(self.err(ErrorKind::StackUnderflow));
-        }
-        Ok(self.stack.len() - n)
-    }
+    // ---------------------------------------------------------------- nodes
 
     /// A new value that every document shares (`None`, a bool, an int held in its id),
     /// counted and charged as a node.
@@ -380,16 +308,10 @@ impl<'a, 'p> Machine<'a, 'p> {
         self.node(Node::Fat(i), extra.saturating_add(FAT_BYTES))
     }
 
+    /// EMPTY_LIST, EMPTY_DICT, EMPTY_SET, EMPTY_TUPLE: a container with no items, made
+    /// without looking at its (no) children.
     #[inline]
-    pub(super) fn push_new(&mut self, n: Node, extra: u64) -> Result<()> {
-        let id = self.node(n, extra)?;
-        self.push(id)
-    }
-
-    /// EMPTY_LIST, EMPTY_DICT, EMPTY_SET, EMPTY_TUPLE: a container with no items, made and
-    /// pushed without looking at its (no) children.
-    #[inline]
-    pub(super) fn push_empty(&mut self, n: Node) -> Result<()> {
+    pub(super) fn new_empty(&mut self, n: Node) -> Result<NodeId> {
         self.count_value(0)?;
         let len = self.arena.nodes.len();
         if len == self.arena.nodes.capacity() {
@@ -402,7 +324,7 @@ impl<'a, 'p> Machine<'a, 'p> {
         self.containers += 1;
         self.heights.made_empty(NodeId(id));
         self.arena.nodes.push(n);
-        self.push(NodeId(id))
+        Ok(NodeId(id))
     }
 
     /// An int: held in its id when it fits, else a node.
@@ -498,15 +420,6 @@ impl<'a, 'p> Machine<'a, 'p> {
                 bytes: (pairs.len() as u64).saturating_mul(KEYED_BYTES),
             })),
         }
-    }
-
-    /// A new list or tuple of `self.stack[start..]`, which are popped.
-    pub(super) fn seq_from_stack(&mut self, start: usize, tuple: bool) -> Result<NodeId> {
-        let stack = mem::take(&mut self.stack);
-        let r = self.new_seq(stack.get(start..).unwrap_or_default(), tuple);
-        self.stack = stack;
-        self.stack.truncate(start);
-        r
     }
 
     /// A new list or tuple of `items`.

@@ -19,21 +19,23 @@
 //!
 //! # Layout
 //!
-//! The build runs after (or, in one pass, alongside) the scan (`src/scan.rs`) and only accepts
-//! what it accepts. A [`Decoder`] makes a `Machine`, which runs each pickle in its fast loop and,
-//! for what that loop leaves, one opcode at a time with every check:
+//! The build runs the one interpreter of the opcodes (`src/vm/`), which the scan
+//! (`src/scan/`) runs too, with arena nodes as its values; it only accepts what the scan
+//! accepts. A [`Decoder`] makes a `Machine`, which runs each pickle in its fast loop and, for
+//! what that loop leaves, one opcode at a time through the interpreter:
 //!
 //! ```text
 //! build/
 //!   mod.rs           Decoder and decode(): the public entry points; the scan's bound on the arena
-//!   machine.rs       Machine: the stack and MARKs, the arena's nodes, errors at the current opcode
+//!   machine.rs       Machine: the arena's nodes and pools, errors at the current opcode
+//!   step.rs          the value operations of the interpreter (Machine as a Vm); the depth check
+//!   rescan.rs        a refusal only the build sees, followed by the scan from there
 //!   budget.rs        the allocation budget: what a value, item and entry is charged, the checks
-//!   step.rs          the careful path: run() reads an opcode, step() executes it with every check
 //!   fast.rs          the fast loop: the common opcodes, taken only when every check would pass
 //!   ints.rs          runs of int opcodes read in one go (int_run, int_steps, int_blocks)
 //!   fill.rs          APPEND(S), SETITEM(S) and BUILD into a list, dict or record made earlier
 //!   keyed.rs         dict and set insertion: linear while small, else a hash index; plain keys
-//!   globals.rs       GLOBAL, STACK_GLOBAL and EXT: globals resolved through the policy
+//!   globals.rs       a global the policy allowed, as a node
 //!   constructors.rs  REDUCE, NEWOBJ(_EX), INST, OBJ: records and the native constructors
 //!   depth.rs         max_nesting_depth: containers' heights; the exact walk when they cannot tell
 //!   keys/            Python equality and hashing of keys (mod.rs), numbers as keys (num.rs),
@@ -52,6 +54,7 @@ mod ints;
 mod keyed;
 mod keys;
 mod machine;
+mod rescan;
 mod step;
 
 use std::time::Instant;
@@ -63,6 +66,7 @@ use crate::opcode::Opcode;
 use crate::policy::Policy;
 use crate::scan::{ScanReport, Scanner};
 use crate::value::{Arena, Document, Scratch};
+use crate::vm::Interpreter;
 use depth::Heights;
 use machine::Machine;
 
@@ -198,25 +202,13 @@ impl<'a, 'p> Decoder<'a, 'p> {
         (self.build(Some(bound), stream), report)
     }
 
-    /// The decode in one pass (the machine makes every check the scan makes, and more), and,
-    /// only when it refuses, the scan: a refusal the scan finds is the one reported, as it was
-    /// when the scan ran first, so that the error of an input does not depend on whether the
-    /// decode or `scan` met it (`fuzz/src/harness.rs` `check_scan_build_agree`). Either way an
-    /// accepted input was accepted by every check of both passes.
+    /// The decode in one pass: the machine runs the one interpreter (`src/vm/`) and so makes
+    /// every check the scan makes, and those that need the values. A refusal of the latter is
+    /// followed by the scan from where the build was (`src/build/rescan.rs`): a refusal the
+    /// scan finds there is the one reported, so that the error of an input does not depend on
+    /// whether the decode or `scan` met it (`fuzz/src/harness.rs` `check_scan_build_agree`).
     fn decode_one_pass(self, stream: bool) -> Result<Document<'a>> {
-        let scanner = Scanner::new(self.input, self.policy)
-            .limits(self.limits)
-            .stream(stream)
-            .buffers(self.buffers.as_ref().map(Vec::len))
-            .deadline(self.deadline)
-            .allow_trailing(self.allow_trailing);
-        match self.build(None, stream) {
-            Ok(doc) => Ok(doc),
-            Err(e) => {
-                scanner.run().result?;
-                Err(e)
-            }
-        }
+        self.build(None, stream)
     }
 
     /// The build: executes the opcodes into a document. `bound` is the scan's count of what
@@ -241,12 +233,23 @@ impl<'a, 'p> Decoder<'a, 'p> {
         m.heights = Heights::new(
             bound.is_none_or(|b| b.containers.saturating_add(1) > self.limits.max_nesting_depth),
         );
+        let (input, allow_trailing, deadline) = (self.input, self.allow_trailing, self.deadline);
+        // Input that is not a pickle at all says so (src/input/sniff.rs), as the scan says.
+        let explain = |e| crate::sniff::explain(input, e);
+        // The build's refusal, or the scan's from there (one pass: `bound` is `None`).
+        let refused = |m: &Machine<'a, 'p>, e| match bound {
+            None => m.rescan(e, stream, allow_trailing, deadline),
+            Some(_) => e,
+        };
         if !stream {
-            let root = m.run()?;
+            let root = match m.run() {
+                Ok(root) => root,
+                Err(e) => return Err(refused(&m, e)),
+            };
             let trailing = if self.allow_trailing {
-                m.r.trailing()?
+                m.r.trailing().map_err(explain)?
             } else {
-                m.r.expect_end()?;
+                m.r.expect_end().map_err(explain)?;
                 None
             };
             let mut doc = m.finish(vec![root], false);
@@ -262,13 +265,17 @@ impl<'a, 'p> Decoder<'a, 'p> {
         loop {
             m.pickle_start = m.arena.len();
             m.pickle_starts.push(m.pickle_start);
-            roots.push(m.run()?);
-            m.r.end_pickle()?;
+            match m.run() {
+                Ok(root) => roots.push(root),
+                Err(e) => return Err(refused(&m, e)),
+            }
+            m.r.end_pickle().map_err(explain)?;
             m.proto = 0;
             if m.r.at_end() {
                 break;
             }
         }
+        // After the last opcode: nothing is left for a scan to refuse.
         m.check_depth(&roots)?;
         Ok(m.finish(roots, true))
     }

@@ -279,3 +279,33 @@ pub(crate) fn binint_at(input: &[u8], start: usize, len: u8) -> i64 {
         i64::from(x)
     }
 }
+
+/// The `N`-byte (at most 8) little-endian unsigned argument at `pos` in `input` (a length, a
+/// memo index), when it is there before `end`. The fast loop's reading of what
+/// [`Reader::take_array`] and [`Reader::take_prefixed`] read, without their errors: `None`
+/// leaves the opcode to the interpreter, which reports what is wrong.
+#[inline(always)]
+pub(crate) fn le_at<const N: usize>(input: &[u8], pos: usize, end: usize) -> Option<u64> {
+    let stop = pos.checked_add(N).filter(|&s| s <= end)?;
+    let raw = <[u8; N]>::try_from(input.get(pos..stop)?).ok()?;
+    let mut buf = [0u8; 8];
+    for (slot, b) in buf.iter_mut().zip(raw) {
+        *slot = b;
+    }
+    Some(u64::from_le_bytes(buf))
+}
+
+/// The length-prefixed argument (`N`-byte little-endian length, then that many bytes) at `pos`
+/// in `input`, when all of it is there before `end`: the bytes, and where the next opcode
+/// starts. [`Reader::take_prefixed`] without its errors, as [`le_at`].
+#[inline(always)]
+pub(crate) fn prefixed_at<const N: usize>(
+    input: &[u8],
+    pos: usize,
+    end: usize,
+) -> Option<(&[u8], usize)> {
+    let len = usize::try_from(le_at::<N>(input, pos, end)?).ok()?;
+    let start = pos + N;
+    let stop = start.checked_add(len).filter(|&s| s <= end)?;
+    Some((input.get(start..stop)?, stop))
+}

@@ -161,6 +161,30 @@ impl<T: Slot> Memo<T> {
         Ok(bytes as u64)
     }
 
+    /// The bytes the memo's tables have been charged so far (the sum of what [`Memo::put`]
+    /// returned).
+    pub(crate) fn charged_bytes(&self) -> u64 {
+        (self.charged * DENSE_SLOT_BYTES + self.sparse.capacity() * SPARSE_SLOT_BYTES) as u64
+    }
+
+    /// The same memo with each entry `f` of what it was: the same indices, count, charges and
+    /// table sizes, so that it grows and is charged from here as this one would.
+    pub(crate) fn map<U: Slot>(&self, mut f: impl FnMut(T) -> U) -> Memo<U> {
+        let dense = self
+            .dense
+            .iter()
+            .map(|&v| if v == T::UNSET { U::UNSET } else { f(v) })
+            .collect();
+        let mut sparse = HashMap::with_capacity(self.sparse.capacity());
+        sparse.extend(self.sparse.iter().map(|(&i, &v)| (i, f(v))));
+        Memo {
+            dense,
+            charged: self.charged,
+            sparse,
+            count: self.count,
+        }
+    }
+
     /// Whether setting `index` would add an entry.
     pub(crate) fn is_new(&self, index: u64) -> bool {
         self.get(index).is_none()

@@ -1,0 +1,70 @@
+//! Unit tests of the document.
+
+use super::id::{IMMEDIATE_MAX, IMMEDIATE_MIN, SHARED_BASE};
+use super::*;
+
+#[test]
+fn ids_hold_ints_of_31_bits_and_the_singletons() {
+    for i in [
+        0,
+        1,
+        -1,
+        -5,
+        256,
+        257,
+        1000,
+        IMMEDIATE_MIN,
+        IMMEDIATE_MAX,
+        -123_456_789,
+    ] {
+        let id = NodeId::int(i).unwrap();
+        assert!(id.is_shared(), "{i}");
+        assert!(
+            matches!(id.shared_value(), Some(Value::Int(j)) if j == i),
+            "{i}"
+        );
+    }
+    for i in [IMMEDIATE_MIN - 1, IMMEDIATE_MAX + 1, i64::MAX, i64::MIN] {
+        assert_eq!(NodeId::int(i), None, "{i}");
+    }
+    assert!(matches!(NodeId::NONE.shared_value(), Some(Value::None)));
+    assert!(matches!(
+        NodeId::bool(true).shared_value(),
+        Some(Value::Bool(true))
+    ));
+    assert!(matches!(
+        NodeId::bool(false).shared_value(),
+        Some(Value::Bool(false))
+    ));
+    assert!(!NodeId(SHARED_BASE - 1).is_shared());
+    assert_eq!(NodeId(SHARED_BASE - 1).shared_value().map(|_| ()), None);
+}
+
+#[test]
+fn latin1_bytes_equal_raw_bytes_of_the_same_content() {
+    let all: Vec<u8> = (0..=255u8).collect();
+    let text: String = all.iter().map(|&b| char::from(b)).collect();
+    let lazy = PyBytes::latin1(text.as_bytes(), 256);
+    assert_eq!(lazy.len(), 256);
+    assert_eq!(lazy.as_slice(), None);
+    assert_eq!(lazy.to_cow().as_ref(), all.as_slice());
+    assert_eq!(lazy, PyBytes::raw(&all));
+    assert_eq!(PyBytes::raw(&all), lazy);
+    let mut other = all.clone();
+    other[200] ^= 1;
+    assert_ne!(lazy, PyBytes::raw(&other));
+    let mut pieces = Vec::new();
+    lazy.for_each_chunk(|c| pieces.extend_from_slice(c));
+    assert_eq!(pieces, all);
+    for n in [0, 3, 200, 256, 300] {
+        let mut head = Vec::new();
+        lazy.for_each_chunk_of(n, |c| head.extend_from_slice(c));
+        assert_eq!(head, all[..n.min(256)], "{n}");
+        let mut head = Vec::new();
+        PyBytes::raw(&all).for_each_chunk_of(n, |c| head.extend_from_slice(c));
+        assert_eq!(head, all[..n.min(256)], "{n}");
+    }
+    let short = PyBytes::latin1("é".as_bytes(), 1);
+    assert_eq!(short.to_vec(), vec![0xE9]);
+    assert_ne!(short, PyBytes::raw("é".as_bytes()));
+}
