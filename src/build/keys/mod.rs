@@ -49,6 +49,10 @@ const WALK_CHECK: usize = 256;
 /// ([`KeyCache`]): the comparison costs more than the lookup.
 const LONG_EQUAL_BYTES: usize = 4096;
 
+/// Big ints of at most this many 64-bit digits are hashed again rather than kept in the
+/// [`HashCache`] (their hash costs less than the lookup).
+const SHORT_BIG_INT_DIGITS: usize = 4;
+
 /// Texts and bytes at least this long have their hash kept in the [`HashCache`] (shorter ones
 /// hash faster than the lookup).
 pub(crate) const CACHED_TEXT_BYTES: usize = 64;
@@ -285,6 +289,9 @@ impl<S: BuildHasher> KeyOps<'_, '_, S> {
         if let Some(h) = self.hash_scalar(root)? {
             return Ok(h);
         }
+        if let Some(h) = self.hash_flat(root)? {
+            return Ok(h);
+        }
         if let Some(h) = self.cached(root) {
             return Ok(h);
         }
@@ -372,6 +379,42 @@ impl<S: BuildHasher> KeyOps<'_, '_, S> {
         }
     }
 
+    /// The hash of a tuple or frozenset of at most [`SMALL_TUPLE`] items, none of them a
+    /// tuple or frozenset (the commonest keys, `(i, j)`, `(i, 'name')`): the walk's hash of it
+    /// (the same bytes fed to the same hasher), without the walk's tables, and not kept (it
+    /// costs at most `SMALL_TUPLE` scalar hashes, less than keeping it). `None` for any other
+    /// value, and for such a container holding a tuple or frozenset (after hashing some of its
+    /// items: at most `SMALL_TUPLE` hashes lost).
+    #[inline]
+    fn hash_flat(&self, id: NodeId) -> Result<Option<u64>, Unhashable> {
+        let (items, tuple) = match self.node(id) {
+            Some(Value::Tuple(items)) => (items, true),
+            Some(Value::FrozenSet(items)) => (items, false),
+            _ => return Ok(None),
+        };
+        if items.len() > SMALL_TUPLE {
+            return Ok(None);
+        }
+        let mut hasher = self.state.build_hasher();
+        hasher.write_u8(if tuple { 10 } else { 11 });
+        hasher.write_usize(items.len());
+        let mut acc = 0u64;
+        for &item in items {
+            let Some(h) = self.hash_scalar(self.resolve(item)?)? else {
+                return Ok(None);
+            };
+            if tuple {
+                hasher.write_u64(h);
+            } else {
+                acc = acc.wrapping_add(h);
+            }
+        }
+        if !tuple {
+            hasher.write_u64(acc);
+        }
+        Ok(Some(hasher.finish()))
+    }
+
     /// The hash of a text's or bytes value's bytes after the tag byte, kept in the cache when
     /// the value is long.
     fn hash_bytes(&self, id: NodeId, tag: u8, bytes: &[u8]) -> u64 {
@@ -418,7 +461,10 @@ impl<S: BuildHasher> KeyOps<'_, '_, S> {
             // comparison (frozensets of 30 such ints compared once per ADDITEMS would
             // otherwise hash their digits at every comparison; CPython keeps its hashes in the
             // set).
-            return Ok(Some(self.hash_kept(id, true, || {
+            // One of at most `SHORT_BIG_INT_DIGITS` 64-bit digits hashes faster than the
+            // lookup, and is not kept.
+            let keep = b.iter_u64_digits().len() > SHORT_BIG_INT_DIGITS;
+            return Ok(Some(self.hash_kept(id, keep, || {
                 let mut h = self.state.build_hasher();
                 hash_num(&Num::Big(Cow::Borrowed(b)), &mut h);
                 h.finish()

@@ -3,7 +3,7 @@
 //! `floatobject.c` and `complexobject.c` compare them).
 
 use std::borrow::Cow;
-use std::hash::{Hash, Hasher};
+use std::hash::Hasher;
 
 use num_bigint::BigInt;
 use num_traits::{FromPrimitive, ToPrimitive};
@@ -80,8 +80,19 @@ pub(super) fn hash_num<H: Hasher>(n: &Num<'_>, h: &mut H) {
             h.write_i64(*i);
         }
         Num::Big(b) => {
+            // The sign and the 64-bit digits of the magnitude, least significant first (a
+            // `BigInt` keeps no leading zero digit, so equal values write the same words),
+            // without the allocation of a byte form.
             h.write_u8(2);
-            b.to_signed_bytes_le().hash(h);
+            h.write_u8(match b.sign() {
+                num_bigint::Sign::Minus => 0,
+                num_bigint::Sign::NoSign => 1,
+                num_bigint::Sign::Plus => 2,
+            });
+            h.write_usize(b.iter_u64_digits().len());
+            for d in b.iter_u64_digits() {
+                h.write_u64(d);
+            }
         }
         Num::F(x) => {
             h.write_u8(3);

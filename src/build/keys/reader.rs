@@ -261,8 +261,12 @@ pub(crate) struct ReaderKeys {
     /// least 2**16 bits: a false positive among the 9 keys of a small input is about as likely
     /// as 1 in 10**7), made at the first small tracked key.
     seen: Vec<u64>,
-    /// The seed of the filter's and the tables' hashing.
+    /// The seed of the filter's and the tables' hashing, drawn at the first insertion or
+    /// shape the model is asked for ([`ReaderKeys::seed`]): a decode that inserts no key
+    /// does not pay for drawing it.
     mix: MixState,
+    /// Whether `mix` and the tables' hashers were drawn.
+    seeded: bool,
     /// Steps of the whole document so far.
     total: u64,
     /// Bytes of the tables above not yet charged to `max_alloc_bytes`.
@@ -389,7 +393,15 @@ fn small_shape<S: std::hash::BuildHasher>(ops: &KeyOps<'_, '_, S>, id: NodeId) -
 pub(crate) struct MixState(u64);
 
 impl Default for MixState {
+    /// An unseeded state, for tables that are empty until [`ReaderKeys::seed`] replaces it.
     fn default() -> MixState {
+        MixState(0)
+    }
+}
+
+impl MixState {
+    /// A state from a random seed.
+    pub(crate) fn random() -> MixState {
         use std::hash::BuildHasher;
         MixState(std::hash::RandomState::new().hash_one(0x5eed_u64))
     }
@@ -434,6 +446,26 @@ impl std::hash::Hasher for Mix {
 }
 
 impl ReaderKeys {
+    /// Draws the seed of the tables and the filter before their first use (they are empty
+    /// until then, so nothing was hashed with the unseeded state).
+    #[inline]
+    fn seed(&mut self) {
+        if !self.seeded {
+            self.draw_seed();
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn draw_seed(&mut self) {
+        let mix = MixState::random();
+        self.shapes = HashMap::with_hasher(mix.clone());
+        self.hashed = HashSet::with_hasher(mix.clone());
+        self.classes = HashMap::with_hasher(mix.clone());
+        self.mix = mix;
+        self.seeded = true;
+    }
+
     /// Whether the (container, CPython hash) pair `key` is met for the first time (then it is
     /// marked as met), by [`ReaderKeys::seen`]: `false` may be a false positive.
     fn first_time(&mut self, input_len: u64, key: (u64, u64)) -> bool {
@@ -492,6 +524,7 @@ impl ReaderKeys {
         if let Some(s) = small_shape(ops, root) {
             return s;
         }
+        self.seed();
         let leaf = |this: &Self, id: NodeId| match this.shapes.get(&id) {
             Some(s) => Ok(*s),
             None => leaf_shape(ops, id),
@@ -604,6 +637,7 @@ impl ReaderKeys {
             }
             Some(Value::FrozenSet(items)) => {
                 let s = self.shape(ops, k);
+                self.seed();
                 // A small frozenset is counted as hashed afresh each time (at most
                 // SMALL_TUPLE + 1 steps more than CPython, which keeps its hash); a larger
                 // one only the first time.
@@ -627,6 +661,7 @@ impl ReaderKeys {
         };
         let mut compares = u64::from(equal.is_some_and(|e| e != k));
         if let (true, Some(h)) = (tracked, hash) {
+            self.seed();
             let key = (container.0, h);
             let small = size <= SMALL_KEY_SIZE;
             let count = if !small {

@@ -5,8 +5,8 @@ use num_bigint::BigInt;
 use super::*;
 use crate::value::Owned;
 
-/// With the cache, every hash is the hash without it; the cache keeps the tuples,
-/// frozensets and long texts it met, and a value hashed again is read from it.
+/// With the cache, every hash is the hash without it; the cache keeps the tuples and
+/// frozensets it walked and the long texts it met, and a value hashed again is read from it.
 #[test]
 fn cached_hashes_are_the_hashes() {
     let long = "s".repeat(CACHED_TEXT_BYTES);
@@ -51,7 +51,10 @@ fn cached_hashes_are_the_hashes() {
         !kept.hashes.contains_key(&NodeId(1)),
         "short texts are not kept"
     );
-    assert!((2..count).all(|i| kept.hashes.contains_key(&NodeId(i))));
+    // Tuples and frozensets holding one (13..) are walked and kept, with what the walk met
+    // (2, 12); tuples of scalars hashed on their own are not kept (they are hashed directly).
+    assert!((13..count).all(|i| kept.hashes.contains_key(&NodeId(i))));
+    assert!((3..12).all(|i| !kept.hashes.contains_key(&NodeId(i))));
     // Equal tuples hash alike through the cache too.
     assert_eq!(
         cached.hash(NodeId(2)).unwrap(),
@@ -76,19 +79,22 @@ fn key_ops<'n, 'a>(
     }
 }
 
-/// A big int's hash is kept like a long text's, is the hash of an equal float or of an
+/// A big int's hash (of more than `SHORT_BIG_INT_DIGITS` digits) is kept like a long text's, is the hash of an equal float or of an
 /// equal big int node, and is what `hashable_costly` gives, so that unequal big ints
 /// are told apart by hash before their digits are compared.
 #[test]
 fn big_int_hashes_are_kept() {
     let big = Owned::BigInt;
+    let two_300: BigInt = BigInt::from(1u8) << 300u32;
     let two_70: BigInt = BigInt::from(1u8) << 70u32;
     let nodes = Arena::of(vec![
-        big(two_70.clone()),         // 0
-        big(two_70.clone()),         // 1: equal to 0, another node
-        big(two_70 + 1u8),           // 2: unequal
-        Owned::Float(2f64.powi(70)), // 3: equal to 0 as a number
-        Owned::Int(5),               // 4
+        big(two_300.clone()),         // 0
+        big(two_300.clone()),         // 1: equal to 0, another node
+        big(two_300 + 1u8),           // 2: unequal
+        Owned::Float(2f64.powi(300)), // 3: equal to 0 as a number
+        Owned::Int(5),                // 4
+        big(two_70.clone()),          // 5: two 64-bit digits
+        Owned::Float(2f64.powi(70)),  // 6: equal to 5
     ]);
     let (state, cache) = (RandomState::new(), HashCache::default());
     let ops = key_ops(&nodes, &state, Some(&cache));
@@ -108,6 +114,13 @@ fn big_int_hashes_are_kept() {
     // Small ints are not kept (they hash faster than the lookup).
     assert_eq!(ops.hashable_costly(NodeId(4)).unwrap(), None);
     assert!(!cache.borrow().hashes.contains_key(&NodeId(4)));
+    // Nor are big ints of a few digits, which hash alike all the same.
+    let h5 = ops.hashable_costly(NodeId(5)).unwrap();
+    assert_eq!(h5, Some(plain.hash(NodeId(5)).unwrap()));
+    assert!(!cache.borrow().hashes.contains_key(&NodeId(5)));
+    assert_eq!(ops.hash(NodeId(6)).unwrap(), h5.unwrap());
+    assert!(ops.eq_hashed(NodeId(5), h5, NodeId(6)));
+    assert!(!ops.eq_hashed(NodeId(5), h5, NodeId(0)));
 }
 
 /// Two distinct long texts (or bytes) found equal are remembered, and then equal without
