@@ -31,6 +31,14 @@ use num::{hash_num, num_eq, num_of, Num};
 /// The index of a dict or set: `(hash, position in items)` pairs.
 pub(crate) type KeyIndex = HashTable<(u64, u32)>;
 
+/// Feeds the hash `x` of a tuple item that [`KeyOps::feed_value`] does not take into the
+/// tuple's hasher, tagged.
+#[inline]
+fn feed_hash<H: Hasher>(hasher: &mut H, x: u64) {
+    hasher.write_u8(15);
+    hasher.write_u64(x);
+}
+
 /// A value is unhashable (list, dict, set, bytearray, or a tuple/frozenset holding one).
 #[derive(Debug)]
 pub(crate) struct Unhashable;
@@ -312,6 +320,12 @@ impl<S: BuildHasher> KeyOps<'_, '_, S> {
         loop {
             if let Some(id) = pending.take() {
                 let id = self.resolve(id)?;
+                // A number or None inside a tuple: its value, into the tuple's hasher.
+                if let Some(f) = stack.last_mut().filter(|f| f.tuple) {
+                    if self.feed_value(&mut f.hasher, id) {
+                        continue;
+                    }
+                }
                 let known = match done.get(&id).copied().or_else(|| self.cached(id)) {
                     Some(h) => Some(h),
                     None => self.hash_scalar(id)?,
@@ -371,11 +385,39 @@ impl<S: BuildHasher> KeyOps<'_, '_, S> {
 
         fn feed<H: Hasher>(tuple: bool, hasher: &mut H, acc: &mut u64, h: u64) {
             if tuple {
-                hasher.write_u64(h);
+                feed_hash(hasher, h);
             } else {
                 // Order-independent for frozensets.
                 *acc = acc.wrapping_add(h);
             }
+        }
+    }
+
+    /// Feeds the tuple item `id` (resolved) into its tuple's hasher when it is None or a
+    /// number that [`hash_num`] writes in a fixed size (a bool, an int, a float or a complex
+    /// number that is no NaN and does not reduce to a big int): its tagged value, so that the
+    /// item costs no hasher of its own. `false` for any other item, whose hash the caller
+    /// feeds ([`feed_hash`]). Every value equal to a number fed here is one fed here too (the
+    /// number kinds reduce to one form, [`num_of`]; one that reduces to a big int is fed by
+    /// hash, as big ints are), so equal tuples hash alike; the tags (0 for None, 1, 3 and 4
+    /// for the numbers, 15 for a hash) keep the items' encodings prefix-free, so that distinct
+    /// tuples feed distinct bytes.
+    #[inline]
+    fn feed_value(&self, h: &mut S::Hasher, id: NodeId) -> bool {
+        let v = match self.node(id) {
+            Some(Value::None) => {
+                h.write_u8(0);
+                return true;
+            }
+            Some(v @ (Value::Bool(_) | Value::Int(_) | Value::Float(_) | Value::Complex(..))) => v,
+            _ => return false,
+        };
+        match num_of(v) {
+            Some(n @ (Num::I(_) | Num::F(_) | Num::C(..))) if !n.has_nan() => {
+                hash_num(&n, h);
+                true
+            }
+            _ => false,
         }
     }
 
@@ -400,11 +442,15 @@ impl<S: BuildHasher> KeyOps<'_, '_, S> {
         hasher.write_usize(items.len());
         let mut acc = 0u64;
         for &item in items {
-            let Some(h) = self.hash_scalar(self.resolve(item)?)? else {
+            let item = self.resolve(item)?;
+            if tuple && self.feed_value(&mut hasher, item) {
+                continue;
+            }
+            let Some(h) = self.hash_scalar(item)? else {
                 return Ok(None);
             };
             if tuple {
-                hasher.write_u64(h);
+                feed_hash(&mut hasher, h);
             } else {
                 acc = acc.wrapping_add(h);
             }

@@ -207,3 +207,43 @@ fn long_equal_tuples_are_remembered() {
     drop(kept);
     assert!(ops.eq(t, u) && ops.eq(u, t));
 }
+
+/// Equal tuples of numbers of different kinds hash alike, whether hashed directly (flat) or
+/// walked (inside a tuple holding a tuple, or of more than `SMALL_TUPLE` items), and equal
+/// big ints and the floats equal to them too; unequal ones do not collide.
+#[test]
+fn tuples_of_equal_numbers_hash_alike_on_every_path() {
+    let two_70: BigInt = BigInt::from(1u8) << 70u32;
+    let mut nodes = vec![
+        Owned::Int(1),               // 0
+        Owned::Float(2.0),           // 1
+        Owned::Float(1.0),           // 2
+        Owned::Int(2),               // 3
+        Owned::BigInt(two_70),       // 4
+        Owned::Float(2f64.powi(70)), // 5
+        Owned::Float(0.5),           // 6
+    ];
+    let t = |items: &[u32]| Owned::Tuple(items.iter().map(|&i| NodeId(i)).collect());
+    nodes.push(t(&[0, 1, 4])); // 7: (1, 2.0, 2**70)
+    nodes.push(t(&[2, 3, 5])); // 8: (1.0, 2, 2.0**70)
+    nodes.push(t(&[7])); // 9: ((1, 2.0, 2**70),), walked
+    nodes.push(t(&[8])); // 10: ((1.0, 2, 2.0**70),), walked
+    nodes.push(t(&[0, 6])); // 11: (1, 0.5)
+    let long: Vec<u32> = std::iter::repeat_n([0u32, 1], 9).flatten().collect();
+    let long_eq: Vec<u32> = std::iter::repeat_n([2u32, 3], 9).flatten().collect();
+    nodes.push(t(&long)); // 12: 18 items, walked
+    nodes.push(t(&long_eq)); // 13
+    let arena = Arena::of(nodes);
+    let state = RandomState::new();
+    for cache in [None, Some(HashCache::default())] {
+        let ops = key_ops(&arena, &state, cache.as_ref());
+        let h = |i: u32| ops.hash(NodeId(i)).unwrap();
+        assert_eq!(h(7), h(8));
+        assert_eq!(h(9), h(10));
+        assert_eq!(h(12), h(13));
+        assert_ne!(h(7), h(11));
+        assert_ne!(h(7), h(9));
+        assert!(ops.eq(NodeId(7), NodeId(8)));
+        assert!(ops.eq(NodeId(9), NodeId(10)));
+    }
+}
