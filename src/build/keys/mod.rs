@@ -399,9 +399,9 @@ impl<S: BuildHasher> KeyOps<'_, '_, S> {
     /// item costs no hasher of its own. `false` for any other item, whose hash the caller
     /// feeds ([`feed_hash`]). Every value equal to a number fed here is one fed here too (the
     /// number kinds reduce to one form, [`num_of`]; one that reduces to a big int is fed by
-    /// hash, as big ints are), so equal tuples hash alike; the tags (0 for None, 1, 3 and 4
-    /// for the numbers, 15 for a hash) keep the items' encodings prefix-free, so that distinct
-    /// tuples feed distinct bytes.
+    /// hash, as big ints are), so equal tuples hash alike; the tag byte first (0 for None, 15
+    /// before a hash, the numbers' own from [`hash_num`]) keeps the items' encodings
+    /// prefix-free, so that distinct tuples feed distinct bytes.
     #[inline]
     fn feed_value(&self, h: &mut S::Hasher, id: NodeId) -> bool {
         let v = match self.node(id) {
