@@ -258,8 +258,9 @@ pub(crate) struct ReaderKeys {
     /// of at most `SMALL_KEY_SIZE` steps too many). A larger key's pairs are all in `classes`,
     /// so its comparisons are counted exactly; a class mixing both may count one small key
     /// fewer (one comparison of at most `SMALL_KEY_SIZE` steps). Two bits per input byte (at
-    /// least 2**16 bits: a false positive among the 9 keys of a small input is about as likely
-    /// as 1 in 10**7), made at the first small tracked key.
+    /// least 2**12 bits, 512 bytes, so that a tiny input does not zero a table sized for a
+    /// large one: the 9 keys of a small input meet a false positive in about one decode of
+    /// 2,000, which counts one comparison too many), made at the first small tracked key.
     seen: Vec<u64>,
     /// The seed of the filter's and the tables' hashing, drawn at the first insertion or
     /// shape the model is asked for ([`ReaderKeys::seed`]): a decode that inserts no key
@@ -470,7 +471,7 @@ impl ReaderKeys {
     /// marked as met), by [`ReaderKeys::seen`]: `false` may be a false positive.
     fn first_time(&mut self, input_len: u64, key: (u64, u64)) -> bool {
         if self.seen.is_empty() {
-            let bits = input_len.saturating_mul(2).max(1 << 16).next_power_of_two();
+            let bits = input_len.saturating_mul(2).max(1 << 12).next_power_of_two();
             // A power of two (the word is picked by a mask).
             let words = usize::try_from(bits / 64).unwrap_or(1 << 10);
             if self.seen.try_reserve_exact(words).is_err() {
