@@ -5,7 +5,7 @@
     python3 bench/shapes.py [--base BIN] [--new BIN] [--runs N] [--repeat K] [--only PREFIX]
                             [--no-build] [--gen-only] [--regen]
 
-Writes the shapes to target/workloads/shapes/ (deterministic; about a minute and 400 MB; kept
+Writes the shapes to target/workloads/shapes/ (deterministic; about a minute and 350 MB; kept
 and reused unless `--regen`; `--gen-only` writes them and stops),
 builds `examples/bench_decode` (release) unless `--no-build`, then for each shape runs, in
 processes of their own, `pickle.loads` (CPython, cyclic GC on as by default), the new build
