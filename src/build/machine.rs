@@ -46,8 +46,7 @@ pub(super) struct Machine<'a, 'p> {
     /// The containers a record's arguments reached when it was made (the record objects
     /// among them included): a later APPEND, SETITEM, ADDITEMS or BUILD on one of them changes
     /// what CPython's call received, which the record does not show
-    /// ([`Document::records_replayable`]).
-    /// Hashed with a seeded mix rather than SipHash (a few instructions an id); seeded at the
+    /// ([`Document::records_replayable`]). Hashed with a seeded mix rather than SipHash (a few instructions an id); seeded at the
     /// first insertion, so a decode without records draws no seed.
     pub(super) called_with: HashSet<NodeId, MixState>,
     /// No record of the document can be written back as the call that made it: one was made by
