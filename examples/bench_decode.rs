@@ -6,6 +6,7 @@
 //! ```sh
 //! cargo build --release --example bench_decode
 //! target/release/examples/bench_decode FILE [RUNS] [--mode decode|json|scan] [--stream] [--reuse]
+//!     [--frames] [--inner N] [--policy NAME]
 //! ```
 //!
 //! `--mode decode` (default) builds the arena (dropped after the clock stops); `--mode json` also
@@ -15,6 +16,13 @@
 //! builds each run into the arena of the run before (`Document::recycle`, `Decoder::scratch`:
 //! what a process decoding one input after another does; the recycling is after the clock
 //! stops, as the drop is without it).
+//! `--frames` reads the file as messages, each a 4-byte little-endian length and that many bytes
+//! (`bench/shapes.py` writes them), and decodes each message as a fresh [`Decoder::decode`], as
+//! a bastion reading Mitogen messages one at a time does; each document is dropped before the
+//! next decode, inside the clock (as `pickle.loads` in a loop drops the value before). `--inner
+//! N` runs the decodes N times per timed run and reports the time of one pass (so that a run of
+//! a tiny pickle lasts long enough to time). `--policy NAME` picks a built-in policy (default
+//! `data`).
 //! Exit status 1 if the decode is refused (the error on stderr), 2 on a usage or I/O error.
 
 use std::process::ExitCode;
@@ -35,6 +43,9 @@ struct Args {
     mode: Mode,
     stream: bool,
     reuse: bool,
+    frames: bool,
+    inner: usize,
+    policy: String,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -43,6 +54,9 @@ fn parse_args() -> Result<Args, String> {
     let mut mode = Mode::Decode;
     let mut stream = None;
     let mut reuse = false;
+    let mut frames = false;
+    let mut inner = 1usize;
+    let mut policy = "data".to_string();
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
         match a.as_str() {
@@ -54,6 +68,12 @@ fn parse_args() -> Result<Args, String> {
             },
             "--stream" => stream = Some(true),
             "--reuse" => reuse = true,
+            "--frames" => frames = true,
+            "--inner" => {
+                let n = it.next().unwrap_or_default();
+                inner = n.parse().map_err(|e| format!("--inner {n:?}: {e}"))?;
+            }
+            "--policy" => policy = it.next().unwrap_or_default(),
             _ if file.is_none() => file = Some(a),
             _ => runs = a.parse().map_err(|e| format!("RUNS {a:?}: {e}"))?,
         }
@@ -67,6 +87,9 @@ fn parse_args() -> Result<Args, String> {
         mode,
         stream,
         reuse,
+        frames,
+        inner: inner.max(1),
+        policy,
     })
 }
 
@@ -85,6 +108,39 @@ fn scan_once(input: &[u8], policy: &Policy, args: &Args) -> picklewarden::Result
     let report = picklewarden::scan::scan(input, policy, policy.limits, args.stream);
     report.result?;
     Ok(report.opcode_counts.iter().sum())
+}
+
+/// Splits `input` into the messages of a `--frames` file: each a 4-byte little-endian length
+/// and that many bytes.
+fn split_frames(mut input: &[u8]) -> Result<Vec<&[u8]>, String> {
+    let mut out = Vec::new();
+    while !input.is_empty() {
+        let (len, rest) = input
+            .split_first_chunk::<4>()
+            .ok_or("a frame's length is cut short")?;
+        let len = u32::from_le_bytes(*len) as usize;
+        if rest.len() < len {
+            return Err("a frame is cut short".into());
+        }
+        let (frame, rest) = rest.split_at(len);
+        out.push(frame);
+        input = rest;
+    }
+    Ok(out)
+}
+
+/// One timed run of `--frames`: each message decoded alone, `inner` times over; returns the
+/// node count of the last pass.
+fn frames_once(frames: &[&[u8]], policy: &Policy, inner: usize) -> picklewarden::Result<usize> {
+    let mut nodes = 0;
+    for _ in 0..inner {
+        nodes = 0;
+        for f in frames {
+            let doc = Decoder::new(f, policy).decode()?;
+            nodes += std::hint::black_box(doc).len();
+        }
+    }
+    Ok(nodes)
 }
 
 /// One run: decode (and write JSON); returns the document and the JSON text, so that the
@@ -126,12 +182,39 @@ pub(crate) fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let policy = Policy::data();
+    let Some(policy) = Policy::builtin(&args.policy) else {
+        eprintln!("bench_decode: no built-in policy {:?}", args.policy);
+        return ExitCode::from(2);
+    };
+    let frames = if args.frames {
+        match split_frames(&input) {
+            Ok(f) => f,
+            Err(e) => {
+                eprintln!("bench_decode: {}: {e}", args.file);
+                return ExitCode::from(2);
+            }
+        }
+    } else {
+        Vec::new()
+    };
     let mut times: Vec<Duration> = Vec::with_capacity(args.runs);
     let mut nodes = 0;
     let mut json_len = 0;
     let mut scratch = Scratch::new();
     for _ in 0..args.runs {
+        if args.frames {
+            let t = Instant::now();
+            let out = frames_once(&frames, &policy, args.inner);
+            times.push(t.elapsed() / u32::try_from(args.inner).unwrap_or(u32::MAX));
+            match out {
+                Ok(n) => nodes = n,
+                Err(e) => {
+                    eprintln!("bench_decode: {}: {e}", args.file);
+                    return ExitCode::from(1);
+                }
+            }
+            continue;
+        }
         if args.mode == Mode::Scan {
             let t = Instant::now();
             let out = scan_once(&input, &policy, &args);
@@ -167,7 +250,7 @@ pub(crate) fn main() -> ExitCode {
     let median = times.get(times.len() / 2).copied().unwrap_or_default();
     let min = times.first().copied().unwrap_or_default();
     println!(
-        "{{\"tool\":\"picklewarden-{}\",\"file\":{:?},\"bytes\":{},\"runs\":{},\"median_s\":{:.6},\"min_s\":{:.6},\"nodes\":{},\"json_bytes\":{},\"peak_rss_kib\":{}}}",
+        "{{\"tool\":\"picklewarden-{}\",\"file\":{:?},\"bytes\":{},\"runs\":{},\"median_s\":{:.9},\"min_s\":{:.9},\"nodes\":{},\"json_bytes\":{},\"peak_rss_kib\":{}}}",
         match args.mode {
             Mode::Decode => "decode",
             Mode::Json => "json",

@@ -15,6 +15,32 @@ pub(super) const NODE_BYTES: u64 = mem::size_of::<Node>() as u64;
 /// complex numbers, records, bytes and text not in the input), on top of its node: the slot.
 pub(super) const FAT_BYTES: u64 = mem::size_of::<Fat<'static>>() as u64;
 
+/// The most memory a reservation from a guess (not the scan's count) takes for one of the
+/// arena's vectors, the pools and the memo ([`Machine::reserve_pools`], `Decoder::build`):
+/// below glibc malloc's threshold for mapping a block of its own (128 KiB), so that a decode
+/// of a small or blob-heavy input reuses freed heap memory instead of mapping fresh pages.
+pub(super) const GUESS_BYTES: usize = 64 << 10;
+
+/// Inputs up to this length have their reservations capped ([`guess_cap`]).
+pub(super) const SMALL_INPUT_BYTES: usize = 256 << 10;
+
+/// The most entries of `size` bytes a reservation from a guess (not the scan's count) takes
+/// for one of the arena's vectors, the pools and the memo, for an input of `input_len` bytes:
+/// [`GUESS_BYTES`] of memory when the input is at most [`SMALL_INPUT_BYTES`], else no cap.
+/// Below that length a decode is short enough that mapping, faulting in and unmapping blocks
+/// sized for the input's length would be a large part of it, on an input that is mostly one
+/// long bytes or text value (a Mitogen transfer chunk) or a tiny message alike; the vectors
+/// grow as they fill instead (doubling, so the copies cost at most what they hold once
+/// more). A longer input keeps the guess, which spares a decode of 20 MB of small objects its
+/// regrowths.
+pub(super) fn guess_cap(input_len: usize, size: usize) -> usize {
+    if input_len <= SMALL_INPUT_BYTES {
+        GUESS_BYTES / size.max(1)
+    } else {
+        usize::MAX
+    }
+}
+
 /// Bytes charged per list/tuple/set item slot.
 pub(super) const ITEM_BYTES: u64 = 4;
 
@@ -41,11 +67,19 @@ impl<'a, 'p> Machine<'a, 'p> {
     /// a time). Only a hint: a reservation is address space, not memory, until it is
     /// written, and a failed one leaves them to grow as they fill (they are charged by what
     /// they hold).
+    ///
+    /// For an input of at most [`SMALL_INPUT_BYTES`], each guess is capped at [`GUESS_BYTES`] of
+    /// memory ([`guess_cap`]).
     pub(super) fn reserve_pools(&mut self, input_len: usize) {
         let most = self.limits.max_alloc_bytes as usize / 32;
-        let _ = self.arena.items.try_reserve((input_len / 4).min(most));
-        let _ = self.arena.pairs.try_reserve((input_len / 10).min(most));
-        self.memo.reserve((input_len / 10).min(most));
+        let cap = |n: usize, size: usize| n.min(most).min(guess_cap(input_len, size));
+        let _ = self
+            .arena
+            .items
+            .try_reserve(cap(input_len / 4, ITEM_BYTES as usize));
+        let _ = self.arena.pairs.try_reserve(cap(input_len / 10, 8));
+        self.memo
+            .reserve(cap(input_len / 10, mem::size_of::<crate::value::NodeId>()));
     }
 
     #[inline]

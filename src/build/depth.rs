@@ -176,15 +176,19 @@ impl Heights {
         }
     }
 
-    /// Makes room for the entry of arena index `i`, at least doubling the capacity (so the
-    /// cost per node is a constant). Fallible: a failure stops keeping heights, and the walk
-    /// decides.
+    /// Makes room for the entry of arena index `i`, growing the entries geometrically (so the
+    /// cost per node is a constant) from a few cache lines (so that a tiny pickle does not pay
+    /// for a table sized for a large one). Fallible: a failure stops keeping heights, and the
+    /// walk decides.
     #[cold]
     #[inline(never)]
     fn grow(&mut self, i: usize) {
-        // Half again, at least 64 Ki entries (128 KiB) a step: zero-filled at once, where a
-        // fill per container cost a call to memset each.
-        let len = (i + 1).max(self.entries.len() / 2 * 3).max(1 << 16);
+        // Doubling up to 64 Ki entries (128 KiB), then half again; at least 64 entries (128
+        // bytes). Zero-filled a step at once, where a fill per container cost a call to memset
+        // each.
+        let now = self.entries.len();
+        let step = if now < 1 << 16 { now * 2 } else { now / 2 * 3 };
+        let len = (i + 1).max(step).max(64);
         if self
             .entries
             .try_reserve_exact(len - self.entries.len())

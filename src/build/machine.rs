@@ -8,7 +8,7 @@ use std::mem;
 
 use super::budget::{FAT_BYTES, ITEM_BYTES, KEYED_BYTES, NODE_BYTES};
 use super::depth::Heights;
-use super::keys::reader::ReaderCell;
+use super::keys::reader::{MixState, ReaderCell};
 use super::keys::{HashCache, KeyIndex};
 use crate::clock::Clock;
 use crate::error::{Error, ErrorKind, Result};
@@ -47,8 +47,9 @@ pub(super) struct Machine<'a, 'p> {
     /// The containers a record's arguments reached when it was made (the record objects
     /// among them included): a later APPEND, SETITEM, ADDITEMS or BUILD on one of them changes
     /// what CPython's call received, which the record does not show
-    /// ([`Document::records_replayable`]).
-    pub(super) called_with: HashSet<NodeId>,
+    /// ([`Document::records_replayable`]). Hashed with a seeded mix rather than SipHash (a few instructions an id); seeded at the
+    /// first insertion, so a decode without records draws no seed.
+    pub(super) called_with: HashSet<NodeId, MixState>,
     /// No record of the document can be written back as the call that made it: one was made by
     /// INST or OBJ (which CPython runs as `cls.__new__(cls)` when there is no argument, not as
     /// a REDUCE), or a value in [`Machine::called_with`] changed after the call.
@@ -145,7 +146,7 @@ impl<'a, 'p> Machine<'a, 'p> {
             pickle_start: 0,
             changed_earlier: false,
             pickle_starts: Vec::new(),
-            called_with: HashSet::new(),
+            called_with: HashSet::default(),
             records_unreplayable: false,
         })
     }
@@ -189,6 +190,10 @@ impl<'a, 'p> Machine<'a, 'p> {
     /// it or one below it. So every node is walked at most once in a whole decode, and the
     /// walk uses an explicit stack.
     pub(super) fn note_call_arguments(&mut self, args: NodeId) -> Result<()> {
+        if self.called_with.capacity() == 0 {
+            // Empty: nothing was hashed with the unseeded state.
+            self.called_with = HashSet::with_hasher(MixState::random());
+        }
         let mut todo = vec![args];
         while let Some(id) = todo.pop() {
             if id.is_shared() || !self.get(id)?.is_container() || !self.called_with.insert(id) {

@@ -223,8 +223,11 @@ impl<'a, 'p> Decoder<'a, 'p> {
         }
         m.arena = Arena::new(self.input, self.scratch);
         // Without the scan's count: about one node per 8 bytes of input (small objects at
-        // protocol 4 make one per 12, a list of ints one per 7); more grows the arena.
-        let nodes = bound.map_or(self.input.len() as u64 / 8, |b| b.nodes);
+        // protocol 4 make one per 12, a list of ints one per 7), capped for a small input
+        // (`budget::guess_cap`); more grows the arena.
+        let cap = budget::guess_cap(self.input.len(), budget::NODE_BYTES as usize);
+        let guess = (self.input.len() / 8).min(cap) as u64;
+        let nodes = bound.map_or(guess, |b| b.nodes);
         m.reserve_nodes(nodes);
         m.reserve_pools(self.input.len());
         // A walk's path holds each container once, plus a leaf: with no more containers than

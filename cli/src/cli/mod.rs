@@ -287,13 +287,36 @@ impl Common {
 
 /// Reads at most `max + 1` bytes, so that an oversized input is refused by the decoder's
 /// `max_input_bytes` check without reading it all.
+///
+/// A regular file (standard input included, when it is one) is read into a buffer sized once
+/// from its length, so that the read does not grow and copy the buffer step by step (and
+/// fault in its pages again at each step); a pipe's buffer grows as it fills.
 fn read_input(path: &Path, max: u64) -> Result<Vec<u8>, Fatal> {
     let mut buf = Vec::new();
     let cap = max.saturating_add(1);
+    // The capacity a regular file of `len` bytes needs: its bytes (at most `cap`), and one
+    // more so that the read finds the end without growing the buffer.
+    let size_for = |len: u64| usize::try_from(len.min(cap).saturating_add(1)).unwrap_or(0);
     let res = if path.as_os_str() == "-" {
+        use std::os::fd::AsFd;
+        // A second descriptor of the same open file, only for its length.
+        let len = io::stdin()
+            .as_fd()
+            .try_clone_to_owned()
+            .map(File::from)
+            .and_then(|f| f.metadata())
+            .ok()
+            .filter(std::fs::Metadata::is_file)
+            .map_or(0, |m| m.len());
+        let _ = buf.try_reserve_exact(size_for(len));
         io::stdin().lock().take(cap).read_to_end(&mut buf)
     } else {
-        File::open(path).and_then(|f| f.take(cap).read_to_end(&mut buf))
+        File::open(path).and_then(|f| {
+            if let Ok(m) = f.metadata().map(|m| m.is_file().then_some(m.len())) {
+                let _ = buf.try_reserve_exact(size_for(m.unwrap_or(0)));
+            }
+            f.take(cap).read_to_end(&mut buf)
+        })
     };
     res.map_err(|e| Fatal(format!("cannot read {}: {e}", path.display())))?;
     Ok(buf)

@@ -31,6 +31,14 @@ use num::{hash_num, num_eq, num_of, Num};
 /// The index of a dict or set: `(hash, position in items)` pairs.
 pub(crate) type KeyIndex = HashTable<(u64, u32)>;
 
+/// Feeds the hash `x` of a tuple item that [`KeyOps::feed_value`] does not take into the
+/// tuple's hasher, tagged.
+#[inline]
+fn feed_hash<H: Hasher>(hasher: &mut H, x: u64) {
+    hasher.write_u8(15);
+    hasher.write_u64(x);
+}
+
 /// A value is unhashable (list, dict, set, bytearray, or a tuple/frozenset holding one).
 #[derive(Debug)]
 pub(crate) struct Unhashable;
@@ -48,6 +56,10 @@ const WALK_CHECK: usize = 256;
 /// Two distinct texts or bytes at least this long that compare equal are remembered as equal
 /// ([`KeyCache`]): the comparison costs more than the lookup.
 const LONG_EQUAL_BYTES: usize = 4096;
+
+/// Big ints of at most this many 64-bit digits are hashed again rather than kept in the
+/// [`HashCache`] (their hash costs less than the lookup).
+const SHORT_BIG_INT_DIGITS: usize = 4;
 
 /// Texts and bytes at least this long have their hash kept in the [`HashCache`] (shorter ones
 /// hash faster than the lookup).
@@ -285,6 +297,9 @@ impl<S: BuildHasher> KeyOps<'_, '_, S> {
         if let Some(h) = self.hash_scalar(root)? {
             return Ok(h);
         }
+        if let Some(h) = self.hash_flat(root)? {
+            return Ok(h);
+        }
         if let Some(h) = self.cached(root) {
             return Ok(h);
         }
@@ -305,6 +320,12 @@ impl<S: BuildHasher> KeyOps<'_, '_, S> {
         loop {
             if let Some(id) = pending.take() {
                 let id = self.resolve(id)?;
+                // A number or None inside a tuple: its value, into the tuple's hasher.
+                if let Some(f) = stack.last_mut().filter(|f| f.tuple) {
+                    if self.feed_value(&mut f.hasher, id) {
+                        continue;
+                    }
+                }
                 let known = match done.get(&id).copied().or_else(|| self.cached(id)) {
                     Some(h) => Some(h),
                     None => self.hash_scalar(id)?,
@@ -364,12 +385,80 @@ impl<S: BuildHasher> KeyOps<'_, '_, S> {
 
         fn feed<H: Hasher>(tuple: bool, hasher: &mut H, acc: &mut u64, h: u64) {
             if tuple {
-                hasher.write_u64(h);
+                feed_hash(hasher, h);
             } else {
                 // Order-independent for frozensets.
                 *acc = acc.wrapping_add(h);
             }
         }
+    }
+
+    /// Feeds the tuple item `id` (resolved) into its tuple's hasher when it is None or a
+    /// number that [`hash_num`] writes in a fixed size (a bool, an int, a float or a complex
+    /// number that is no NaN and does not reduce to a big int): its tagged value, so that the
+    /// item costs no hasher of its own. `false` for any other item, whose hash the caller
+    /// feeds ([`feed_hash`]). Every value equal to a number fed here is one fed here too (the
+    /// number kinds reduce to one form, [`num_of`]; one that reduces to a big int is fed by
+    /// hash, as big ints are), so equal tuples hash alike; the tag byte first (0 for None, 15
+    /// before a hash, the numbers' own from [`hash_num`]) keeps the items' encodings
+    /// prefix-free, so that distinct tuples feed distinct bytes.
+    #[inline]
+    fn feed_value(&self, h: &mut S::Hasher, id: NodeId) -> bool {
+        let v = match self.node(id) {
+            Some(Value::None) => {
+                h.write_u8(0);
+                return true;
+            }
+            Some(v @ (Value::Bool(_) | Value::Int(_) | Value::Float(_) | Value::Complex(..))) => v,
+            _ => return false,
+        };
+        match num_of(v) {
+            Some(n @ (Num::I(_) | Num::F(_) | Num::C(..))) if !n.has_nan() => {
+                hash_num(&n, h);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// The hash of a tuple or frozenset of at most [`SMALL_TUPLE`] items, none of them a
+    /// tuple or frozenset (the commonest keys, `(i, j)`, `(i, 'name')`): the walk's hash of it
+    /// (the same bytes fed to the same hasher), without the walk's tables, and not kept (it
+    /// costs at most `SMALL_TUPLE` scalar hashes, less than keeping it). `None` for any other
+    /// value, and for such a container holding a tuple or frozenset (after hashing some of its
+    /// items: at most `SMALL_TUPLE` hashes lost).
+    #[inline]
+    fn hash_flat(&self, id: NodeId) -> Result<Option<u64>, Unhashable> {
+        let (items, tuple) = match self.node(id) {
+            Some(Value::Tuple(items)) => (items, true),
+            Some(Value::FrozenSet(items)) => (items, false),
+            _ => return Ok(None),
+        };
+        if items.len() > SMALL_TUPLE {
+            return Ok(None);
+        }
+        let mut hasher = self.state.build_hasher();
+        hasher.write_u8(if tuple { 10 } else { 11 });
+        hasher.write_usize(items.len());
+        let mut acc = 0u64;
+        for &item in items {
+            let item = self.resolve(item)?;
+            if tuple && self.feed_value(&mut hasher, item) {
+                continue;
+            }
+            let Some(h) = self.hash_scalar(item)? else {
+                return Ok(None);
+            };
+            if tuple {
+                feed_hash(&mut hasher, h);
+            } else {
+                acc = acc.wrapping_add(h);
+            }
+        }
+        if !tuple {
+            hasher.write_u64(acc);
+        }
+        Ok(Some(hasher.finish()))
     }
 
     /// The hash of a text's or bytes value's bytes after the tag byte, kept in the cache when
@@ -418,7 +507,10 @@ impl<S: BuildHasher> KeyOps<'_, '_, S> {
             // comparison (frozensets of 30 such ints compared once per ADDITEMS would
             // otherwise hash their digits at every comparison; CPython keeps its hashes in the
             // set).
-            return Ok(Some(self.hash_kept(id, true, || {
+            // One of at most `SHORT_BIG_INT_DIGITS` 64-bit digits hashes faster than the
+            // lookup, and is not kept.
+            let keep = b.iter_u64_digits().len() > SHORT_BIG_INT_DIGITS;
+            return Ok(Some(self.hash_kept(id, keep, || {
                 let mut h = self.state.build_hasher();
                 hash_num(&Num::Big(Cow::Borrowed(b)), &mut h);
                 h.finish()

@@ -3,7 +3,7 @@
 //! `floatobject.c` and `complexobject.c` compare them).
 
 use std::borrow::Cow;
-use std::hash::{Hash, Hasher};
+use std::hash::Hasher;
 
 use num_bigint::BigInt;
 use num_traits::{FromPrimitive, ToPrimitive};
@@ -73,24 +73,38 @@ pub(super) fn num_eq(a: &Num<'_>, b: &Num<'_>) -> bool {
     }
 }
 
+/// Writes the number `n` into `h`: a tag (1 int, 2 big int, 3 float, 4 complex) and the
+/// value, a fixed size for each tag but the big int's (which writes its length first), so
+/// that numbers fed one after another (a tuple's items, [`super::KeyOps::feed_value`]) are
+/// prefix-free.
 pub(super) fn hash_num<H: Hasher>(n: &Num<'_>, h: &mut H) {
+    // The tag byte, then the word: integer writes, which std's SipHash takes by its short
+    // path (a byte slice of the same bytes goes through its general one, slower).
+    let tagged = |h: &mut H, tag: u8, word: u64| {
+        h.write_u8(tag);
+        h.write_u64(word);
+    };
     match n {
-        Num::I(i) => {
-            h.write_u8(1);
-            h.write_i64(*i);
-        }
+        Num::I(i) => tagged(h, 1, *i as u64),
         Num::Big(b) => {
-            h.write_u8(2);
-            b.to_signed_bytes_le().hash(h);
+            // The sign and the 64-bit digits of the magnitude, least significant first (a
+            // `BigInt` keeps no leading zero digit, so equal values write the same words),
+            // without the allocation of a byte form.
+            let sign = match b.sign() {
+                num_bigint::Sign::Minus => 0,
+                num_bigint::Sign::NoSign => 1,
+                num_bigint::Sign::Plus => 2,
+            };
+            tagged(h, 2, sign);
+            h.write_usize(b.iter_u64_digits().len());
+            for d in b.iter_u64_digits() {
+                h.write_u64(d);
+            }
         }
-        Num::F(x) => {
-            h.write_u8(3);
-            h.write_u64(x.to_bits());
-        }
+        Num::F(x) => tagged(h, 3, x.to_bits()),
         Num::C(re, im) => {
-            h.write_u8(4);
             // -0.0 == 0.0: hash them alike.
-            h.write_u64((re + 0.0).to_bits());
+            tagged(h, 4, (re + 0.0).to_bits());
             h.write_u64((im + 0.0).to_bits());
         }
     }

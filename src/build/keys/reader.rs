@@ -258,11 +258,16 @@ pub(crate) struct ReaderKeys {
     /// of at most `SMALL_KEY_SIZE` steps too many). A larger key's pairs are all in `classes`,
     /// so its comparisons are counted exactly; a class mixing both may count one small key
     /// fewer (one comparison of at most `SMALL_KEY_SIZE` steps). Two bits per input byte (at
-    /// least 2**16 bits: a false positive among the 9 keys of a small input is about as likely
-    /// as 1 in 10**7), made at the first small tracked key.
+    /// least 2**12 bits, 512 bytes, so that a tiny input does not zero a table sized for a
+    /// large one: the 9 keys of a small input meet a false positive in about one decode of
+    /// 2,000, which counts one comparison too many), made at the first small tracked key.
     seen: Vec<u64>,
-    /// The seed of the filter's and the tables' hashing.
+    /// The seed of the filter's and the tables' hashing, drawn at the first insertion or
+    /// shape the model is asked for ([`ReaderKeys::seed`]): a decode that inserts no key
+    /// does not pay for drawing it.
     mix: MixState,
+    /// Whether `mix` and the tables' hashers were drawn.
+    seeded: bool,
     /// Steps of the whole document so far.
     total: u64,
     /// Bytes of the tables above not yet charged to `max_alloc_bytes`.
@@ -389,7 +394,15 @@ fn small_shape<S: std::hash::BuildHasher>(ops: &KeyOps<'_, '_, S>, id: NodeId) -
 pub(crate) struct MixState(u64);
 
 impl Default for MixState {
+    /// An unseeded state, for tables that are empty until [`ReaderKeys::seed`] replaces it.
     fn default() -> MixState {
+        MixState(0)
+    }
+}
+
+impl MixState {
+    /// A state from a random seed.
+    pub(crate) fn random() -> MixState {
         use std::hash::BuildHasher;
         MixState(std::hash::RandomState::new().hash_one(0x5eed_u64))
     }
@@ -434,11 +447,31 @@ impl std::hash::Hasher for Mix {
 }
 
 impl ReaderKeys {
+    /// Draws the seed of the tables and the filter before their first use (they are empty
+    /// until then, so nothing was hashed with the unseeded state).
+    #[inline]
+    fn seed(&mut self) {
+        if !self.seeded {
+            self.draw_seed();
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn draw_seed(&mut self) {
+        let mix = MixState::random();
+        self.shapes = HashMap::with_hasher(mix.clone());
+        self.hashed = HashSet::with_hasher(mix.clone());
+        self.classes = HashMap::with_hasher(mix.clone());
+        self.mix = mix;
+        self.seeded = true;
+    }
+
     /// Whether the (container, CPython hash) pair `key` is met for the first time (then it is
     /// marked as met), by [`ReaderKeys::seen`]: `false` may be a false positive.
     fn first_time(&mut self, input_len: u64, key: (u64, u64)) -> bool {
         if self.seen.is_empty() {
-            let bits = input_len.saturating_mul(2).max(1 << 16).next_power_of_two();
+            let bits = input_len.saturating_mul(2).max(1 << 12).next_power_of_two();
             // A power of two (the word is picked by a mask).
             let words = usize::try_from(bits / 64).unwrap_or(1 << 10);
             if self.seen.try_reserve_exact(words).is_err() {
@@ -492,6 +525,7 @@ impl ReaderKeys {
         if let Some(s) = small_shape(ops, root) {
             return s;
         }
+        self.seed();
         let leaf = |this: &Self, id: NodeId| match this.shapes.get(&id) {
             Some(s) => Ok(*s),
             None => leaf_shape(ops, id),
@@ -604,6 +638,7 @@ impl ReaderKeys {
             }
             Some(Value::FrozenSet(items)) => {
                 let s = self.shape(ops, k);
+                self.seed();
                 // A small frozenset is counted as hashed afresh each time (at most
                 // SMALL_TUPLE + 1 steps more than CPython, which keeps its hash); a larger
                 // one only the first time.
@@ -627,6 +662,7 @@ impl ReaderKeys {
         };
         let mut compares = u64::from(equal.is_some_and(|e| e != k));
         if let (true, Some(h)) = (tracked, hash) {
+            self.seed();
             let key = (container.0, h);
             let small = size <= SMALL_KEY_SIZE;
             let count = if !small {

@@ -5,8 +5,8 @@ use num_bigint::BigInt;
 use super::*;
 use crate::value::Owned;
 
-/// With the cache, every hash is the hash without it; the cache keeps the tuples,
-/// frozensets and long texts it met, and a value hashed again is read from it.
+/// With the cache, every hash is the hash without it; the cache keeps the tuples and
+/// frozensets it walked and the long texts it met, and a value hashed again is read from it.
 #[test]
 fn cached_hashes_are_the_hashes() {
     let long = "s".repeat(CACHED_TEXT_BYTES);
@@ -51,7 +51,10 @@ fn cached_hashes_are_the_hashes() {
         !kept.hashes.contains_key(&NodeId(1)),
         "short texts are not kept"
     );
-    assert!((2..count).all(|i| kept.hashes.contains_key(&NodeId(i))));
+    // Tuples and frozensets holding one (13..) are walked and kept, with what the walk met
+    // (2, 12); tuples of scalars hashed on their own are not kept (they are hashed directly).
+    assert!((13..count).all(|i| kept.hashes.contains_key(&NodeId(i))));
+    assert!((3..12).all(|i| !kept.hashes.contains_key(&NodeId(i))));
     // Equal tuples hash alike through the cache too.
     assert_eq!(
         cached.hash(NodeId(2)).unwrap(),
@@ -76,19 +79,22 @@ fn key_ops<'n, 'a>(
     }
 }
 
-/// A big int's hash is kept like a long text's, is the hash of an equal float or of an
+/// A big int's hash (of more than `SHORT_BIG_INT_DIGITS` digits) is kept like a long text's, is the hash of an equal float or of an
 /// equal big int node, and is what `hashable_costly` gives, so that unequal big ints
 /// are told apart by hash before their digits are compared.
 #[test]
 fn big_int_hashes_are_kept() {
     let big = Owned::BigInt;
+    let two_300: BigInt = BigInt::from(1u8) << 300u32;
     let two_70: BigInt = BigInt::from(1u8) << 70u32;
     let nodes = Arena::of(vec![
-        big(two_70.clone()),         // 0
-        big(two_70.clone()),         // 1: equal to 0, another node
-        big(two_70 + 1u8),           // 2: unequal
-        Owned::Float(2f64.powi(70)), // 3: equal to 0 as a number
-        Owned::Int(5),               // 4
+        big(two_300.clone()),         // 0
+        big(two_300.clone()),         // 1: equal to 0, another node
+        big(two_300 + 1u8),           // 2: unequal
+        Owned::Float(2f64.powi(300)), // 3: equal to 0 as a number
+        Owned::Int(5),                // 4
+        big(two_70.clone()),          // 5: two 64-bit digits
+        Owned::Float(2f64.powi(70)),  // 6: equal to 5
     ]);
     let (state, cache) = (RandomState::new(), HashCache::default());
     let ops = key_ops(&nodes, &state, Some(&cache));
@@ -108,6 +114,13 @@ fn big_int_hashes_are_kept() {
     // Small ints are not kept (they hash faster than the lookup).
     assert_eq!(ops.hashable_costly(NodeId(4)).unwrap(), None);
     assert!(!cache.borrow().hashes.contains_key(&NodeId(4)));
+    // Nor are big ints of a few digits, which hash alike all the same.
+    let h5 = ops.hashable_costly(NodeId(5)).unwrap();
+    assert_eq!(h5, Some(plain.hash(NodeId(5)).unwrap()));
+    assert!(!cache.borrow().hashes.contains_key(&NodeId(5)));
+    assert_eq!(ops.hash(NodeId(6)).unwrap(), h5.unwrap());
+    assert!(ops.eq_hashed(NodeId(5), h5, NodeId(6)));
+    assert!(!ops.eq_hashed(NodeId(5), h5, NodeId(0)));
 }
 
 /// Two distinct long texts (or bytes) found equal are remembered, and then equal without
@@ -193,4 +206,44 @@ fn long_equal_tuples_are_remembered() {
     assert!(!kept.equal.contains(&(t, x)));
     drop(kept);
     assert!(ops.eq(t, u) && ops.eq(u, t));
+}
+
+/// Equal tuples of numbers of different kinds hash alike, whether hashed directly (flat) or
+/// walked (inside a tuple holding a tuple, or of more than `SMALL_TUPLE` items), and equal
+/// big ints and the floats equal to them too; unequal ones do not collide.
+#[test]
+fn tuples_of_equal_numbers_hash_alike_on_every_path() {
+    let two_70: BigInt = BigInt::from(1u8) << 70u32;
+    let mut nodes = vec![
+        Owned::Int(1),               // 0
+        Owned::Float(2.0),           // 1
+        Owned::Float(1.0),           // 2
+        Owned::Int(2),               // 3
+        Owned::BigInt(two_70),       // 4
+        Owned::Float(2f64.powi(70)), // 5
+        Owned::Float(0.5),           // 6
+    ];
+    let t = |items: &[u32]| Owned::Tuple(items.iter().map(|&i| NodeId(i)).collect());
+    nodes.push(t(&[0, 1, 4])); // 7: (1, 2.0, 2**70)
+    nodes.push(t(&[2, 3, 5])); // 8: (1.0, 2, 2.0**70)
+    nodes.push(t(&[7])); // 9: ((1, 2.0, 2**70),), walked
+    nodes.push(t(&[8])); // 10: ((1.0, 2, 2.0**70),), walked
+    nodes.push(t(&[0, 6])); // 11: (1, 0.5)
+    let long: Vec<u32> = std::iter::repeat_n([0u32, 1], 9).flatten().collect();
+    let long_eq: Vec<u32> = std::iter::repeat_n([2u32, 3], 9).flatten().collect();
+    nodes.push(t(&long)); // 12: 18 items, walked
+    nodes.push(t(&long_eq)); // 13
+    let arena = Arena::of(nodes);
+    let state = RandomState::new();
+    for cache in [None, Some(HashCache::default())] {
+        let ops = key_ops(&arena, &state, cache.as_ref());
+        let h = |i: u32| ops.hash(NodeId(i)).unwrap();
+        assert_eq!(h(7), h(8));
+        assert_eq!(h(9), h(10));
+        assert_eq!(h(12), h(13));
+        assert_ne!(h(7), h(11));
+        assert_ne!(h(7), h(9));
+        assert!(ops.eq(NodeId(7), NodeId(8)));
+        assert!(ops.eq(NodeId(9), NodeId(10)));
+    }
 }
