@@ -42,6 +42,7 @@ mod clock;
 mod compat;
 pub mod dis;
 pub mod error;
+pub mod formats;
 mod latin1;
 pub mod limits;
 mod memo;

@@ -1205,6 +1205,17 @@ impl<'a> Scan<'a, '_> {
                     let c = i32::from_le_bytes(self.r.take_array::<4>()?);
                     self.extension(i64::from(c))?;
                 }
+                O::Binpersid
+                    if matches!(
+                        self.policy.persistent_ids,
+                        crate::policy::PersistentIds::Record(_)
+                    ) =>
+                {
+                    // The id stands where persistent_load's object would; what it holds is
+                    // checked by the build (the schema) and the container (torch storages).
+                    self.pop()?;
+                    self.push(Sym::Scalar)?;
+                }
                 O::Persid | O::Binpersid => {
                     return Err(self.err(ErrorKind::PersistentIdRejected));
                 }

@@ -464,9 +464,8 @@ impl<'a, 'p> Machine<'a, 'p> {
                 let c = i32::from_le_bytes(self.r.take_array::<4>()?);
                 self.extension(i64::from(c))?;
             }
-            O::Persid | O::Binpersid => {
-                return Err(self.err(ErrorKind::PersistentIdRejected));
-            }
+            O::Binpersid => self.persistent_id()?,
+            O::Persid => return Err(self.err(ErrorKind::PersistentIdRejected)),
             O::Proto => {
                 let p = self.r.take_u8()?;
                 if p > 5 {

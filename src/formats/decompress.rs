@@ -1,0 +1,132 @@
+//! Bounded decompression: at most [`ModelLimits::max_decompressed_bytes`] out of any stream,
+//! and at most [`ModelLimits::max_ratio`] times the compressed size once more than
+//! [`RATIO_FREE_BYTES`] have come out.
+
+use std::io::Read;
+
+use super::container::{Compression, ModelLimits};
+
+/// Output below which the ratio is not checked (small files compress well legitimately).
+pub(crate) const RATIO_FREE_BYTES: u64 = 1 << 20;
+
+/// Why decompression stopped.
+pub(crate) enum Failure {
+    /// The data is not valid for its format (the decoder's message).
+    Malformed(String),
+    /// Over a bound (which, and the value reached).
+    Limit(String),
+}
+
+/// Reads all of `reader` (which decompresses `compressed_len` bytes) within the bounds.
+pub(crate) fn read_bounded(
+    mut reader: impl Read,
+    compressed_len: u64,
+    limits: &ModelLimits,
+) -> Result<Vec<u8>, Failure> {
+    let mut out = Vec::new();
+    let mut chunk = [0u8; 64 * 1024];
+    loop {
+        let n = match reader.read(&mut chunk) {
+            Ok(0) => return Ok(out),
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(Failure::Malformed(e.to_string())),
+        };
+        let total = out.len() as u64 + n as u64;
+        if total > limits.max_decompressed_bytes {
+            return Err(Failure::Limit(format!(
+                "more than {} bytes decompressed (max_decompressed_bytes)",
+                limits.max_decompressed_bytes
+            )));
+        }
+        if total > RATIO_FREE_BYTES && total / compressed_len.max(1) > limits.max_ratio {
+            return Err(Failure::Limit(format!(
+                "{total} bytes out of {compressed_len} compressed: a ratio above {} \
+                 (max_ratio)",
+                limits.max_ratio
+            )));
+        }
+        out.try_reserve(n)
+            .map_err(|_| Failure::Limit("out of memory for the decompressed data".into()))?;
+        out.extend_from_slice(chunk.get(..n).unwrap_or_default());
+    }
+}
+
+/// Decompresses `data` as `compression` writes it (joblib's compressors, `joblib/compressor.py`).
+pub(crate) fn decompress(
+    data: &[u8],
+    compression: Compression,
+    limits: &ModelLimits,
+) -> Result<Vec<u8>, Failure> {
+    let len = data.len() as u64;
+    match compression {
+        Compression::None => Ok(data.to_vec()),
+        Compression::Zlib => read_bounded(flate2::read::ZlibDecoder::new(data), len, limits),
+        // joblib writes one gzip member; MultiGzDecoder also reads concatenated members as
+        // Python's gzip module does.
+        Compression::Gzip => read_bounded(flate2::read::MultiGzDecoder::new(data), len, limits),
+        Compression::Bz2 => read_bounded(bzip2::read::MultiBzDecoder::new(data), len, limits),
+        Compression::Lz4 => read_bounded(lz4_flex::frame::FrameDecoder::new(data), len, limits),
+        Compression::Xz | Compression::Lzma => {
+            let mut sink = BoundedSink {
+                out: Vec::new(),
+                limits,
+                compressed_len: len,
+                over: None,
+            };
+            let mut input = std::io::BufReader::new(data);
+            let res = if compression == Compression::Xz {
+                lzma_rs::xz_decompress(&mut input, &mut sink)
+            } else {
+                lzma_rs::lzma_decompress(&mut input, &mut sink)
+            };
+            match (res, sink.over) {
+                (_, Some(why)) => Err(Failure::Limit(why)),
+                (Ok(()), None) => Ok(sink.out),
+                (Err(e), None) => Err(Failure::Malformed(e.to_string())),
+            }
+        }
+    }
+}
+
+/// A `Write` that keeps the bounds of [`read_bounded`] (lzma-rs writes into a sink).
+struct BoundedSink<'l> {
+    out: Vec<u8>,
+    limits: &'l ModelLimits,
+    compressed_len: u64,
+    over: Option<String>,
+}
+
+impl std::io::Write for BoundedSink<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let total = self.out.len() as u64 + buf.len() as u64;
+        let over = if total > self.limits.max_decompressed_bytes {
+            Some(format!(
+                "more than {} bytes decompressed (max_decompressed_bytes)",
+                self.limits.max_decompressed_bytes
+            ))
+        } else if total > RATIO_FREE_BYTES
+            && total / self.compressed_len.max(1) > self.limits.max_ratio
+        {
+            Some(format!(
+                "{total} bytes out of {} compressed: a ratio above {} (max_ratio)",
+                self.compressed_len, self.limits.max_ratio
+            ))
+        } else {
+            None
+        };
+        if let Some(why) = over {
+            self.over = Some(why);
+            return Err(std::io::Error::other("decompression bound"));
+        }
+        self.out
+            .try_reserve(buf.len())
+            .map_err(|_| std::io::Error::other("out of memory"))?;
+        self.out.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
