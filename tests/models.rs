@@ -103,3 +103,78 @@ fn refused_torch_file_lists_globals_after_the_refusal() {
     );
     assert!(r.globals.iter().any(|g| g.runs_code && g.name == "system"));
 }
+
+fn pw(args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_picklewarden"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap()
+}
+
+/// `scan` over folders: exit 0 when every file is clean, 1 when one is refused; the JSON lists
+/// each file with its format, verdict, reason and globals.
+#[test]
+fn scan_command_exit_codes_and_json() {
+    let out = pw(&[
+        "scan",
+        "tests/corpus/models/good/state_dict.pt",
+        "tests/corpus/models/good/floats.npy",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let out = pw(&["scan", "--format", "json", "tests/corpus/models/hostile"]);
+    assert_eq!(out.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let files = v["files"].as_array().unwrap();
+    let swapped = files
+        .iter()
+        .find(|f| f["path"].as_str().unwrap().ends_with("swapped_data_pkl.pt"))
+        .unwrap();
+    assert_eq!(swapped["format"], "torch-zip");
+    assert_eq!(swapped["verdict"], "refused");
+    assert_eq!(swapped["reason"]["kind"], "global_not_allowed");
+    assert_eq!(swapped["globals"][0]["module"], "posix");
+    assert_eq!(swapped["globals"][0]["allowed"], false);
+    assert_eq!(swapped["globals"][0]["runs_code"], true);
+    // Incomplete and nothing refused: 3.
+    let out = pw(&["scan", "tests/corpus/models/good/arrays.gzip.joblib"]);
+    let want = if JOBLIB_ARRAYS_UNREAD { 3 } else { 0 };
+    assert_eq!(out.status.code(), Some(want));
+    // A missing file: 2.
+    assert_eq!(pw(&["scan", "no/such/file"]).status.code(), Some(2));
+}
+
+/// SARIF 2.1.0 with one result per refused global; `--trust` prints the TOML that would allow
+/// them, with a warning on code-running globals, and that TOML loads as a policy.
+#[test]
+fn scan_sarif_and_trust() {
+    let out = pw(&[
+        "scan",
+        "--format",
+        "sarif",
+        "tests/corpus/models/hostile/torch_eval_after_tensors.pt",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["version"], "2.1.0");
+    let results = v["runs"][0]["results"].as_array().unwrap();
+    assert_eq!(results.len(), 2, "{results:?}");
+    assert!(results.iter().all(|r| r["ruleId"] == "global_not_allowed"));
+
+    let out = pw(&[
+        "scan",
+        "--trust",
+        "tests/corpus/models/hostile/torch_eval_after_tensors.pt",
+    ]);
+    let toml = String::from_utf8(out.stdout).unwrap();
+    assert!(toml.contains("# WARNING: posix.system runs code"), "{toml}");
+    assert!(toml.contains("at offset 0xe9"), "{toml}");
+    let with_name = format!("name = \"trusted\"\n{toml}");
+    let p = picklewarden::Policy::from_toml_str(&with_name).unwrap();
+    assert!(p.find("__builtin__", "eval").is_some());
+}

@@ -7,6 +7,7 @@
 //! entry, TorchScript code, an unsupported compression), which is never reported clean.
 
 use std::collections::HashSet;
+use std::io::{Cursor, Read, Seek, SeekFrom};
 
 use crate::policy::Policy;
 use crate::{Category, Document, Error, Scanner};
@@ -280,7 +281,9 @@ pub fn scan_bytes(bytes: &[u8], options: &ScanOptions) -> FileReport {
     };
     let mut report = Report::new(format, &policy, options.limits);
     match format {
-        Format::TorchZip | Format::TorchScript => super::torch::scan_zip(bytes, &mut report),
+        Format::TorchZip | Format::TorchScript => {
+            super::torch::scan_zip(Cursor::new(bytes), &mut report);
+        }
         Format::TorchLegacy => super::torch::scan_legacy(bytes, &mut report),
         Format::TorchTar => report.incomplete(
             "not_understood",
@@ -289,7 +292,7 @@ pub fn scan_bytes(bytes: &[u8], options: &ScanOptions) -> FileReport {
             None,
         ),
         Format::Npy => super::numpy::scan_npy(bytes, "", &mut report),
-        Format::Npz => super::numpy::scan_npz(bytes, &mut report),
+        Format::Npz => super::numpy::scan_npz(Cursor::new(bytes), &mut report),
         Format::Joblib(c) => super::joblib::scan(bytes, c, &mut report),
         Format::Zip => report.incomplete(
             "not_understood",
@@ -302,6 +305,61 @@ pub fn scan_bytes(bytes: &[u8], options: &ScanOptions) -> FileReport {
         }
     }
     report.finish()
+}
+
+/// The verdict on a file read through `reader`: a zip archive (torch checkpoint, npz) is read
+/// through its central directory, so only the directory and the pickles are read, never the
+/// storages; any other file is read whole, up to `max_file_bytes` (over it: refused).
+///
+/// # Errors
+/// The reader's I/O errors.
+pub fn scan_reader<R: Read + Seek>(
+    mut reader: R,
+    max_file_bytes: u64,
+    options: &ScanOptions,
+) -> std::io::Result<FileReport> {
+    let mut head = Vec::new();
+    (&mut reader).take(4).read_to_end(&mut head)?;
+    reader.seek(SeekFrom::Start(0))?;
+    if head.starts_with(b"PK\x03\x04") {
+        if let Ok(archive) = zip::ZipArchive::new(&mut reader) {
+            let format = super::torch::zip_kind_of(&archive);
+            drop(archive);
+            reader.seek(SeekFrom::Start(0))?;
+            if format != Format::Zip {
+                let policy = match &options.policy {
+                    Some(p) => p.clone(),
+                    None => Policy::builtin(format.default_policy()).unwrap_or_else(Policy::strict),
+                };
+                let mut report = Report::new(format, &policy, options.limits);
+                if format == Format::Npz {
+                    super::numpy::scan_npz(reader, &mut report);
+                } else {
+                    super::torch::scan_zip(reader, &mut report);
+                }
+                return Ok(report.finish());
+            }
+        }
+        reader.seek(SeekFrom::Start(0))?;
+    }
+    let mut bytes = Vec::new();
+    reader
+        .take(max_file_bytes.saturating_add(1))
+        .read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > max_file_bytes {
+        let format = detect(&bytes);
+        let policy = Policy::strict();
+        let mut report = Report::new(format, &policy, options.limits);
+        report.refuse(
+            "container_limit",
+            "limit_exceeded",
+            format!("a file of more than {max_file_bytes} bytes (max_file_bytes)"),
+            "",
+            None,
+        );
+        return Ok(report.finish());
+    }
+    Ok(scan_bytes(&bytes, options))
 }
 
 /// The report being made, with the policy and limits of the file.

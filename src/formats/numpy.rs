@@ -6,7 +6,7 @@
 //! holds Python objects, a pickle of the whole array (read under the `numpy` policy).
 //! `.npz`: a zip of `.npy` files.
 
-use std::io::Cursor;
+use std::io::{Read, Seek};
 
 use super::container::Report;
 
@@ -343,8 +343,8 @@ pub(crate) fn scan_npy(bytes: &[u8], entry: &str, report: &mut Report<'_>) {
 }
 
 /// Checks an `.npz` file: every member an `.npy`.
-pub(crate) fn scan_npz(bytes: &[u8], report: &mut Report<'_>) {
-    let mut archive = match zip::ZipArchive::new(Cursor::new(bytes)) {
+pub(crate) fn scan_npz<R: Read + Seek>(reader: R, report: &mut Report<'_>) {
+    let mut archive = match zip::ZipArchive::new(reader) {
         Ok(a) => a,
         Err(e) => return report.refuse("zip_malformed", "malformed", e.to_string(), "", None),
     };

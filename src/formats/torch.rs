@@ -19,7 +19,7 @@
 //! built on it (`torch._utils._rebuild_tensor`, `_v2`, `_v3`, `_rebuild_qtensor`) inside it.
 
 use std::collections::{HashMap, HashSet};
-use std::io::Cursor;
+use std::io::{Cursor, Read, Seek, SeekFrom};
 
 use crate::value::{Document, NodeId, Value};
 
@@ -99,9 +99,14 @@ pub fn dtype_itemsize(name: &str) -> Option<u64> {
 /// `data.pkl`), a TorchScript archive (with `constants.pkl` too), an npz (every entry a
 /// `.npy`), or another zip.
 pub(crate) fn zip_kind(bytes: &[u8]) -> Format {
-    let Ok(archive) = zip::ZipArchive::new(Cursor::new(bytes)) else {
-        return Format::Zip;
-    };
+    match zip::ZipArchive::new(Cursor::new(bytes)) {
+        Ok(archive) => zip_kind_of(&archive),
+        Err(_) => Format::Zip,
+    }
+}
+
+/// [`zip_kind`] of an open archive.
+pub(crate) fn zip_kind_of<R: Read + Seek>(archive: &zip::ZipArchive<R>) -> Format {
     let names: Vec<&[u8]> = archive.file_names_raw().collect();
     if !names.is_empty() && names.iter().all(|n| n.ends_with(b".npy")) {
         return Format::Npz;
@@ -125,9 +130,12 @@ pub(crate) fn zip_kind(bytes: &[u8]) -> Format {
 /// The number of entries the end of central directory record declares (`None` when it cannot
 /// be found or is a ZIP64 placeholder), to catch names listed twice, which a name-keyed reader
 /// would keep once.
-fn declared_entries(bytes: &[u8]) -> Option<u64> {
-    let tail_start = bytes.len().saturating_sub(22 + 65535);
-    let tail = bytes.get(tail_start..)?;
+fn declared_entries<R: Read + Seek>(reader: &mut R) -> Option<u64> {
+    let len = reader.seek(SeekFrom::End(0)).ok()?;
+    let tail_len = len.min(22 + 65535);
+    reader.seek(SeekFrom::Start(len - tail_len)).ok()?;
+    let mut tail = Vec::new();
+    reader.take(tail_len).read_to_end(&mut tail).ok()?;
     let at = tail.windows(4).rposition(|w| w == b"PK\x05\x06")?;
     let count = tail.get(at + 10..at + 12)?;
     let n = u16::from_le_bytes([*count.first()?, *count.get(1)?]);
@@ -139,9 +147,11 @@ struct Storages {
     sizes: HashMap<String, u64>,
 }
 
-/// Checks a torch zip checkpoint (or TorchScript archive).
-pub(crate) fn scan_zip(bytes: &[u8], report: &mut Report<'_>) {
-    let mut archive = match zip::ZipArchive::new(Cursor::new(bytes)) {
+/// Checks a torch zip checkpoint (or TorchScript archive). Reads the central directory and the
+/// pickles, never the storages (their sizes come from the directory).
+pub(crate) fn scan_zip<R: Read + Seek>(mut reader: R, report: &mut Report<'_>) {
+    let declared = declared_entries(&mut reader);
+    let mut archive = match zip::ZipArchive::new(reader) {
         Ok(a) => a,
         Err(e) => {
             return report.refuse("zip_malformed", "malformed", e.to_string(), "", None);
@@ -160,7 +170,7 @@ pub(crate) fn scan_zip(bytes: &[u8], report: &mut Report<'_>) {
             None,
         );
     }
-    if declared_entries(bytes).is_some_and(|n| n != count) {
+    if declared.is_some_and(|n| n != count) {
         return report.refuse(
             "zip_duplicate_entry",
             "malformed",
@@ -307,8 +317,8 @@ fn is_decimal_line(v: &[u8]) -> bool {
 }
 
 /// Reads entry `i` whole, within `max` bytes (its declared size) and the decompression bounds.
-fn read_entry(
-    archive: &mut zip::ZipArchive<Cursor<&[u8]>>,
+pub(crate) fn read_entry<R: Read + Seek>(
+    archive: &mut zip::ZipArchive<R>,
     i: usize,
     max: u64,
     report: &mut Report<'_>,
