@@ -14,7 +14,7 @@ use picklewarden::formats::container::{scan_bytes, ScanOptions, Verdict};
 
 /// joblib's array bytes between opcodes are not read yet (src/formats/joblib_arrays.rs): such
 /// files must be reported incomplete, never clean.
-const JOBLIB_ARRAYS_UNREAD: bool = true;
+const JOBLIB_ARRAYS_UNREAD: bool = false;
 
 struct Row {
     file: String,

@@ -522,6 +522,17 @@ impl<'p> Report<'p> {
         self.pickle_then(entry, bytes, allow_trailing, |_, _| {})
     }
 
+    /// Maps every offset found so far (globals, findings) through `f`: a pickle checked with
+    /// spans taken out reports offsets of the original.
+    pub(crate) fn map_offsets(&mut self, f: impl Fn(u64) -> u64) {
+        for g in &mut self.globals {
+            g.offset = f(g.offset);
+        }
+        for x in self.refused.iter_mut().chain(&mut self.incomplete) {
+            x.offset = x.offset.map(&f);
+        }
+    }
+
     pub(crate) fn finish(self) -> FileReport {
         let verdict = if !self.refused.is_empty() {
             Verdict::Refused

@@ -159,6 +159,12 @@ fn descr_itemsize(descr: &Lit, depth: usize) -> Result<Option<u64>, String> {
     }
 }
 
+/// The element size of a dtype string as numpy pickles a dtype (`numpy.dtype('f8', False,
+/// True)`, `'U12'`, `'O8'`, `'V8'`), or `None` when it holds objects.
+pub(crate) fn dtype_itemsize(s: &str) -> Result<Option<u64>, String> {
+    simple_itemsize(s)
+}
+
 /// The element size of a dtype string (`<f8`, `|u1`, `<U3`, `|S5`, `<M8[ns]`, `|O`).
 fn simple_itemsize(s: &str) -> Result<Option<u64>, String> {
     let body = s.strip_prefix(['<', '>', '|', '=']).unwrap_or(s);

@@ -292,6 +292,17 @@ def main():
         entry("hostile", name, "joblib", "refused", "global_not_allowed",
               f"joblib dump calling posix.system after an array, compress={cname}")
 
+    joblib.dump({"o": np.array([1, RunsCode()], dtype=object)},
+                out_path(root, "hostile", "object_array_os_system.joblib"))
+    entry("hostile", "object_array_os_system.joblib", "joblib", "refused", "global_not_allowed",
+          "posix.system inside the pickle joblib writes for an object array")
+    buf = io.BytesIO()
+    joblib.dump({"w": np.arange(64, dtype="<f8")}, buf)
+    with open(out_path(root, "hostile", "array_cut_short.joblib"), "wb") as f:
+        f.write(buf.getvalue()[:200])
+    entry("hostile", "array_cut_short.joblib", "joblib", "refused", "joblib_array_truncated",
+          "a joblib file cut inside its array bytes")
+
     # ---- plain pickles ----
     with open(out_path(root, "good", "plain_data.pkl"), "wb") as f:
         pickle.dump({"a": [1, 2.5, "x"], "b": b"\x00"}, f, protocol=4)
