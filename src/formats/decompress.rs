@@ -66,7 +66,17 @@ pub(crate) fn decompress(
         // Python's gzip module does.
         Compression::Gzip => read_bounded(flate2::read::MultiGzDecoder::new(data), len, limits),
         Compression::Bz2 => read_bounded(bzip2::read::MultiBzDecoder::new(data), len, limits),
-        Compression::Lz4 => read_bounded(lz4_flex::frame::FrameDecoder::new(data), len, limits),
+        Compression::Lz4 => {
+            // lz4_flex ends a frame cut short after a whole block without an error; Python's
+            // lz4.frame (joblib's reader) refuses it. The frame must end in its EndMark (and
+            // the content checksum its FLG byte announces).
+            if !lz4_frame_complete(data) {
+                return Err(Failure::Malformed(
+                    "the LZ4 frame ends before its end mark".into(),
+                ));
+            }
+            read_bounded(lz4_flex::frame::FrameDecoder::new(data), len, limits)
+        }
         Compression::Xz | Compression::Lzma => {
             let mut sink = BoundedSink {
                 out: Vec::new(),
@@ -87,6 +97,18 @@ pub(crate) fn decompress(
             }
         }
     }
+}
+
+/// Whether an LZ4 frame ends with its EndMark (four zero bytes), followed by the 4-byte
+/// content checksum when the frame descriptor's FLG byte (bit 2) announces one. A cheap check
+/// of the end only: the decoder checks the blocks.
+fn lz4_frame_complete(data: &[u8]) -> bool {
+    let checksum = data.get(4).is_some_and(|flg| flg & 0x04 != 0);
+    let tail = if checksum { 8 } else { 4 };
+    data.len() >= 7 + tail
+        && data
+            .get(data.len() - tail..data.len() - tail + 4)
+            .is_some_and(|m| m == [0, 0, 0, 0])
 }
 
 /// A `Write` that keeps the bounds of [`read_bounded`] (lzma-rs writes into a sink).
