@@ -55,9 +55,11 @@ fn decompression_is_bounded() {
     assert_eq!(reason.kind, "container_limit");
     assert!(reason.message.contains("max_ratio"), "{}", reason.message);
 
-    let mut limits = ModelLimits::default();
-    limits.max_ratio = u64::MAX;
-    limits.max_decompressed_bytes = 1 << 20;
+    let limits = ModelLimits {
+        max_ratio: u64::MAX,
+        max_decompressed_bytes: 1 << 20,
+        ..ModelLimits::default()
+    };
     let options = ScanOptions {
         policy: None,
         limits,
