@@ -374,6 +374,7 @@ pub(crate) struct Report<'p> {
 }
 
 impl<'p> Report<'p> {
+    /// A report on a file of `format`, checked under `policy`.
     pub(crate) fn new(format: Format, policy: &'p Policy, limits: ModelLimits) -> Report<'p> {
         Report {
             policy,

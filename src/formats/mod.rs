@@ -8,6 +8,8 @@
 //! - [`torch`]: torch zip checkpoints (`torch.save` since 1.6), TorchScript archives, the
 //!   legacy format (before 1.6); storage references checked, tensors listed.
 //! - [`numpy`]: `.npy` (object arrays carry a pickle after the header) and `.npz`.
+//! - [`tensors`]: the tensors of a torch checkpoint (name, dtype, shape, stride, storage
+//!   offset, storage key, byte range), for Rust programs that read checkpoints.
 //! - [`joblib`]: joblib files, plain and compressed, with the array bytes joblib writes
 //!   between pickle opcodes.
 //!
@@ -20,6 +22,7 @@ mod globals;
 pub mod joblib;
 mod joblib_arrays;
 pub mod numpy;
+pub mod tensors;
 pub mod torch;
 
 #[cfg(test)]

@@ -143,3 +143,42 @@ fn torch_under_data_policy_refuses_persistent_ids() {
     let kind = r.reason.map(|f| f.kind).unwrap_or_default();
     assert_eq!(kind, "global_not_allowed");
 }
+
+/// The tensors of a real checkpoint: names from the key paths, dtypes from the storage types,
+/// views of one storage with their offsets and byte ranges.
+#[test]
+fn tensors_of_checkpoints() {
+    use super::tensors::list_tensors;
+    let views = list_tensors(std::io::Cursor::new(corpus("good/views.pt")))
+        .unwrap_or_else(|r| unreachable!("{:?}", r.reason));
+    let names: Vec<&str> = views.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["base", "row", "col", "t", "tail", "strided"]);
+    let col = views
+        .iter()
+        .find(|t| t.name == "col")
+        .unwrap_or_else(|| unreachable!());
+    assert_eq!(
+        (col.dtype.as_str(), col.shape.clone(), col.stride.clone()),
+        ("float32", vec![4], vec![6])
+    );
+    assert_eq!(col.storage_offset, 2);
+    assert_eq!(col.byte_range, 8..(2 + 3 * 6 + 1) * 4);
+    assert!(views.iter().all(|t| t.storage_key == "0"));
+
+    let sd = list_tensors(std::io::Cursor::new(corpus("good/parameter.pt")))
+        .unwrap_or_else(|r| unreachable!("{:?}", r.reason));
+    assert_eq!(sd.len(), 2);
+    assert_eq!(sd[0].name, "w");
+    assert_eq!(sd[0].byte_range, 0..16);
+
+    let all = list_tensors(std::io::Cursor::new(corpus("good/dtypes.pt")))
+        .unwrap_or_else(|r| unreachable!("{:?}", r.reason));
+    let dtypes: Vec<&str> = all.iter().map(|t| t.dtype.as_str()).collect();
+    assert!(
+        dtypes.contains(&"bfloat16") && dtypes.contains(&"float8_e4m3fn"),
+        "{dtypes:?}"
+    );
+
+    let hostile = list_tensors(std::io::Cursor::new(corpus("hostile/storage_size_lies.pt")));
+    assert!(hostile.is_err());
+}

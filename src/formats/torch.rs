@@ -529,7 +529,6 @@ pub(crate) fn extent(offset: u64, shape: &[u64], stride: &[u64]) -> Option<u64> 
 }
 
 /// A tensor call found in a document.
-#[allow(dead_code)] // `node` and `dtype` serve the tensor listing (tensors.rs).
 pub(crate) struct TensorCall {
     /// The call's record node.
     pub(crate) node: NodeId,
