@@ -4,6 +4,7 @@
 //! stderr), 2 usage or I/O error.
 
 mod check;
+mod convert;
 mod decode;
 mod dis;
 mod filter;
@@ -73,6 +74,15 @@ enum Command {
         "  3  some file incomplete (part of it not understood), none refused\n",
         "  2  usage error, or a file could not be read"))]
     Scan(scan_files::Opts),
+    /// A torch checkpoint's tensors as safetensors (names are key paths joined with `.`),
+    /// after a clean scan, without running pickle code.
+    #[command(after_help = concat!(
+        "Examples:\n",
+        "  picklewarden convert model.pt model.safetensors\n\n",
+        "Exit status:\n",
+        "  0  written\n  1  the checkpoint is refused or incomplete, or a dtype has no safetensors name\n",
+        "  2  usage or I/O error"))]
+    Convert(convert::Opts),
     /// Scan-only mode of one pickle: one validating pass, no values built; prints the
     /// verdict, the globals named and the opcode counts as JSON.
     #[command(after_help = concat!(
@@ -393,6 +403,7 @@ pub(crate) fn run(cli: Cli) -> ExitCode {
     let (common, result) = match &cli.command {
         Command::Check(o) => (&o.common, check::run(o)),
         Command::Scan(o) => return scan_files::run(o),
+        Command::Convert(o) => return convert::run(o),
         Command::ScanPickle(o) => (&o.common, scan::run(o)),
         Command::Dis(o) => return dis::exit(o),
         Command::Decode(o) if o.mitogen => return exit_of(decode::run_mitogen(o)),

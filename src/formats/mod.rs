@@ -22,6 +22,7 @@ mod globals;
 pub mod joblib;
 mod joblib_arrays;
 pub mod numpy;
+pub mod safetensors;
 pub mod tensors;
 pub mod torch;
 

@@ -182,3 +182,38 @@ fn tensors_of_checkpoints() {
     let hostile = list_tensors(std::io::Cursor::new(corpus("hostile/storage_size_lies.pt")));
     assert!(hostile.is_err());
 }
+
+/// safetensors from a checkpoint of views: the header names each view with its shape and
+/// range, and a strided view's bytes are its elements gathered in row-major order.
+#[test]
+fn convert_views_to_safetensors() {
+    let mut out = Vec::new();
+    let n = super::safetensors::convert(std::io::Cursor::new(corpus("good/views.pt")), &mut out)
+        .unwrap_or_else(|e| unreachable!("{e}"));
+    assert_eq!(n, 6);
+    let len = u64::from_le_bytes(
+        out.get(..8)
+            .and_then(|b| b.try_into().ok())
+            .unwrap_or_default(),
+    );
+    let header =
+        std::str::from_utf8(out.get(8..8 + len as usize).unwrap_or_default()).unwrap_or_default();
+    assert!(
+        header.contains(r#""col":{"dtype":"F32","shape":[4],"data_offsets":[120,136]}"#),
+        "{header}"
+    );
+    // base is arange(24).reshape(4, 6): column 2 is 2, 8, 14, 20.
+    let data = out.get(8 + len as usize..).unwrap_or_default();
+    let col: Vec<f32> = data
+        .get(120..136)
+        .unwrap_or_default()
+        .chunks(4)
+        .map(|c| f32::from_le_bytes(c.try_into().unwrap_or_default()))
+        .collect();
+    assert_eq!(col, [2.0, 8.0, 14.0, 20.0]);
+    let refused = super::safetensors::convert(
+        std::io::Cursor::new(corpus("hostile/view_out_of_storage.pt")),
+        &mut Vec::new(),
+    );
+    assert!(refused.is_err());
+}
