@@ -6,6 +6,11 @@ use std::io::Read;
 
 use super::container::{Compression, ModelLimits};
 
+/// The most memory (KiB) an xz or .lzma decoder may take for its dictionary, which the stream's
+/// header declares (up to 4 GiB) and the decoder allocates before any output: 128 MiB, above
+/// the 64 MiB of xz's largest preset.
+const LZMA_MEM_LIMIT_KIB: u32 = 128 * 1024;
+
 /// Output below which the ratio is not checked (small files compress well legitimately).
 pub(crate) const RATIO_FREE_BYTES: u64 = 1 << 20;
 
@@ -77,24 +82,15 @@ pub(crate) fn decompress(
             }
             read_bounded(lz4_flex::frame::FrameDecoder::new(data), len, limits)
         }
-        Compression::Xz | Compression::Lzma => {
-            let mut sink = BoundedSink {
-                out: Vec::new(),
-                limits,
-                compressed_len: len,
-                over: None,
-            };
-            let mut input = std::io::BufReader::new(data);
-            let res = if compression == Compression::Xz {
-                lzma_rs::xz_decompress(&mut input, &mut sink)
-            } else {
-                lzma_rs::lzma_decompress(&mut input, &mut sink)
-            };
-            match (res, sink.over) {
-                (_, Some(why)) => Err(Failure::Limit(why)),
-                (Ok(()), None) => Ok(sink.out),
-                (Err(e), None) => Err(Failure::Malformed(e.to_string())),
-            }
+        Compression::Xz => read_bounded(
+            lzma_rust2::XzReader::new_mem_limit(data, true, LZMA_MEM_LIMIT_KIB),
+            len,
+            limits,
+        ),
+        Compression::Lzma => {
+            let reader = lzma_rust2::LzmaReader::new_mem_limit(data, LZMA_MEM_LIMIT_KIB, None)
+                .map_err(|e| Failure::Malformed(e.to_string()))?;
+            read_bounded(reader, len, limits)
         }
     }
 }
@@ -109,46 +105,4 @@ fn lz4_frame_complete(data: &[u8]) -> bool {
         && data
             .get(data.len() - tail..data.len() - tail + 4)
             .is_some_and(|m| m == [0, 0, 0, 0])
-}
-
-/// A `Write` that keeps the bounds of [`read_bounded`] (lzma-rs writes into a sink).
-struct BoundedSink<'l> {
-    out: Vec<u8>,
-    limits: &'l ModelLimits,
-    compressed_len: u64,
-    over: Option<String>,
-}
-
-impl std::io::Write for BoundedSink<'_> {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        let total = self.out.len() as u64 + buf.len() as u64;
-        let over = if total > self.limits.max_decompressed_bytes {
-            Some(format!(
-                "more than {} bytes decompressed (max_decompressed_bytes)",
-                self.limits.max_decompressed_bytes
-            ))
-        } else if total > RATIO_FREE_BYTES
-            && total / self.compressed_len.max(1) > self.limits.max_ratio
-        {
-            Some(format!(
-                "{total} bytes out of {} compressed: a ratio above {} (max_ratio)",
-                self.compressed_len, self.limits.max_ratio
-            ))
-        } else {
-            None
-        };
-        if let Some(why) = over {
-            self.over = Some(why);
-            return Err(std::io::Error::other("decompression bound"));
-        }
-        self.out
-            .try_reserve(buf.len())
-            .map_err(|_| std::io::Error::other("out of memory"))?;
-        self.out.extend_from_slice(buf);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
 }

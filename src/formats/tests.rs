@@ -217,3 +217,19 @@ fn convert_views_to_safetensors() {
     );
     assert!(refused.is_err());
 }
+
+/// Fuzz finds of the `containers` target (tests/corpus/models/regression, the selector byte
+/// taken off): read without a panic, never clean. crash-b60a4547...: an xz stream whose index
+/// made lzma-rs 0.3 overflow an add (the reason it was replaced by lzma-rust2).
+#[test]
+fn container_regressions() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus/models/regression");
+    let files: Vec<_> = std::fs::read_dir(dir)
+        .map(|d| d.filter_map(|e| e.ok()).map(|e| e.path()).collect())
+        .unwrap_or_default();
+    assert!(!files.is_empty());
+    for f in files {
+        let r = scan_bytes(&std::fs::read(&f).unwrap_or_default(), &ScanOptions::default());
+        assert_ne!(r.verdict, Verdict::Clean, "{}", f.display());
+    }
+}
