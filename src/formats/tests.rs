@@ -229,7 +229,10 @@ fn container_regressions() {
         .unwrap_or_default();
     assert!(!files.is_empty());
     for f in files {
-        let r = scan_bytes(&std::fs::read(&f).unwrap_or_default(), &ScanOptions::default());
+        let r = scan_bytes(
+            &std::fs::read(&f).unwrap_or_default(),
+            &ScanOptions::default(),
+        );
         assert_ne!(r.verdict, Verdict::Clean, "{}", f.display());
     }
 }
