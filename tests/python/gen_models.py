@@ -15,7 +15,9 @@ MANIFEST.tsv: a header line, then one tab-separated line per file:
   ``storage_size_mismatch``); ``-`` otherwise;
 - ``description``: one line.
 
-The output is deterministic for one set of library versions (zip entries get a fixed time).
+The output is deterministic for one set of library versions (the script re-runs itself with
+PYTHONHASHSEED=0 so that sets pickle in one order), except the legacy-format files, whose
+storage keys torch takes from memory addresses (`str(storage._cdata)`).
 The folder belongs to this script: stale files it no longer makes are removed.
 
 Usage: /work/models-venv/bin/python tests/python/gen_models.py [OUTDIR]
@@ -23,9 +25,13 @@ Usage: /work/models-venv/bin/python tests/python/gen_models.py [OUTDIR]
 
 import io
 import os
-import pickle
-import struct
 import sys
+
+if os.environ.get("PYTHONHASHSEED") != "0":
+    os.environ["PYTHONHASHSEED"] = "0"
+    os.execv(sys.executable, [sys.executable] + sys.argv)
+
+import pickle
 import zipfile
 from collections import OrderedDict
 
