@@ -160,7 +160,7 @@ pub struct GlobalUse {
     /// Offset of the opcode that names it, from the start of the pickle.
     pub offset: u64,
     /// Whether the policy allows it. Globals found after the first refusal (by a listing
-    /// pass over the opcodes, [`super::globals`]) are checked against the policy's allowlist
+    /// pass over the opcodes, `src/formats/globals.rs`) are checked against the policy's allowlist
     /// by name only.
     pub allowed: bool,
     /// Whether the global is known to run code or touch the system when called
