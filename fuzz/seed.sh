@@ -6,6 +6,7 @@
 #                             1 MB digit bomb, tests/regression, audit/vectors)
 #   structured:               generator input bytes; pickles work too (they read as programs)
 #   mitogen_frames:           a control byte + a stream (see check_mitogen_frames)
+#   containers:               a magic-choosing byte + a model file (tests/corpus/models)
 set -euo pipefail
 cd "$(dirname "$0")"
 root=..
@@ -34,6 +35,13 @@ for f in "$root"/tests/corpus/good/*.p2.*pkl "$root"/tests/corpus/hostile/*.pkl 
     name=$(sha1sum "$f" | cut -c1-40)
     { printf '\001'; cat "$f"; } > "corpus/mitogen_frames/$name"
 done
-for t in decode scan_build_agree structured mitogen_frames; do
+# containers: a byte choosing a magic to put in front (0: none), then the file.
+mkdir -p corpus/containers
+for f in "$root"/tests/corpus/models/good/* "$root"/tests/corpus/models/hostile/*; do
+    [ -f "$f" ] || continue
+    name=$(sha1sum "$f" | cut -c1-40)
+    { printf '\000'; cat "$f"; } > "corpus/containers/$name"
+done
+for t in decode scan_build_agree structured mitogen_frames containers; do
     echo "fuzz/corpus/$t: $(ls "corpus/$t" | wc -l) files"
 done

@@ -148,7 +148,7 @@ mod access;
 mod build;
 pub mod dis;
 pub mod error;
-mod formats;
+pub mod formats;
 mod input;
 pub mod limits;
 mod options;

@@ -159,7 +159,7 @@ fn allow_trailing_reports_what_was_left() {
     );
     let out = run(&["check", "--allow-trailing", "-"], Some(padded));
     assert_eq!(out.status.code(), Some(0));
-    let out = run(&["scan", "--allow-trailing", "-"], Some(padded));
+    let out = run(&["scan-pickle", "--allow-trailing", "-"], Some(padded));
     assert_eq!(out.status.code(), Some(0));
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(
@@ -368,7 +368,7 @@ fn the_example_client_reads_ints_of_any_size() {
 
 #[test]
 fn scan_reports_globals_and_opcodes() {
-    let out = run(&["scan", HOSTILE], None);
+    let out = run(&["scan-pickle", HOSTILE], None);
     assert_eq!(out.status.code(), Some(1));
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(report["verdict"], "refused");
@@ -377,7 +377,7 @@ fn scan_reports_globals_and_opcodes() {
     assert_eq!(report["globals"][0]["module"], "os");
     assert_eq!(report["globals"][0]["allowed"], false);
 
-    let ok = run(&["scan", GOOD], None);
+    let ok = run(&["scan-pickle", GOOD], None);
     assert_eq!(ok.status.code(), Some(0));
     let report: serde_json::Value = serde_json::from_slice(&ok.stdout).unwrap();
     assert_eq!(report["verdict"], "accepted");
@@ -387,7 +387,7 @@ fn scan_reports_globals_and_opcodes() {
 
 #[test]
 fn help_has_examples_and_exit_status() {
-    for sub in ["check", "decode", "scan"] {
+    for sub in ["check", "decode", "scan", "scan-pickle"] {
         let out = run(&[sub, "--help"], None);
         assert_eq!(out.status.code(), Some(0));
         let help = text(&out.stdout);

@@ -51,6 +51,30 @@ impl Args {
 }
 
 impl<'a, 'p> Machine<'a, 'p> {
+    /// BINPERSID: under `persistent_ids = "record"` the id it pops stays on the stack in the
+    /// place of `persistent_load`'s object, checked against the policy's schema (a tuple whose
+    /// items match it) and listed in the document; under `reject`, refused.
+    pub(super) fn persistent_id_node(&mut self, pid: NodeId) -> Result<NodeId> {
+        let crate::policy::PersistentIds::Record(schema) = &self.policy.persistent_ids else {
+            return Err(self.err(ErrorKind::PersistentIdRejected));
+        };
+        if let Some(schema) = schema {
+            let items = match self.get(pid)? {
+                Value::Tuple(items) => Args::of(items),
+                _ => return Err(self.rejected("persistent id: not a tuple")),
+            };
+            schema
+                .check(&self.arena, items.as_slice(), &mut self.checked)
+                .map_err(|why| self.rejected(&format!("persistent id: {why}")))?;
+        }
+        self.charge(ITEM_BYTES)?;
+        self.persistent_ids
+            .try_reserve(1)
+            .map_err(|_| self.err(internal()))?;
+        self.persistent_ids.push(pid);
+        Ok(pid)
+    }
+
     /// The policy rule of a global node; for a record object (what a call made, which CPython
     /// would call) a policy refusal, and for anything else a type mismatch (as `Scan::call`).
     pub(super) fn rule_of(&self, callable: NodeId) -> Result<usize> {

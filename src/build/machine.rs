@@ -91,6 +91,8 @@ pub(super) struct Machine<'a, 'p> {
     pub(super) call_items: Vec<NodeId>,
     /// Every opcode through the careful path ([`Decoder::careful_only`]).
     pub(super) careful: bool,
+    /// The persistent ids kept under `persistent_ids = "record"` ([`Document::persistent_ids`]).
+    pub(super) persistent_ids: Vec<NodeId>,
 }
 
 pub(super) fn internal() -> ErrorKind {
@@ -128,6 +130,7 @@ impl<'a, 'p> Machine<'a, 'p> {
             hash_cache: HashCache::default(),
             reader_keys: ReaderCell::default(),
             sealed: HashMap::new(),
+            persistent_ids: Vec::new(),
             checked: Checked::default(),
             clock: Clock::default(),
             new_pairs: Vec::new(),
@@ -159,8 +162,14 @@ impl<'a, 'p> Machine<'a, 'p> {
             values: self.created,
             changed_earlier: self.changed_earlier,
             records_replayable: !self.records_unreplayable,
-            pickle_starts: if stream { self.pickle_starts } else { vec![0] },
+            pickle_starts: if stream {
+                self.pickle_starts.into_boxed_slice()
+            } else {
+                Box::new([0])
+            },
             trailing_len: None,
+            persistent_ids: (!self.persistent_ids.is_empty())
+                .then(|| Box::new(self.persistent_ids)),
         }
     }
 

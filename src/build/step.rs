@@ -357,6 +357,10 @@ impl<'a, 'p> Vm<'a> for Machine<'a, 'p> {
         Ok(())
     }
 
+    fn persistent_id(&mut self, pid: NodeId) -> Result<NodeId> {
+        self.persistent_id_node(pid)
+    }
+
     fn set_state(&mut self, target: NodeId, state: NodeId) -> Result<()> {
         self.touch(target);
         self.build_state(target, state)

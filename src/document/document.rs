@@ -30,14 +30,27 @@ pub struct Document<'a> {
     /// The arena index at which each pickle's values begin, one per root (`[0]` for a
     /// single pickle): the canonical writer makes each record's call in the pickle that made
     /// it.
-    pub(crate) pickle_starts: Vec<usize>,
+    pub(crate) pickle_starts: Box<[usize]>,
     /// How many bytes were left after STOP, when the decoder allowed them; they run to the
     /// end of the input (less than 4 GiB: `Reader::trailing`). 32 bits, so that a document
     /// stays as small as it was (`mitogen::Content` holds one).
     pub(crate) trailing_len: Option<std::num::NonZeroU32>,
+    /// The ids of the persistent ids kept under `persistent_ids = "record"`, in stream order.
+    /// Boxed (one word), so that a document stays as small as it was (`mitogen::Content`
+    /// holds one).
+    #[allow(clippy::box_collection)]
+    pub(crate) persistent_ids: Option<Box<Vec<NodeId>>>,
 }
 
 impl<'a> Document<'a> {
+    /// The persistent ids (the values BINPERSID popped) kept under the policy's
+    /// `persistent_ids = "record"` ([`crate::policy::PersistentIds::Record`]), in the order the
+    /// stream gave them; each stands in the document where `persistent_load`'s object would.
+    /// Empty under `reject`, which refuses them.
+    pub fn persistent_ids(&self) -> &[NodeId] {
+        self.persistent_ids.as_deref().map_or(&[], Vec::as_slice)
+    }
+
     /// The bytes after the pickle's STOP that were left unread, when the decoder allowed them
     /// ([`Decoder::allow_trailing`](crate::Decoder::allow_trailing)) and there were any;
     /// `None` otherwise (and always for a stream).

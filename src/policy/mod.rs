@@ -284,6 +284,24 @@ pub enum TextEncoding {
     Utf8,
 }
 
+/// How PERSID and BINPERSID (persistent ids, `Pickler.persistent_id` /
+/// `Unpickler.persistent_load`) are treated: the TOML setting `persistent_ids`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum PersistentIds {
+    /// `"reject"` (the default): every persistent id is refused (`persistent_id_rejected`).
+    #[default]
+    Reject,
+    /// `"record"`: a BINPERSID's id (the value it pops) is kept as plain data in the place of
+    /// the object `persistent_load` would return, and listed by
+    /// [`Document::persistent_ids`](crate::Document::persistent_ids) so that the reader of the
+    /// container (a torch checkpoint's storages) resolves and checks it. With a schema
+    /// (`persistent_id_args`), the id must be a tuple whose items match it
+    /// (`constructor_rejected` otherwise). PERSID (protocol 0, a text line) stays refused.
+    /// A document holding a recorded persistent id has no canonical pickle (`Unwritable::Record`):
+    /// CPython would read the id where the input meant the loaded object.
+    Record(Option<ArgsSchema>),
+}
+
 /// A policy: see the module docs.
 #[derive(Clone, Debug)]
 pub struct Policy {
@@ -298,6 +316,8 @@ pub struct Policy {
     pub extensions: HashMap<u32, (String, String)>,
     /// The limits decodes under this policy use by default.
     pub limits: Limits,
+    /// How persistent ids are treated ([`PersistentIds::Reject`] by default).
+    pub persistent_ids: PersistentIds,
     /// What a Mitogen child may send to its parent (handles, payloads, Context bounds): the
     /// `[mitogen]` section, or [`MessagePolicy::mitogen`] when the file has none. Applied by
     /// `filter` and `guard` ([`crate::mitogen::StreamCheck`]), not by decoding alone.
@@ -307,12 +327,21 @@ pub struct Policy {
 }
 
 /// Names of the built-in policies, each shipped as `policy/NAME.toml`.
-pub const BUILTIN_POLICIES: [&str; 4] = ["data", "strict", "mitogen", "mitogen-plus"];
+pub const BUILTIN_POLICIES: [&str; 6] = [
+    "data",
+    "strict",
+    "mitogen",
+    "mitogen-plus",
+    "torch",
+    "numpy",
+];
 
 const DATA_TOML: &str = include_str!("../../policy/data.toml");
 const STRICT_TOML: &str = include_str!("../../policy/strict.toml");
 const MITOGEN_TOML: &str = include_str!("../../policy/mitogen.toml");
 const MITOGEN_PLUS_TOML: &str = include_str!("../../policy/mitogen-plus.toml");
+const TORCH_TOML: &str = include_str!("../../policy/torch.toml");
+const NUMPY_TOML: &str = include_str!("../../policy/numpy.toml");
 
 /// The built-in policy file `name`'s text.
 fn builtin_toml(name: &str) -> Option<&'static str> {
@@ -321,6 +350,8 @@ fn builtin_toml(name: &str) -> Option<&'static str> {
         "strict" => STRICT_TOML,
         "mitogen" => MITOGEN_TOML,
         "mitogen-plus" => MITOGEN_PLUS_TOML,
+        "torch" => TORCH_TOML,
+        "numpy" => NUMPY_TOML,
         _ => return None,
     })
 }
@@ -339,13 +370,15 @@ impl Policy {
             python2_str: Python2Str::Bytes,
             extensions: HashMap::new(),
             limits: Limits::default(),
+            persistent_ids: PersistentIds::Reject,
             mitogen: MessagePolicy::mitogen(),
             rules: Vec::new(),
             lookup: HashMap::new(),
         }
     }
 
-    /// A built-in policy by name (`"data"`, `"strict"`, `"mitogen"`, `"mitogen-plus"`), or `None`.
+    /// A built-in policy by name (`"data"`, `"strict"`, `"mitogen"`, `"mitogen-plus"`,
+    /// `"torch"`, `"numpy"`), or `None`.
     /// Parsed once per process and cloned from then on ([`Policy::builtin_ref`]).
     pub fn builtin(name: &str) -> Option<Policy> {
         Policy::builtin_ref(name).ok().flatten().cloned()
@@ -486,6 +519,8 @@ mod tests {
                 "data" => DATA_TOML,
                 "mitogen" => MITOGEN_TOML,
                 "mitogen-plus" => MITOGEN_PLUS_TOML,
+                "torch" => TORCH_TOML,
+                "numpy" => NUMPY_TOML,
                 _ => STRICT_TOML,
             })
             .unwrap();

@@ -27,6 +27,9 @@ pub enum ArgType {
     List,
     /// `dict`, with optional `max_len` in items and `keys` (the type of every key).
     Dict,
+    /// A global used as a value (a class or function the policy allows, as torch's storage
+    /// types in a persistent id).
+    Global,
 }
 
 impl ArgType {
@@ -43,6 +46,7 @@ impl ArgType {
             "tuple" => ArgType::Tuple,
             "list" => ArgType::List,
             "dict" => ArgType::Dict,
+            "global" => ArgType::Global,
             _ => return None,
         })
     }
@@ -126,6 +130,7 @@ fn type_matches(ty: ArgType, v: Value<'_>) -> bool {
         ArgType::Tuple => matches!(v, Value::Tuple(_)),
         ArgType::List => matches!(v, Value::List(_)),
         ArgType::Dict => matches!(v, Value::Dict(_)),
+        ArgType::Global => matches!(v, Value::Global(_)),
     }
 }
 

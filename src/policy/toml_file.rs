@@ -6,8 +6,8 @@ use serde::Deserialize;
 
 use super::message::{HandleRule, MessagePolicy, PayloadRule, FIRST_REPLY_HANDLE};
 use super::{
-    ArgSpec, ArgType, ArgsSchema, Constructor, Forms, GlobalRule, Policy, PolicyError, Python2Str,
-    RecordKey, TextEncoding,
+    ArgSpec, ArgType, ArgsSchema, Constructor, Forms, GlobalRule, PersistentIds, Policy,
+    PolicyError, Python2Str, RecordKey, TextEncoding,
 };
 use crate::limits::{parse_size, LimitName, Limits};
 
@@ -23,6 +23,11 @@ struct PolicyFile {
     python2_str_encoding: Option<String>,
     #[serde(default)]
     persistent_ids: Option<String>,
+    /// With `persistent_ids = "record"`: the schema of the id's tuple items.
+    #[serde(default)]
+    persistent_id_args: Option<Vec<ArgEntry>>,
+    #[serde(default)]
+    persistent_id_min_args: Option<usize>,
     #[serde(default)]
     /// A number, or text with a K, M or G suffix (powers of 1024) as `--limit` takes it.
     limits: BTreeMap<String, toml::Value>,
@@ -184,14 +189,35 @@ pub(super) fn parse(text: &str) -> Result<Policy, PolicyError> {
             )))
         }
     };
-    match file.persistent_ids.as_deref() {
-        None | Some("reject") => {}
+    policy.persistent_ids = match file.persistent_ids.as_deref() {
+        None | Some("reject") => {
+            if file.persistent_id_args.is_some() || file.persistent_id_min_args.is_some() {
+                return Err(err(
+                    "persistent_id_args applies only with persistent_ids = \"record\"",
+                ));
+            }
+            PersistentIds::Reject
+        }
+        Some("record") => PersistentIds::Record(match file.persistent_id_args {
+            None if file.persistent_id_min_args.is_some() => {
+                return Err(err(
+                    "persistent_id_min_args applies only with persistent_id_args",
+                ))
+            }
+            None => None,
+            Some(entries) => Some(args_schema(
+                "persistent id",
+                "",
+                entries,
+                file.persistent_id_min_args,
+            )?),
+        }),
         Some(other) => {
             return Err(err(format!(
-                "persistent_ids can only be \"reject\", not {other:?}"
+                "persistent_ids must be \"reject\" or \"record\", not {other:?}"
             )))
         }
-    }
+    };
     let mut limits = Limits::default();
     for (name, value) in &file.limits {
         let limit: LimitName = name.parse().map_err(err)?;
@@ -275,30 +301,7 @@ pub(super) fn parse(text: &str) -> Result<Policy, PolicyError> {
                         g.module, g.name
                     )));
                 }
-                let mut specs = Vec::with_capacity(entries.len());
-                for (i, a) in entries.into_iter().enumerate() {
-                    let ty = arg_type(&a.ty)?;
-                    check_arg(&g.module, &g.name, i, ty, &a)?;
-                    specs.push(ArgSpec {
-                        ty,
-                        nullable: a.nullable,
-                        min: a.min,
-                        max: a.max,
-                        max_len: a.max_len,
-                        keys: a.keys.as_deref().map(arg_type).transpose()?,
-                    });
-                }
-                let min_args = g.min_args.unwrap_or(specs.len());
-                if min_args > specs.len() {
-                    return Err(err(format!(
-                        "min_args {min_args} is more than the {} args listed",
-                        specs.len()
-                    )));
-                }
-                Some(ArgsSchema {
-                    args: specs,
-                    min_args,
-                })
+                Some(args_schema(&g.module, &g.name, entries, g.min_args)?)
             }
         };
         let key = match g.key.as_deref() {
@@ -418,5 +421,38 @@ fn message_policy(m: MitogenEntry) -> Result<MessagePolicy, PolicyError> {
         reply_handles: m.reply_handles,
         max_new_contexts_per_frame: m.max_new_contexts_per_frame,
         max_new_contexts_per_stream: m.max_new_contexts_per_stream,
+    })
+}
+
+/// The argument schema of `module.name` (or of the persistent id) from its `args` entries.
+fn args_schema(
+    module: &str,
+    name: &str,
+    entries: Vec<ArgEntry>,
+    min_args: Option<usize>,
+) -> Result<ArgsSchema, PolicyError> {
+    let mut specs = Vec::with_capacity(entries.len());
+    for (i, a) in entries.into_iter().enumerate() {
+        let ty = arg_type(&a.ty)?;
+        check_arg(module, name, i, ty, &a)?;
+        specs.push(ArgSpec {
+            ty,
+            nullable: a.nullable,
+            min: a.min,
+            max: a.max,
+            max_len: a.max_len,
+            keys: a.keys.as_deref().map(arg_type).transpose()?,
+        });
+    }
+    let min_args = min_args.unwrap_or(specs.len());
+    if min_args > specs.len() {
+        return Err(err(format!(
+            "min_args {min_args} is more than the {} args listed",
+            specs.len()
+        )));
+    }
+    Ok(ArgsSchema {
+        args: specs,
+        min_args,
     })
 }

@@ -397,6 +397,15 @@ impl<'a> Vm<'a> for Scan<'a, '_> {
         Ok(())
     }
 
+    fn persistent_id(&mut self, _pid: Sym) -> Result<Sym> {
+        // The id stands where persistent_load's object would; what it holds is checked by the
+        // build (the schema) and the container (torch storages).
+        match self.policy.persistent_ids {
+            crate::policy::PersistentIds::Record(_) => Ok(Sym::Scalar),
+            crate::policy::PersistentIds::Reject => Err(self.err(ErrorKind::PersistentIdRejected)),
+        }
+    }
+
     fn set_state(&mut self, target: Sym, _state: Sym) -> Result<()> {
         match target {
             Sym::Object(rule) if self.record_allows(rule, true) => Ok(()),

@@ -417,7 +417,14 @@ pub(crate) trait Interpreter<'a>: Vm<'a> {
                 let c = i32::from_le_bytes(self.reader_mut().take_array::<4>()?);
                 self.extension(i64::from(c))?;
             }
-            O::Persid | O::Binpersid => {
+            O::Binpersid => {
+                let start = self.top_group(1)?;
+                let pid = self.below(start + 1)?;
+                let v = self.persistent_id(pid)?;
+                self.stack_mut().truncate(start);
+                self.push(v)?;
+            }
+            O::Persid => {
                 return Err(self.err(ErrorKind::PersistentIdRejected));
             }
             O::Proto => {

@@ -228,6 +228,10 @@ pub(crate) trait Vm<'a> {
     fn set_items(&mut self, target: Self::V, start: usize) -> Result<()>;
     /// ADDITEMS: `stack[start..]` added to the set `target`.
     fn add_items(&mut self, target: Self::V, start: usize) -> Result<()>;
+    /// BINPERSID: the value standing for the persistent id `pid`: under the policy's
+    /// `persistent_ids = "record"` the id itself (checked against the schema), under
+    /// `reject` a refusal.
+    fn persistent_id(&mut self, pid: Self::V) -> Result<Self::V>;
     /// BUILD: `state` given to `target`.
     fn set_state(&mut self, target: Self::V, state: Self::V) -> Result<()>;
     /// REDUCE, NEWOBJ, NEWOBJ_EX, INST and OBJ: the constructor the policy names for

@@ -4,12 +4,14 @@
 //! stderr), 2 usage or I/O error.
 
 mod check;
+mod convert;
 mod decode;
 mod dis;
 mod filter;
 mod guard;
 mod mitogen;
 mod scan;
+mod scan_files;
 
 use std::fs::File;
 use std::io::{self, IsTerminal, Read, Write};
@@ -55,18 +57,44 @@ enum Command {
         "Exit status:\n",
         "  0  decoded (the value is on stdout)\n  1  refused (reason on stderr)\n  2  usage or I/O error"))]
     Decode(decode::Opts),
-    /// Scan-only mode: one validating pass, no values built; prints the verdict, the globals
-    /// named and the opcode counts as JSON.
+    /// Model files and pickles, files and folders: each detected by content (torch zip,
+    /// TorchScript, legacy torch, npy, npz, joblib, pickle) and checked under its format's
+    /// built-in policy; its verdict (clean, refused, incomplete) and every global it names.
     #[command(after_help = concat!(
         "Examples:\n",
-        "  picklewarden scan tests/corpus/hostile/global-os.system-GLOBAL_REDUCE.pkl\n",
-        "  picklewarden scan --policy strict --stream - < stream.bin\n\n",
+        "  picklewarden scan tests/corpus/models\n",
+        "  picklewarden scan --format json model.pt\n",
+        "  picklewarden scan --format sarif checkpoints/ > scan.sarif\n",
+        "  picklewarden scan --trust downloaded.pt >> my-policy.toml\n\n",
+        "Built-in policies: torch (torch.load(weights_only=True)'s allowlist, storages checked)\n",
+        "for torch files, numpy for npy, npz and joblib, data for plain pickles. A zip archive\n",
+        "is read through its directory: the storages of a checkpoint are not read.\n\n",
+        "Exit status:\n",
+        "  0  every file clean\n  1  some file refused\n",
+        "  3  some file incomplete (part of it not understood), none refused\n",
+        "  2  usage error, or a file could not be read"))]
+    Scan(scan_files::Opts),
+    /// A torch checkpoint's tensors as safetensors (names are key paths joined with `.`),
+    /// after a clean scan, without running pickle code.
+    #[command(after_help = concat!(
+        "Examples:\n",
+        "  picklewarden convert model.pt model.safetensors\n\n",
+        "Exit status:\n",
+        "  0  written\n  1  the checkpoint is refused or incomplete, or a dtype has no safetensors name\n",
+        "  2  usage or I/O error"))]
+    Convert(convert::Opts),
+    /// Scan-only mode of one pickle: one validating pass, no values built; prints the
+    /// verdict, the globals named and the opcode counts as JSON.
+    #[command(after_help = concat!(
+        "Examples:\n",
+        "  picklewarden scan-pickle tests/corpus/hostile/global-os.system-GLOBAL_REDUCE.pkl\n",
+        "  picklewarden scan-pickle --policy strict --stream - < stream.bin\n\n",
         "The scan checks opcodes, frames, MARKs, the memo, every global and call against the\n",
         "policy, number and string syntax, UTF-8, and the limits it can see. Only `check` also\n",
         "checks constructor arguments, hashability, nesting depth and the value budgets.\n\n",
         "Exit status:\n",
         "  0  the scan accepted the input\n  1  refused (also in the JSON)\n  2  usage or I/O error"))]
-    Scan(scan::Opts),
+    ScanPickle(scan::Opts),
     /// List a pickle's opcodes, one line each (offset, name, argument), as Python's
     /// `pickletools.dis` does; nothing is run and no policy applies.
     #[command(after_help = concat!(
@@ -397,7 +425,9 @@ fn report_refusal(common: &Common, e: &Error) {
 pub(crate) fn run(cli: Cli) -> ExitCode {
     let (common, result) = match &cli.command {
         Command::Check(o) => (&o.common, check::run(o)),
-        Command::Scan(o) => (&o.common, scan::run(o)),
+        Command::Scan(o) => return scan_files::run(o),
+        Command::Convert(o) => return convert::run(o),
+        Command::ScanPickle(o) => (&o.common, scan::run(o)),
         Command::Dis(o) => return dis::exit(o),
         Command::Decode(o) if o.mitogen => return exit_of(decode::run_mitogen(o)),
         Command::Decode(o) => (&o.common, decode::run(o)),

@@ -54,8 +54,9 @@ pub fn decode_payload<'a>(
             values: 0,
             changed_earlier: false,
             records_replayable: true,
-            pickle_starts: Vec::new(),
+            pickle_starts: Box::default(),
             trailing_len: None,
+            persistent_ids: None,
         })),
         PayloadKind::Pickles => Decoder::new(payload, policy)
             .limits(limits)

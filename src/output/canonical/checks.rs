@@ -22,6 +22,11 @@ pub(super) fn plan(doc: &Document<'_>, protocol: Protocol) -> Result<Plan, Unwri
     if doc.roots.len() > 1 && doc.changed_earlier {
         return Err(Unwritable::Stream);
     }
+    // A persistent id kept as data: written back, CPython would read the id itself where the
+    // input meant the object persistent_load makes of it.
+    if !doc.persistent_ids().is_empty() {
+        return Err(Unwritable::Record);
+    }
     // Every record's call is made where the input made it: in the order of the calls, in the
     // pickle that made it, before that pickle's value, each written once (memoized when the
     // value reaches it, popped), whether the value reaches it or not, since CPython made the

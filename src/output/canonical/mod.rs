@@ -148,8 +148,9 @@ pub enum Unwritable {
     /// it: one changed after the call (BUILD, APPEND or SETITEM on it: the record keeps only
     /// the last state and the items, not their order), made by NEWOBJ_EX, INST or OBJ, or
     /// called with a list, dict, set or record that changed after the call
-    /// ([`Document::records_replayable`]). Writing it back would make CPython run other code
-    /// than the input made it run.
+    /// ([`Document::records_replayable`]); or a persistent id kept under
+    /// `persistent_ids = "record"` ([`Document::persistent_ids`]). Writing it back would make
+    /// CPython run other code than the input made it run, or read other objects.
     #[error(
         "the value holds a record object, which a canonical pickle cannot write back as the \
          input made it"

@@ -1,0 +1,53 @@
+//! `picklewarden convert CHECKPOINT OUT.safetensors`: a torch zip checkpoint's tensors as
+//! safetensors, after a clean scan under the `torch` policy, without running pickle code.
+
+use std::fs::File;
+use std::io::{self, BufReader, BufWriter, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Args;
+use picklewarden::formats::safetensors::{convert, ConvertError};
+
+/// Options of `convert`.
+#[derive(Args, Debug)]
+pub(crate) struct Opts {
+    /// The torch checkpoint (a `torch.save` zip file).
+    #[arg(value_name = "CHECKPOINT")]
+    input: PathBuf,
+    /// The safetensors file to write.
+    #[arg(value_name = "OUT")]
+    output: PathBuf,
+}
+
+pub(crate) fn run(opts: &Opts) -> ExitCode {
+    let fail = |code: u8, msg: String| {
+        let _ = writeln!(io::stderr().lock(), "picklewarden: {msg}");
+        ExitCode::from(code)
+    };
+    let input = match File::open(&opts.input) {
+        Ok(f) => BufReader::new(f),
+        Err(e) => return fail(2, format!("cannot read {}: {e}", opts.input.display())),
+    };
+    let output = match File::create(&opts.output) {
+        Ok(f) => BufWriter::new(f),
+        Err(e) => return fail(2, format!("cannot write {}: {e}", opts.output.display())),
+    };
+    match convert(input, output) {
+        Ok(n) => {
+            let _ = writeln!(io::stderr().lock(), "picklewarden: {n} tensors written");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            let _ = std::fs::remove_file(&opts.output);
+            let code = match e {
+                ConvertError::Refused(_) | ConvertError::Unsupported(_) => 1,
+                ConvertError::Io(_) => 2,
+            };
+            fail(
+                code,
+                format!("{}: not converted: {e}", opts.input.display()),
+            )
+        }
+    }
+}

@@ -1,0 +1,204 @@
+//! A torch zip checkpoint written as safetensors (the `safetensors` crate's and Python
+//! package's format: an 8-byte little-endian header length, a JSON header naming each tensor's
+//! dtype, shape and byte range, then the bytes), without running any pickle code. Each tensor
+//! is written contiguous, in row-major order, gathered from its storage by its offset and
+//! strides; tensors that share a storage are written each on its own.
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::io::{Read, Seek, Write};
+
+use super::container::FileReport;
+use super::tensors::{list_tensors, TensorInfo};
+
+/// Why a checkpoint was not converted.
+#[derive(Debug)]
+pub enum ConvertError {
+    /// The scan did not find the file clean (or it is not a torch zip checkpoint).
+    Refused(Box<FileReport>),
+    /// A tensor safetensors cannot hold (its dtype), or a big-endian checkpoint.
+    Unsupported(String),
+    /// Reading the checkpoint or writing the output failed.
+    Io(std::io::Error),
+}
+
+impl std::fmt::Display for ConvertError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ConvertError::Refused(r) if r.reason.is_none() => {
+                write!(f, "not a torch zip checkpoint but {}", r.format.name())
+            }
+            ConvertError::Refused(r) => write!(
+                f,
+                "the checkpoint is {} ({})",
+                r.verdict.name(),
+                r.reason.as_ref().map_or("", |x| x.message.as_str())
+            ),
+            ConvertError::Unsupported(why) => write!(f, "{why}"),
+            ConvertError::Io(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+/// The safetensors dtype name of a torch dtype.
+fn safetensors_dtype(torch: &str) -> Option<&'static str> {
+    Some(match torch {
+        "float64" => "F64",
+        "float32" => "F32",
+        "float16" => "F16",
+        "bfloat16" => "BF16",
+        "int64" => "I64",
+        "int32" => "I32",
+        "int16" => "I16",
+        "int8" => "I8",
+        "uint64" => "U64",
+        "uint32" => "U32",
+        "uint16" => "U16",
+        "uint8" => "U8",
+        "bool" => "BOOL",
+        "float8_e4m3fn" => "F8_E4M3",
+        "float8_e5m2" => "F8_E5M2",
+        "complex64" => "C64",
+        _ => return None,
+    })
+}
+
+/// Converts the checkpoint read from `reader` to safetensors on `out`; returns the number of
+/// tensors written.
+///
+/// # Errors
+/// [`ConvertError`].
+pub fn convert<R: Read + Seek, W: Write>(mut reader: R, mut out: W) -> Result<usize, ConvertError> {
+    let tensors = list_tensors(&mut reader).map_err(ConvertError::Refused)?;
+    reader
+        .seek(std::io::SeekFrom::Start(0))
+        .map_err(ConvertError::Io)?;
+    let mut archive =
+        zip::ZipArchive::new(reader).map_err(|e| ConvertError::Io(std::io::Error::other(e)))?;
+    let top = archive
+        .file_names()
+        .next()
+        .and_then(|n| n.ok()?.split_once('/').map(|(t, _)| t.to_owned()))
+        .unwrap_or_default();
+    if let Ok(mut f) = archive.by_name(&format!("{top}/byteorder")) {
+        let mut b = String::new();
+        f.read_to_string(&mut b).map_err(ConvertError::Io)?;
+        if b != "little" {
+            return Err(ConvertError::Unsupported(format!(
+                "a {b}-endian checkpoint"
+            )));
+        }
+    }
+    let mut header = String::from("{");
+    let mut begin = 0u64;
+    let mut sizes = Vec::with_capacity(tensors.len());
+    for (i, t) in tensors.iter().enumerate() {
+        let dt = safetensors_dtype(&t.dtype).ok_or_else(|| {
+            ConvertError::Unsupported(format!(
+                "{}: dtype {} has no safetensors name",
+                t.name, t.dtype
+            ))
+        })?;
+        let size = element_size(t)?.saturating_mul(t.shape.iter().product::<u64>());
+        sizes.push(size);
+        if i > 0 {
+            header.push(',');
+        }
+        json_str(&mut header, &t.name);
+        let shape: Vec<String> = t.shape.iter().map(u64::to_string).collect();
+        let _ = write!(
+            header,
+            ":{{\"dtype\":\"{dt}\",\"shape\":[{}],\"data_offsets\":[{begin},{}]}}",
+            shape.join(","),
+            begin + size
+        );
+        begin += size;
+    }
+    header.push('}');
+    while header.len() % 8 != 0 {
+        header.push(' ');
+    }
+    out.write_all(&(header.len() as u64).to_le_bytes())
+        .map_err(ConvertError::Io)?;
+    out.write_all(header.as_bytes()).map_err(ConvertError::Io)?;
+    let mut storages: HashMap<String, Vec<u8>> = HashMap::new();
+    for t in &tensors {
+        if !storages.contains_key(&t.storage_key) {
+            let mut data = Vec::new();
+            archive
+                .by_name(&format!("{top}/data/{}", t.storage_key))
+                .map_err(|e| ConvertError::Io(std::io::Error::other(e)))?
+                .read_to_end(&mut data)
+                .map_err(ConvertError::Io)?;
+            storages.insert(t.storage_key.clone(), data);
+        }
+        let data = storages
+            .get(&t.storage_key)
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        write_contiguous(t, element_size(t)?, data, &mut out)?;
+    }
+    out.flush().map_err(ConvertError::Io)?;
+    Ok(tensors.len())
+}
+
+fn element_size(t: &TensorInfo) -> Result<u64, ConvertError> {
+    super::torch::dtype_itemsize(&t.dtype)
+        .ok_or_else(|| ConvertError::Unsupported(format!("dtype {}", t.dtype)))
+}
+
+/// Writes the tensor's elements in row-major order, gathered through its strides (the scan
+/// checked every element lies inside the storage).
+fn write_contiguous(
+    t: &TensorInfo,
+    itemsize: u64,
+    data: &[u8],
+    out: &mut impl Write,
+) -> Result<(), ConvertError> {
+    if t.shape.contains(&0) {
+        return Ok(());
+    }
+    let outside =
+        || ConvertError::Unsupported(format!("{}: an element outside its storage", t.name));
+    let mut index = vec![0u64; t.shape.len()];
+    loop {
+        let element =
+            t.storage_offset + index.iter().zip(&t.stride).map(|(i, s)| i * s).sum::<u64>();
+        let start = usize::try_from(element * itemsize).map_err(|_| outside())?;
+        let end = start + usize::try_from(itemsize).map_err(|_| outside())?;
+        out.write_all(data.get(start..end).ok_or_else(outside)?)
+            .map_err(ConvertError::Io)?;
+        // The next index, last dimension fastest.
+        let mut d = index.len();
+        loop {
+            if d == 0 {
+                return Ok(());
+            }
+            d -= 1;
+            let (Some(i), Some(&n)) = (index.get_mut(d), t.shape.get(d)) else {
+                return Ok(());
+            };
+            *i += 1;
+            if *i < n {
+                break;
+            }
+            *i = 0;
+        }
+    }
+}
+
+/// A JSON string literal of `s`.
+fn json_str(out: &mut String, s: &str) {
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if u32::from(c) < 0x20 => {
+                let _ = write!(out, "\\u{:04x}", u32::from(c));
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
