@@ -65,9 +65,12 @@ impl Frame {
             reason,
             offset: self.offset,
         };
-        let payload =
-            canonical::to_pickle_bounded(doc, canonical::Protocol::V2, crate::OutputBound::bytes(max))
-                .map_err(no)?;
+        let payload = canonical::to_pickle_bounded(
+            doc,
+            canonical::Protocol::V2,
+            crate::OutputBound::bytes(max),
+        )
+        .map_err(no)?;
         let length = u32::try_from(payload.len())
             .ok()
             .filter(|&n| u64::from(n) <= max_message_bytes)
