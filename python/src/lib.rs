@@ -1,0 +1,67 @@
+//! picklewarden's Python extension, `picklewarden._picklewarden`: the functions the Python
+//! package `picklewarden` re-exports (python/picklewarden/__init__.py documents them for
+//! Python users). Every call into the picklewarden library is in `convert.rs`.
+
+mod convert;
+
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+use convert::{Options, PyPolicy};
+
+/// loads(data, *, policy="data", limits=None, buffers=None, classes=None, stream=False)
+#[pyfunction]
+#[pyo3(signature = (data, *, policy = None, limits = None, buffers = None, classes = None, stream = false))]
+fn loads<'py>(
+    py: Python<'py>,
+    data: &Bound<'py, PyAny>,
+    policy: Option<&Bound<'py, PyAny>>,
+    limits: Option<&Bound<'py, PyDict>>,
+    buffers: Option<&Bound<'py, PyAny>>,
+    classes: Option<&Bound<'py, PyDict>>,
+    stream: bool,
+) -> PyResult<Bound<'py, PyAny>> {
+    let opts = Options::new(policy, limits, buffers, classes)?;
+    convert::loads(py, data, &opts, stream)
+}
+
+/// check(data, *, policy="data", limits=None, buffers=None, stream=False)
+/// -> (accepted, error, pickles)
+#[pyfunction]
+#[pyo3(signature = (data, *, policy = None, limits = None, buffers = None, stream = false))]
+fn check<'py>(
+    py: Python<'py>,
+    data: &Bound<'py, PyAny>,
+    policy: Option<&Bound<'py, PyAny>>,
+    limits: Option<&Bound<'py, PyDict>>,
+    buffers: Option<&Bound<'py, PyAny>>,
+    stream: bool,
+) -> PyResult<(bool, Option<Bound<'py, PyAny>>, usize)> {
+    let opts = Options::new(policy, limits, buffers, None)?;
+    convert::check(py, data, &opts, stream)
+}
+
+/// scan(data, *, policy="data", limits=None, stream=False, max_rounds=1024)
+/// -> ([(module, name, allowed, offset)], error, protocol)
+#[pyfunction]
+#[pyo3(signature = (data, *, policy = None, limits = None, stream = false, max_rounds = 1024))]
+fn scan<'py>(
+    py: Python<'py>,
+    data: &Bound<'py, PyAny>,
+    policy: Option<&Bound<'py, PyAny>>,
+    limits: Option<&Bound<'py, PyDict>>,
+    stream: bool,
+    max_rounds: usize,
+) -> PyResult<(Vec<convert::FoundGlobal>, Option<Bound<'py, PyAny>>, u8)> {
+    let opts = Options::new(policy, limits, None, None)?;
+    convert::scan(py, data, &opts, stream, max_rounds)
+}
+
+#[pymodule]
+fn _picklewarden(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(loads, m)?)?;
+    m.add_function(wrap_pyfunction!(check, m)?)?;
+    m.add_function(wrap_pyfunction!(scan, m)?)?;
+    m.add_class::<PyPolicy>()?;
+    Ok(())
+}
