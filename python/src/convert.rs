@@ -724,7 +724,6 @@ impl<'py, 'd> Builder<'py, 'd> {
             }
         }
         if self.mapped {
-            self.done = vec![Done::No; doc.len()];
             for id in doc.ids() {
                 self.complete(id)?;
             }
