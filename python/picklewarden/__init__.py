@@ -19,7 +19,7 @@ from ._picklewarden import Policy
 from ._types import Global, GlobalRef, Record, RefusedError, ScanResult, Verdict
 
 __all__ = ["loads", "load", "check", "scan", "Policy", "RefusedError", "Record", "Global",
-           "Verdict", "ScanResult", "GlobalRef", "BUILTIN_POLICIES"]
+           "Verdict", "ScanResult", "GlobalRef", "BUILTIN_POLICIES", "loads_stream"]
 
 __version__ = "0.1.0"
 
@@ -27,7 +27,7 @@ __version__ = "0.1.0"
 BUILTIN_POLICIES = ("data", "strict", "mitogen", "mitogen-plus")
 
 
-def loads(data, *, policy="data", limits=None, buffers=None, classes=None):
+def loads(data, *, policy="data", limits=None, buffers=None, classes=None, encoding=None):
     """Decodes one pickle from ``data`` (a bytes-like object) and returns its value.
 
     Args:
@@ -45,6 +45,9 @@ def loads(data, *, policy="data", limits=None, buffers=None, classes=None):
             ``__dict__`` update for BUILD). Naming a class here allows that global (as a
             record) when the policy does not already. Other records come back as
             ``Record``; no class the caller did not name is ever touched.
+        encoding: how Python 2 strings (STRING, BINSTRING, SHORT_BINSTRING) decode, as for
+            ``pickle.loads``: ``"bytes"``, ``"ASCII"``, ``"latin1"`` or ``"utf-8"`` (strict);
+            default: the policy's setting (``data``: ASCII, as ``pickle.loads``).
 
     Returns:
         The value: int, float, complex, str, bytes, bytearray, list, tuple, dict, set,
@@ -55,23 +58,25 @@ def loads(data, *, policy="data", limits=None, buffers=None, classes=None):
         RefusedError: the input is malformed, truncated, over a limit or not allowed.
     """
     return _picklewarden.loads(data, policy=policy, limits=limits, buffers=buffers,
-                               classes=classes)
+                               classes=classes, encoding=encoding)
 
 
-def loads_stream(data, *, policy="data", limits=None, buffers=None, classes=None):
+def loads_stream(data, *, policy="data", limits=None, buffers=None, classes=None,
+                 encoding=None):
     """Decodes several pickles written one after another (sharing one memo, as repeated
     ``Unpickler.load()`` calls read them, and as a Mitogen message may hold them) and returns
     the list of their values. Arguments as for ``loads``."""
     return _picklewarden.loads(data, policy=policy, limits=limits, buffers=buffers,
-                               classes=classes, stream=True)
+                               classes=classes, encoding=encoding, stream=True)
 
 
-def load(file, *, policy="data", limits=None, buffers=None, classes=None):
+def load(file, *, policy="data", limits=None, buffers=None, classes=None, encoding=None):
     """Reads a binary file object to its end (at most the policy's ``max_input_bytes`` plus
     one byte) and decodes it as ``loads`` does."""
     cap = _max_input(policy, limits)
     data = file.read(cap + 1) if cap is not None else file.read()
-    return loads(data, policy=policy, limits=limits, buffers=buffers, classes=classes)
+    return loads(data, policy=policy, limits=limits, buffers=buffers, classes=classes,
+                 encoding=encoding)
 
 
 def _max_input(policy, limits):
@@ -81,14 +86,15 @@ def _max_input(policy, limits):
     return dict(pol.limits).get("max_input_bytes")
 
 
-def check(data, *, policy="data", limits=None, buffers=None, stream=False):
+def check(data, *, policy="data", limits=None, buffers=None, encoding=None, stream=False):
     """Runs every check ``loads`` runs without making Python objects.
 
     Returns a ``Verdict``: true when accepted; ``.error`` holds the ``RefusedError`` (not
     raised) when refused.
     """
     accepted, error, pickles = _picklewarden.check(data, policy=policy, limits=limits,
-                                                   buffers=buffers, stream=stream)
+                                                   buffers=buffers, encoding=encoding,
+                                                   stream=stream)
     return Verdict(accepted, error, pickles)
 
 

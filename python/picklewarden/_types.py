@@ -6,7 +6,8 @@ what the pickle said to call, it never calls it.
 
 import pickle
 
-__all__ = ["RefusedError", "Record", "Global", "Verdict", "GlobalRef", "ScanResult"]
+__all__ = ["RefusedError", "Record", "Global", "Verdict", "GlobalRef", "ScanResult",
+           "refused"]
 
 
 class RefusedError(pickle.UnpicklingError):
@@ -39,6 +40,45 @@ class RefusedError(pickle.UnpicklingError):
     def __reduce__(self):
         return (type(self), (str(self), self.kind, self.category, self.offset, self.opcode,
                              self.opcode_byte, self.limit))
+
+
+class RefusedEOFError(RefusedError, EOFError):
+    """A refusal of input that ends too early (``truncated``, or ``not_a_pickle`` for an
+    empty input): also an ``EOFError``, as ``pickle.loads`` raises one there."""
+
+
+class RefusedValueError(RefusedError, ValueError):
+    """A refusal of bad text in an opcode (number text, string escapes, UTF-8 or ASCII that
+    does not decode): also a ``ValueError``, as ``pickle.loads`` raises one (or its subclass
+    ``UnicodeDecodeError``) there."""
+
+
+class RefusedTypeError(RefusedError, TypeError):
+    """A refusal of a value of the wrong type for its opcode (``type_mismatch``, a REDUCE on
+    something not callable) or an unhashable key: also a ``TypeError``, as ``pickle.loads``
+    raises one there."""
+
+
+_EOF_KINDS = frozenset(["truncated", "not_a_pickle"])
+_VALUE_KINDS = frozenset(["invalid_number", "version_dependent_number", "invalid_escape",
+                          "invalid_string", "invalid_utf8", "invalid_ascii"])
+_TYPE_KINDS = frozenset(["type_mismatch", "unhashable_key"])
+
+
+def refused(message, kind=None, category=None, offset=None, opcode=None, opcode_byte=None,
+            limit=None):
+    """The RefusedError for a refusal, of the subclass that is also the built-in exception
+    ``pickle.loads`` raises for such input (so ``except EOFError`` around a read loop keeps
+    working)."""
+    if kind in _EOF_KINDS:
+        cls = RefusedEOFError
+    elif kind in _VALUE_KINDS:
+        cls = RefusedValueError
+    elif kind in _TYPE_KINDS:
+        cls = RefusedTypeError
+    else:
+        cls = RefusedError
+    return cls(message, kind, category, offset, opcode, opcode_byte, limit)
 
 
 class Record:

@@ -21,7 +21,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use picklewarden::policy::{Constructor, Forms, GlobalRule, RecordKey};
+use picklewarden::policy::{Constructor, Forms, GlobalRule, Python2Str, RecordKey, TextEncoding};
 use picklewarden::{
     CallKind, Decoder, Document, Error, ErrorKind, LimitName, Limits, NodeId, Policy, Value,
 };
@@ -263,7 +263,7 @@ fn limits_of(base: &Limits, limits: Option<&Bound<'_, PyDict>>) -> PyResult<Limi
 // ---------------------------------------------------------------------------------------------
 // Refusals
 
-static REFUSED: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+static REFUSED: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 static RECORD: PyOnceLock<Py<PyType>> = PyOnceLock::new();
 static GLOBAL: PyOnceLock<Py<PyType>> = PyOnceLock::new();
 static REBUILD: PyOnceLock<Py<PyModule>> = PyOnceLock::new();
@@ -283,13 +283,24 @@ fn types_attr<'py>(
     .map(|t| t.bind(py).clone())
 }
 
+/// `picklewarden._types.refused`, which picks the RefusedError subclass for a kind.
+fn refused_factory(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
+    REFUSED
+        .get_or_try_init(py, || {
+            py.import("picklewarden._types")?
+                .getattr("refused")
+                .map(Bound::unbind)
+        })
+        .map(|f| f.bind(py).clone())
+}
+
 /// The picklewarden.RefusedError (not raised) for a refusal of the library.
 pub(crate) fn refused_error<'py>(py: Python<'py>, e: &Error) -> PyResult<Bound<'py, PyAny>> {
     let limit = match e.kind() {
         ErrorKind::LimitExceeded { limit, .. } => Some(limit.name()),
         _ => None,
     };
-    types_attr(py, &REFUSED, "RefusedError")?.call1((
+    refused_factory(py)?.call1((
         e.to_string(),
         e.kind().name(),
         e.category().name(),
@@ -309,7 +320,7 @@ fn refused(py: Python<'_>, e: &Error) -> PyErr {
 
 /// A refusal of this package's own (not the library's), as a RefusedError.
 fn refused_own(py: Python<'_>, kind: &str, message: String) -> PyErr {
-    let made = types_attr(py, &REFUSED, "RefusedError").and_then(|t| {
+    let made = refused_factory(py).and_then(|t| {
         t.call1((
             message,
             kind,
@@ -375,8 +386,17 @@ impl<'py> Options<'py> {
         limits: Option<&Bound<'py, PyDict>>,
         buffers: Option<&Bound<'py, PyAny>>,
         classes: Option<&Bound<'py, PyDict>>,
+        encoding: Option<&str>,
     ) -> PyResult<Options<'py>> {
         let mut policy = policy_of(policy)?;
+        if let Some(enc) = encoding {
+            let want = python2_str_of(enc)?;
+            if policy.python2_str != want {
+                let mut p = (*policy).clone();
+                p.python2_str = want;
+                policy = Arc::new(p);
+            }
+        }
         let limits = limits_of(&policy.limits, limits)?;
         let buffers = match buffers {
             None => None,
@@ -410,6 +430,25 @@ impl<'py> Options<'py> {
             classes: map,
         })
     }
+}
+
+/// How Python 2 strings (STRING, BINSTRING, SHORT_BINSTRING) decode for pickle's
+/// `encoding` argument: "bytes", or text in ASCII, Latin-1 or UTF-8 (strict errors).
+fn python2_str_of(encoding: &str) -> PyResult<Python2Str> {
+    let norm = encoding.to_ascii_lowercase().replace('_', "-");
+    Ok(match norm.as_str() {
+        "bytes" => Python2Str::Bytes,
+        "ascii" | "us-ascii" => Python2Str::Str(TextEncoding::Ascii),
+        "latin1" | "latin-1" | "iso-8859-1" | "iso8859-1" | "l1" => {
+            Python2Str::Str(TextEncoding::Latin1)
+        }
+        "utf-8" | "utf8" => Python2Str::Str(TextEncoding::Utf8),
+        _ => {
+            return Err(PyValueError::new_err(format!(
+            "encoding {encoding:?} is not supported (\"bytes\", \"ASCII\", \"latin1\", \"utf-8\")"
+        )))
+        }
+    })
 }
 
 /// The policy, with a `record` rule added for each class the caller mapped that it does not

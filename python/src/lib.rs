@@ -9,9 +9,11 @@ use pyo3::types::PyDict;
 
 use convert::{Options, PyPolicy};
 
-/// loads(data, *, policy="data", limits=None, buffers=None, classes=None, stream=False)
+/// loads(data, *, policy="data", limits=None, buffers=None, classes=None, encoding=None,
+/// stream=False)
 #[pyfunction]
-#[pyo3(signature = (data, *, policy = None, limits = None, buffers = None, classes = None, stream = false))]
+#[pyo3(signature = (data, *, policy = None, limits = None, buffers = None, classes = None, encoding = None, stream = false))]
+#[allow(clippy::too_many_arguments)]
 fn loads<'py>(
     py: Python<'py>,
     data: &Bound<'py, PyAny>,
@@ -19,25 +21,27 @@ fn loads<'py>(
     limits: Option<&Bound<'py, PyDict>>,
     buffers: Option<&Bound<'py, PyAny>>,
     classes: Option<&Bound<'py, PyDict>>,
+    encoding: Option<&str>,
     stream: bool,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let opts = Options::new(policy, limits, buffers, classes)?;
+    let opts = Options::new(policy, limits, buffers, classes, encoding)?;
     convert::loads(py, data, &opts, stream)
 }
 
-/// check(data, *, policy="data", limits=None, buffers=None, stream=False)
+/// check(data, *, policy="data", limits=None, buffers=None, encoding=None, stream=False)
 /// -> (accepted, error, pickles)
 #[pyfunction]
-#[pyo3(signature = (data, *, policy = None, limits = None, buffers = None, stream = false))]
+#[pyo3(signature = (data, *, policy = None, limits = None, buffers = None, encoding = None, stream = false))]
 fn check<'py>(
     py: Python<'py>,
     data: &Bound<'py, PyAny>,
     policy: Option<&Bound<'py, PyAny>>,
     limits: Option<&Bound<'py, PyDict>>,
     buffers: Option<&Bound<'py, PyAny>>,
+    encoding: Option<&str>,
     stream: bool,
 ) -> PyResult<(bool, Option<Bound<'py, PyAny>>, usize)> {
-    let opts = Options::new(policy, limits, buffers, None)?;
+    let opts = Options::new(policy, limits, buffers, None, encoding)?;
     convert::check(py, data, &opts, stream)
 }
 
@@ -53,7 +57,7 @@ fn scan<'py>(
     stream: bool,
     max_rounds: usize,
 ) -> PyResult<(Vec<convert::FoundGlobal>, Option<Bound<'py, PyAny>>, u8)> {
-    let opts = Options::new(policy, limits, None, None)?;
+    let opts = Options::new(policy, limits, None, None, None)?;
     convert::scan(py, data, &opts, stream, max_rounds)
 }
 
