@@ -1,658 +1,40 @@
-//! Everything that calls the picklewarden library: decoding (with the GIL released), policies,
-//! limits, refusals, and turning a decoded [`Document`] into Python objects. Kept in this one
-//! file so that a change of the library's API is adapted here alone.
-//!
-//! # Building Python objects
+//! A decoded [`Document`] turned into Python objects. With `api.rs`, the only files that use
+//! the picklewarden library's API (here: the document's views).
 //!
 //! A document is a graph in creation order: node `i` was made by the `i`-th value-making
 //! opcode. A tuple or frozenset is made from items that already exist, so its items have lower
 //! indices; a list, dict, set or record is made empty and filled later (APPENDS, SETITEMS,
-//! ADDITEMS, BUILD), possibly with values made after it, itself included. So the objects are
-//! made in two passes, as CPython's unpickler makes them:
-//! 1. in index order: scalars, str and bytes; tuples and frozensets from their items (made
-//!    earlier); lists, dicts, sets and records empty;
-//! 2. the lists, dicts, sets and records filled.
+//! ADDITEMS, BUILD), possibly with values made after it, itself included. Only the nodes the
+//! roots reach are made (a document also holds what the pickle popped, and the arguments of
+//! native constructors, such as the Latin-1 text of `_codecs.encode`).
 //!
-//! A record of a class the caller mapped (`classes=`) is made in pass 1 by the class's own
-//! constructor, from its arguments completed first; pass 2 then completes every value after
-//! what it refers to (post-order, on an explicit stack: no recursion), so that BUILD and dict
-//! insertion see finished values, as they do in CPython.
+//! Without classes of the caller's, in two passes:
+//! 1. in index order: tuples, frozensets, globals and records (a record empty), and the
+//!    scalars reached more than once (so that they stay one object, as pickle's memo keeps
+//!    them); a scalar reached once is made where it is used;
+//! 2. in reverse index order: each list, dict and set made with its items (its items made
+//!    after it are done by then; one made before it, or itself, is made empty then and filled
+//!    when its turn comes), and each record filled.
+//!
+//! With classes (`classes=`), every node is made in pass 1 in index order (lists, dicts and
+//! sets empty), a mapped record by its class from its arguments completed first; pass 2
+//! completes every value after what it refers to (post-order, on an explicit stack), so that
+//! BUILD and dict insertion see finished values, as they do in CPython.
+//!
+//! Nothing recurses: every walk has an explicit stack.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, OnceLock};
 
-use picklewarden::policy::{Constructor, Forms, GlobalRule, Python2Str, RecordKey, TextEncoding};
-use picklewarden::{
-    CallKind, Decoder, Document, Error, ErrorKind, LimitName, Limits, NodeId, Policy, Value,
-};
-use pyo3::exceptions::{PyKeyError, PyTypeError, PyValueError};
+use picklewarden::{CallKind, Document, NodeId, Value};
 use pyo3::prelude::*;
-use pyo3::sync::PyOnceLock;
 use pyo3::types::{
-    PyByteArray, PyBytes, PyComplex, PyDict, PyFloat, PyFrozenSet, PyList, PySet, PyString,
-    PyTuple, PyType,
+    PyBool, PyByteArray, PyBytes, PyComplex, PyDict, PyFloat, PyFrozenSet, PyList, PySet, PyString,
+    PyTuple,
 };
 
-/// Inputs at least this long are decoded with the GIL released; a shorter one decodes in
-/// less time than releasing and taking back the GIL costs.
-const DETACH_BYTES: usize = 16 * 1024;
+use crate::api::{refused_own, types_attr, Options, GLOBAL, REBUILD, RECORD};
 
-// ---------------------------------------------------------------------------------------------
-// Policies
-
-/// A policy as Python sees it: the library's policy behind a lock, so that `allow` can change
-/// it while a decode holds the version it started with.
-#[pyclass(frozen, module = "picklewarden", name = "Policy")]
-pub(crate) struct PyPolicy {
-    inner: Mutex<Arc<Policy>>,
-}
-
-fn builtin(name: &str) -> Option<Arc<Policy>> {
-    static CACHE: OnceLock<Vec<(String, Arc<Policy>)>> = OnceLock::new();
-    let all = CACHE.get_or_init(|| {
-        picklewarden::policy::BUILTIN_POLICIES
-            .iter()
-            .filter_map(|n| Policy::builtin(n).map(|p| ((*n).to_owned(), Arc::new(p))))
-            .collect()
-    });
-    all.iter()
-        .find(|(n, _)| n == name)
-        .map(|(_, p)| Arc::clone(p))
-}
-
-fn builtin_or_err(name: &str) -> PyResult<Arc<Policy>> {
-    builtin(name).ok_or_else(|| {
-        PyValueError::new_err(format!(
-            "no built-in policy {name:?} (built in: {})",
-            picklewarden::policy::BUILTIN_POLICIES.join(", ")
-        ))
-    })
-}
-
-impl PyPolicy {
-    fn get(&self) -> Arc<Policy> {
-        match self.inner.lock() {
-            Ok(g) => Arc::clone(&g),
-            Err(poisoned) => Arc::clone(&poisoned.into_inner()),
-        }
-    }
-}
-
-#[pymethods]
-impl PyPolicy {
-    /// Policy(name="data"): a built-in policy by name: "data", "strict", "mitogen",
-    /// "mitogen-plus".
-    #[new]
-    #[pyo3(signature = (name = "data"))]
-    fn new(name: &str) -> PyResult<PyPolicy> {
-        let p = builtin_or_err(name)?;
-        Ok(PyPolicy {
-            inner: Mutex::new(Arc::new((*p).clone())),
-        })
-    }
-
-    /// Policy.from_toml(text_or_path): a policy from TOML text, or from the file at a path
-    /// (a str holding no newline that names an existing file, or an os.PathLike).
-    #[staticmethod]
-    fn from_toml(py: Python<'_>, text_or_path: &Bound<'_, PyAny>) -> PyResult<PyPolicy> {
-        let text: String = if let Ok(s) = text_or_path.cast::<PyString>() {
-            let s: String = s.extract()?;
-            if !s.contains('\n') && std::path::Path::new(&s).is_file() {
-                std::fs::read_to_string(&s)?
-            } else {
-                s
-            }
-        } else {
-            let os = py.import("os")?;
-            let path: String = os.call_method1("fspath", (text_or_path,))?.extract()?;
-            std::fs::read_to_string(path)?
-        };
-        let p = Policy::from_toml_str(&text).map_err(|e| PyValueError::new_err(e.to_string()))?;
-        Ok(PyPolicy {
-            inner: Mutex::new(Arc::new(p)),
-        })
-    }
-
-    /// allow(module, name, constructor="record", forms=None): allows one more global, as
-    /// torch's add_safe_globals does; returns the policy. `module` may also be a class or
-    /// function, whose __module__ and __qualname__ are used (then leave `name` out).
-    /// `constructor` is one of the policy file's constructors ("record", "set", "frozenset",
-    /// "bytes", "bytearray", "complex", "latin1_bytes"); `forms` a list of "reduce", "newobj",
-    /// "newobj_ex", "inst", "build", "items" (default: every form the constructor supports).
-    /// A record is kept as an inert picklewarden.Record unless loads() is given the class.
-    #[pyo3(signature = (module, name = None, constructor = "record", forms = None))]
-    fn allow<'py>(
-        slf: &Bound<'py, Self>,
-        module: &Bound<'py, PyAny>,
-        name: Option<String>,
-        constructor: &str,
-        forms: Option<Vec<String>>,
-    ) -> PyResult<Bound<'py, Self>> {
-        let (module, name) = match name {
-            Some(n) => (module.extract::<String>()?, n),
-            None => (
-                module.getattr("__module__")?.extract::<String>()?,
-                module.getattr("__qualname__")?.extract::<String>()?,
-            ),
-        };
-        let constructor = Constructor::from_name(constructor)
-            .ok_or_else(|| PyValueError::new_err(format!("unknown constructor {constructor:?}")))?;
-        let forms = match forms {
-            None => Forms::ALL,
-            Some(list) => {
-                let mut f = Forms::NONE;
-                for name in &list {
-                    match name.as_str() {
-                        "reduce" => f.reduce = true,
-                        "newobj" => f.newobj = true,
-                        "newobj_ex" => f.newobj_ex = true,
-                        "inst" => f.inst = true,
-                        "build" => f.build = true,
-                        "items" => f.items = true,
-                        other => {
-                            return Err(PyValueError::new_err(format!(
-                                "unknown form {other:?} (forms: {})",
-                                Forms::NAMES.join(", ")
-                            )))
-                        }
-                    }
-                }
-                f
-            }
-        };
-        let rule = GlobalRule {
-            module,
-            name,
-            constructor,
-            forms,
-            args: None,
-            key: RecordKey::Identity,
-        };
-        let this = slf.get();
-        let mut guard = match this.inner.lock() {
-            Ok(g) => g,
-            Err(poisoned) => poisoned.into_inner(),
-        };
-        Arc::make_mut(&mut guard).allow(rule);
-        drop(guard);
-        Ok(slf.clone())
-    }
-
-    /// The policy's name.
-    #[getter]
-    fn name(&self) -> String {
-        self.get().name.clone()
-    }
-
-    /// The allowed globals as (module, name, constructor) tuples, in order.
-    #[getter]
-    fn globals(&self) -> Vec<(String, String, &'static str)> {
-        self.get()
-            .rules()
-            .iter()
-            .map(|r| (r.module.clone(), r.name.clone(), r.constructor.name()))
-            .collect()
-    }
-
-    /// The policy's limits as a dict of name to value.
-    #[getter]
-    fn limits(&self) -> Vec<(&'static str, u64)> {
-        let p = self.get();
-        LimitName::ALL
-            .iter()
-            .map(|&l| (l.name(), p.limits.get(l)))
-            .collect()
-    }
-
-    fn __repr__(&self) -> String {
-        let p = self.get();
-        format!("Policy({:?}, {} globals)", p.name, p.rules().len())
-    }
-}
-
-/// The policy argument: a name, a Policy, or None for "data".
-fn policy_of(policy: Option<&Bound<'_, PyAny>>) -> PyResult<Arc<Policy>> {
-    match policy {
-        None => builtin_or_err("data"),
-        Some(p) => {
-            if let Ok(pp) = p.cast::<PyPolicy>() {
-                Ok(pp.get().get())
-            } else if let Ok(s) = p.extract::<String>() {
-                builtin_or_err(&s)
-            } else {
-                Err(PyTypeError::new_err(
-                    "policy must be a built-in policy's name or a picklewarden.Policy",
-                ))
-            }
-        }
-    }
-}
-
-/// The policy's limits with the caller's `limits={name: value}` over them (a value may be
-/// an int or a size text such as "64M").
-fn limits_of(base: &Limits, limits: Option<&Bound<'_, PyDict>>) -> PyResult<Limits> {
-    let mut out = *base;
-    if let Some(d) = limits {
-        for (k, v) in d.iter() {
-            let key: String = k.extract()?;
-            let name = LimitName::ALL
-                .iter()
-                .copied()
-                .find(|l| l.name() == key)
-                .ok_or_else(|| {
-                    let names: Vec<&str> = LimitName::ALL.iter().map(|l| l.name()).collect();
-                    PyKeyError::new_err(format!(
-                        "unknown limit {key:?} (limits: {})",
-                        names.join(", ")
-                    ))
-                })?;
-            let value = if let Ok(n) = v.extract::<u64>() {
-                n
-            } else {
-                let text: String = v.extract()?;
-                picklewarden::limits::parse_size(&text).ok_or_else(|| {
-                    PyValueError::new_err(format!("limit {key}: not a size: {text:?}"))
-                })?
-            };
-            out.set(name, value);
-        }
-    }
-    Ok(out)
-}
-
-// ---------------------------------------------------------------------------------------------
-// Refusals
-
-static REFUSED: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
-static RECORD: PyOnceLock<Py<PyType>> = PyOnceLock::new();
-static GLOBAL: PyOnceLock<Py<PyType>> = PyOnceLock::new();
-static REBUILD: PyOnceLock<Py<PyModule>> = PyOnceLock::new();
-
-fn types_attr<'py>(
-    py: Python<'py>,
-    cell: &'static PyOnceLock<Py<PyType>>,
-    name: &str,
-) -> PyResult<Bound<'py, PyType>> {
-    cell.get_or_try_init(py, || {
-        py.import("picklewarden._types")?
-            .getattr(name)?
-            .cast_into::<PyType>()
-            .map(Bound::unbind)
-            .map_err(PyErr::from)
-    })
-    .map(|t| t.bind(py).clone())
-}
-
-/// `picklewarden._types.refused`, which picks the RefusedError subclass for a kind.
-fn refused_factory(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
-    REFUSED
-        .get_or_try_init(py, || {
-            py.import("picklewarden._types")?
-                .getattr("refused")
-                .map(Bound::unbind)
-        })
-        .map(|f| f.bind(py).clone())
-}
-
-/// The picklewarden.RefusedError (not raised) for a refusal of the library.
-pub(crate) fn refused_error<'py>(py: Python<'py>, e: &Error) -> PyResult<Bound<'py, PyAny>> {
-    let limit = match e.kind() {
-        ErrorKind::LimitExceeded { limit, .. } => Some(limit.name()),
-        _ => None,
-    };
-    refused_factory(py)?.call1((
-        e.to_string(),
-        e.kind().name(),
-        e.category().name(),
-        e.offset(),
-        e.opcode_name(),
-        e.opcode(),
-        limit,
-    ))
-}
-
-fn refused(py: Python<'_>, e: &Error) -> PyErr {
-    match refused_error(py, e) {
-        Ok(obj) => PyErr::from_value(obj),
-        Err(err) => err,
-    }
-}
-
-/// A refusal of this package's own (not the library's), as a RefusedError.
-fn refused_own(py: Python<'_>, kind: &str, message: String) -> PyErr {
-    let made = refused_factory(py).and_then(|t| {
-        t.call1((
-            message,
-            kind,
-            "policy_denied",
-            Option::<u64>::None,
-            Option::<&str>::None,
-            Option::<u8>::None,
-            Option::<&str>::None,
-        ))
-    });
-    match made {
-        Ok(obj) => PyErr::from_value(obj),
-        Err(err) => err,
-    }
-}
-
-// ---------------------------------------------------------------------------------------------
-// Input
-
-/// The bytes to decode: borrowed from a bytes object, or a copy of another bytes-like object
-/// (bytearray, memoryview: copied so that nothing can change them during the decode).
-pub(crate) enum Input<'py> {
-    Borrowed(Bound<'py, PyBytes>),
-    Owned(Vec<u8>),
-}
-
-impl Input<'_> {
-    pub(crate) fn of<'py>(data: &Bound<'py, PyAny>) -> PyResult<Input<'py>> {
-        if let Ok(b) = data.cast::<PyBytes>() {
-            return Ok(Input::Borrowed(b.clone()));
-        }
-        if let Ok(b) = data.cast::<PyByteArray>() {
-            return Ok(Input::Owned(b.to_vec()));
-        }
-        if data.is_instance_of::<PyString>() {
-            return Err(PyTypeError::new_err(
-                "a bytes-like object is required, not 'str'",
-            ));
-        }
-        let copy = data.py().get_type::<PyBytes>().call1((data,))?;
-        Ok(Input::Owned(copy.cast::<PyBytes>()?.as_bytes().to_vec()))
-    }
-
-    pub(crate) fn bytes(&self) -> &[u8] {
-        match self {
-            Input::Borrowed(b) => b.as_bytes(),
-            Input::Owned(v) => v,
-        }
-    }
-}
-
-/// Everything a call's keyword arguments say about the decode.
-pub(crate) struct Options<'py> {
-    policy: Arc<Policy>,
-    limits: Limits,
-    buffers: Option<Vec<Input<'py>>>,
-    classes: HashMap<String, Bound<'py, PyAny>>,
-}
-
-impl<'py> Options<'py> {
-    pub(crate) fn new(
-        policy: Option<&Bound<'py, PyAny>>,
-        limits: Option<&Bound<'py, PyDict>>,
-        buffers: Option<&Bound<'py, PyAny>>,
-        classes: Option<&Bound<'py, PyDict>>,
-        encoding: Option<&str>,
-    ) -> PyResult<Options<'py>> {
-        let mut policy = policy_of(policy)?;
-        if let Some(enc) = encoding {
-            let want = python2_str_of(enc)?;
-            if policy.python2_str != want {
-                let mut p = (*policy).clone();
-                p.python2_str = want;
-                policy = Arc::new(p);
-            }
-        }
-        let limits = limits_of(&policy.limits, limits)?;
-        let buffers = match buffers {
-            None => None,
-            Some(b) if b.is_none() => None,
-            Some(b) => {
-                let mut out = Vec::new();
-                for item in b.try_iter()? {
-                    out.push(Input::of(&item?)?);
-                }
-                Some(out)
-            }
-        };
-        let mut map = HashMap::new();
-        if let Some(c) = classes {
-            for (k, v) in c.iter() {
-                let key = if let Ok((m, n)) = k.extract::<(String, String)>() {
-                    format!("{m}.{n}")
-                } else {
-                    k.extract::<String>().map_err(|_| {
-                        PyTypeError::new_err("classes keys are \"module.Name\" or (module, name)")
-                    })?
-                };
-                map.insert(key, v);
-            }
-            policy = with_classes(&policy, map.keys());
-        }
-        Ok(Options {
-            policy,
-            limits,
-            buffers,
-            classes: map,
-        })
-    }
-}
-
-/// How Python 2 strings (STRING, BINSTRING, SHORT_BINSTRING) decode for pickle's
-/// `encoding` argument: "bytes", or text in ASCII, Latin-1 or UTF-8 (strict errors).
-fn python2_str_of(encoding: &str) -> PyResult<Python2Str> {
-    let norm = encoding.to_ascii_lowercase().replace('_', "-");
-    Ok(match norm.as_str() {
-        "bytes" => Python2Str::Bytes,
-        "ascii" | "us-ascii" => Python2Str::Str(TextEncoding::Ascii),
-        "latin1" | "latin-1" | "iso-8859-1" | "iso8859-1" | "l1" => {
-            Python2Str::Str(TextEncoding::Latin1)
-        }
-        "utf-8" | "utf8" => Python2Str::Str(TextEncoding::Utf8),
-        _ => {
-            return Err(PyValueError::new_err(format!(
-            "encoding {encoding:?} is not supported (\"bytes\", \"ASCII\", \"latin1\", \"utf-8\")"
-        )))
-        }
-    })
-}
-
-/// The policy, with a `record` rule added for each class the caller mapped that it does not
-/// allow yet, under every (module, name) reading of the dotted name: whichever the pickle
-/// uses, the object made is the caller's class, never anything imported.
-fn with_classes<'k>(policy: &Arc<Policy>, keys: impl Iterator<Item = &'k String>) -> Arc<Policy> {
-    let mut extra = Vec::new();
-    for key in keys {
-        for (i, _) in key.match_indices('.') {
-            let (module, name) = (key.get(..i), key.get(i + 1..));
-            if let (Some(m), Some(n)) = (module, name) {
-                if !m.is_empty() && !n.is_empty() && policy.find(m, n).is_none() {
-                    extra.push(GlobalRule {
-                        module: m.to_owned(),
-                        name: n.to_owned(),
-                        constructor: Constructor::Record,
-                        forms: Forms::ALL,
-                        args: None,
-                        key: RecordKey::Identity,
-                    });
-                }
-            }
-        }
-    }
-    if extra.is_empty() {
-        return Arc::clone(policy);
-    }
-    let mut p = (**policy).clone();
-    for rule in extra {
-        p.allow(rule);
-    }
-    Arc::new(p)
-}
-
-fn decoder<'a>(
-    input: &'a [u8],
-    policy: &'a Policy,
-    limits: Limits,
-    buffers: &'a Option<Vec<Input<'_>>>,
-) -> Decoder<'a, 'a> {
-    let mut d = Decoder::new(input, policy).limits(limits);
-    if let Some(b) = buffers {
-        d = d.buffers(b.iter().map(Input::bytes).collect());
-    }
-    d
-}
-
-/// Decodes `input` (one pickle, or a stream of pickles when `stream`), with the GIL released
-/// for a long input.
-fn decode_doc<'a>(
-    py: Python<'_>,
-    input: &'a [u8],
-    opts: &'a Options<'_>,
-    stream: bool,
-) -> PyResult<Document<'a>> {
-    let policy: &Policy = &opts.policy;
-    let buffers = &opts.buffers;
-    let run = || {
-        let d = decoder(input, policy, opts.limits, buffers);
-        if stream {
-            d.decode_stream()
-        } else {
-            d.decode()
-        }
-    };
-    let result = if input.len() >= DETACH_BYTES {
-        let d = decoder(input, policy, opts.limits, buffers);
-        py.detach(move || {
-            if stream {
-                d.decode_stream()
-            } else {
-                d.decode()
-            }
-        })
-    } else {
-        run()
-    };
-    result.map_err(|e| refused(py, &e))
-}
-
-/// `loads`: the value of one pickle (or a list of the values of a stream's pickles).
-pub(crate) fn loads<'py>(
-    py: Python<'py>,
-    data: &Bound<'py, PyAny>,
-    opts: &Options<'py>,
-    stream: bool,
-) -> PyResult<Bound<'py, PyAny>> {
-    let input = Input::of(data)?;
-    let doc = decode_doc(py, input.bytes(), opts, stream)?;
-    let mut b = Builder::new(py, &doc, opts)?;
-    b.build_all()?;
-    if stream {
-        let roots: PyResult<Vec<_>> = doc.roots().iter().map(|&r| b.obj(r)).collect();
-        return Ok(PyList::new(py, roots?)?.into_any());
-    }
-    match doc.root() {
-        Some(r) => b.obj(r),
-        None => Err(PyValueError::new_err("the document has no value")),
-    }
-}
-
-/// `check`: (accepted, the RefusedError or None, pickles) without building Python objects.
-pub(crate) fn check<'py>(
-    py: Python<'py>,
-    data: &Bound<'py, PyAny>,
-    opts: &Options<'py>,
-    stream: bool,
-) -> PyResult<(bool, Option<Bound<'py, PyAny>>, usize)> {
-    let input = Input::of(data)?;
-    let bytes = input.bytes();
-    let policy: &Policy = &opts.policy;
-    let buffers = &opts.buffers;
-    let d = decoder(bytes, policy, opts.limits, buffers);
-    let result = py.detach(move || {
-        if stream {
-            d.decode_stream().map(|doc| doc.roots().len())
-        } else {
-            d.decode().map(|doc| doc.roots().len())
-        }
-    });
-    match result {
-        Ok(n) => Ok((true, None, n)),
-        Err(e) => Ok((false, Some(refused_error(py, &e)?), 0)),
-    }
-}
-
-/// One global a scan found: (module, name, allowed, offset).
-pub(crate) type FoundGlobal = (String, String, bool, u64);
-
-/// `scan`: every global the input names, going on past each global the policy refuses (it is
-/// allowed as a record in a copy of the policy and the scan runs again), until the scan
-/// passes or stops at another refusal. At most `max_rounds` scans.
-pub(crate) fn scan<'py>(
-    py: Python<'py>,
-    data: &Bound<'py, PyAny>,
-    opts: &Options<'py>,
-    stream: bool,
-    max_rounds: usize,
-) -> PyResult<(Vec<FoundGlobal>, Option<Bound<'py, PyAny>>, u8)> {
-    let input = Input::of(data)?;
-    let bytes = input.bytes();
-    let original = Arc::clone(&opts.policy);
-    let nbuf = opts.buffers.as_ref().map(Vec::len);
-    let limits = opts.limits;
-    let (report, refused_names) = py.detach(move || {
-        let mut policy: Policy = (*original).clone();
-        let mut refused_names: Vec<(String, String)> = Vec::new();
-        let mut rounds = 0;
-        loop {
-            let report = picklewarden::Scanner::new(bytes, &policy)
-                .limits(limits)
-                .stream(stream)
-                .buffers(nbuf)
-                .run();
-            rounds += 1;
-            let next = match &report.result {
-                Err(e) => match e.kind() {
-                    ErrorKind::GlobalNotAllowed { module, name }
-                        if rounds < max_rounds && policy.find(module, name).is_none() =>
-                    {
-                        Some((module.clone(), name.clone()))
-                    }
-                    _ => None,
-                },
-                Ok(()) => None,
-            };
-            match next {
-                Some((m, n)) => {
-                    policy.allow(GlobalRule {
-                        module: m.clone(),
-                        name: n.clone(),
-                        constructor: Constructor::Record,
-                        forms: Forms::ALL,
-                        args: None,
-                        key: RecordKey::Identity,
-                    });
-                    refused_names.push((m, n));
-                }
-                None => return (report, refused_names),
-            }
-        }
-    });
-    let globals = report
-        .globals
-        .iter()
-        .map(|g| {
-            let allowed = g.allowed
-                && !refused_names
-                    .iter()
-                    .any(|(m, n)| *m == g.module && *n == g.name);
-            (g.module.clone(), g.name.clone(), allowed, g.offset)
-        })
-        .collect();
-    let error = match &report.result {
-        Ok(()) => None,
-        Err(e) => Some(refused_error(py, e)?),
-    };
-    Ok((globals, error, report.protocol))
-}
-
-// ---------------------------------------------------------------------------------------------
-// Document -> Python objects
-
-/// Pass-2 state of a node in the completion walk.
+/// Pass-2 state of a node in the completion walk (classes mode).
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Done {
     No,
@@ -660,32 +42,39 @@ enum Done {
     Yes,
 }
 
-struct Builder<'py, 'd> {
+pub(crate) struct Builder<'py, 'd> {
     py: Python<'py>,
     doc: &'d Document<'d>,
-    /// The Python object of each arena node, once made.
+    /// The Python object of each arena node made and kept.
     objs: Vec<Option<Bound<'py, PyAny>>>,
+    /// How many times each node is reached from a container or a root (0, 1, or 2 for more).
+    refs: Vec<u8>,
     classes: &'d HashMap<String, Bound<'py, PyAny>>,
-    /// Whether any record was made by a class of the caller's (pass 2 then completes values in
-    /// post-order).
-    mapped: bool,
+    /// Classes mode: every node is made in pass 1 and completed in post-order.
+    keep_all: bool,
     done: Vec<Done>,
     rebuild: Option<Bound<'py, PyModule>>,
 }
 
 impl<'py, 'd> Builder<'py, 'd> {
-    fn new(py: Python<'py>, doc: &'d Document<'d>, opts: &'d Options<'py>) -> PyResult<Self> {
+    pub(crate) fn new(
+        py: Python<'py>,
+        doc: &'d Document<'d>,
+        opts: &'d Options<'py>,
+    ) -> PyResult<Self> {
         let n = doc.len();
         let mut objs = Vec::new();
         objs.try_reserve_exact(n)
             .map_err(|_| pyo3::exceptions::PyMemoryError::new_err("no memory for the objects"))?;
         objs.resize_with(n, || None);
+        let classes = opts.classes();
         Ok(Builder {
             py,
             doc,
             objs,
-            classes: &opts.classes,
-            mapped: false,
+            refs: Vec::new(),
+            classes,
+            keep_all: !classes.is_empty(),
             done: Vec::new(),
             rebuild: None,
         })
@@ -703,91 +92,62 @@ impl<'py, 'd> Builder<'py, 'd> {
         )
     }
 
-    /// The object of `id`: a shared value (None, bools, small ints) made now, else the
-    /// object made for the node.
-    fn obj(&self, id: NodeId) -> PyResult<Bound<'py, PyAny>> {
-        if id.is_shared() {
-            return match self.doc.get(id) {
-                Some(Value::None) => Ok(self.py.None().into_bound(self.py)),
-                Some(Value::Bool(b)) => {
-                    Ok(pyo3::types::PyBool::new(self.py, b).to_owned().into_any())
-                }
-                Some(Value::Int(i)) => Ok(i.into_pyobject(self.py)?.into_any()),
-                _ => Err(self.missing(id)),
-            };
-        }
-        match self.objs.get(id.index()) {
-            Some(Some(o)) => Ok(o.clone()),
-            _ => Err(self.missing(id)),
-        }
-    }
-
-    fn objs_of(&self, ids: &[NodeId]) -> PyResult<Vec<Bound<'py, PyAny>>> {
-        ids.iter().map(|&i| self.obj(i)).collect()
-    }
-
-    fn rebuild(&mut self) -> PyResult<Bound<'py, PyModule>> {
-        if let Some(m) = &self.rebuild {
-            return Ok(m.clone());
-        }
-        let m = REBUILD
-            .get_or_try_init(self.py, || {
-                self.py.import("picklewarden._rebuild").map(Bound::unbind)
-            })?
-            .bind(self.py)
-            .clone();
-        self.rebuild = Some(m.clone());
-        Ok(m)
-    }
-
-    /// The caller's class for a global, by its name as written or as CPython 3 finds it.
-    fn class_of(&self, g: &picklewarden::Global<'_>) -> Option<Bound<'py, PyAny>> {
-        if self.classes.is_empty() {
-            return None;
-        }
-        let written = format!("{}.{}", g.module, g.name);
-        if let Some(c) = self.classes.get(&written) {
-            return Some(c.clone());
-        }
-        let (m, n) = g.python3_name();
-        self.classes.get(&format!("{m}.{n}")).cloned()
-    }
-
-    fn build_all(&mut self) -> PyResult<()> {
-        let doc = self.doc;
-        for (i, id) in doc.ids().enumerate() {
-            let Some(v) = doc.get(id) else { continue };
-            let o = self.make(id, v)?;
-            if let Some(slot) = self.objs.get_mut(i) {
-                *slot = Some(o);
+    /// The object of `id`: the one kept for it; else a scalar reached once (or a shared value:
+    /// None, bools, small ints) made now; else a list, dict or set not made yet, made empty
+    /// and kept (pass 2 fills it).
+    pub(crate) fn obj(&mut self, id: NodeId) -> PyResult<Bound<'py, PyAny>> {
+        if !id.is_shared() {
+            if let Some(Some(o)) = self.objs.get(id.index()) {
+                return Ok(o.clone());
             }
         }
-        if self.mapped {
-            for id in doc.ids() {
-                self.complete(id)?;
+        let Some(v) = self.doc.get(id) else {
+            return Err(self.missing(id));
+        };
+        match v {
+            Value::List(_) | Value::Dict(_) | Value::Set(_) if !self.keep_all => {
+                let o = self.empty(v)?;
+                self.keep(id, &o);
+                Ok(o)
             }
-        } else {
-            for id in doc.ids() {
-                if let Some(v) = doc.get(id) {
-                    self.fill(id, v)?;
-                }
-            }
+            _ => match self.scalar(v)? {
+                Some(o) => Ok(o),
+                None => Err(self.missing(id)),
+            },
         }
-        Ok(())
     }
 
-    /// Pass 1: the object of one node (empty for what pass 2 fills).
-    fn make(&mut self, id: NodeId, v: Value<'_>) -> PyResult<Bound<'py, PyAny>> {
-        let py = self.py;
+    fn keep(&mut self, id: NodeId, o: &Bound<'py, PyAny>) {
+        if let Some(slot) = self.objs.get_mut(id.index()) {
+            *slot = Some(o.clone());
+        }
+    }
+
+    fn is_kept(&self, id: NodeId) -> bool {
+        matches!(self.objs.get(id.index()), Some(Some(_)))
+    }
+
+    fn empty(&self, v: Value<'_>) -> PyResult<Bound<'py, PyAny>> {
         Ok(match v {
+            Value::Dict(_) => PyDict::new(self.py).into_any(),
+            Value::Set(_) => PySet::empty(self.py)?.into_any(),
+            _ => PyList::empty(self.py).into_any(),
+        })
+    }
+
+    /// The object of a value that refers to no other node, or `None` for one that does.
+    fn scalar(&self, v: Value<'_>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let py = self.py;
+        Ok(Some(match v {
             Value::None => py.None().into_bound(py),
-            Value::Bool(b) => pyo3::types::PyBool::new(py, b).to_owned().into_any(),
+            Value::Bool(b) => PyBool::new(py, b).to_owned().into_any(),
             Value::Int(i) => i.into_pyobject(py)?.into_any(),
             Value::BigInt(b) => b.into_pyobject(py)?.into_any(),
             Value::Float(f) => PyFloat::new(py, f).into_any(),
             Value::Complex(re, im) => PyComplex::from_doubles(py, re, im).into_any(),
             Value::Str(s) => match s.as_str() {
                 Some(t) => PyString::new(py, t).into_any(),
+                // Lone surrogates, kept as CPython's unpickler keeps them.
                 None => PyBytes::new(py, s.as_bytes())
                     .call_method1("decode", ("utf-8", "surrogatepass"))?,
             },
@@ -807,17 +167,159 @@ impl<'py, 'd> Builder<'py, 'd> {
                 .into_any(),
             },
             Value::ByteArray(b) => PyByteArray::new(py, b).into_any(),
-            Value::List(_) => PyList::empty(py).into_any(),
-            Value::Dict(_) => PyDict::new(py).into_any(),
-            Value::Set(_) => PySet::empty(py)?.into_any(),
-            Value::Tuple(items) => PyTuple::new(py, self.objs_of(items)?)?.into_any(),
-            Value::FrozenSet(items) => PyFrozenSet::new(py, self.objs_of(items)?)?.into_any(),
-            Value::Global(g) => match self.class_of(g) {
-                Some(c) => c,
-                None => global_value(py, g)?,
-            },
-            Value::Object(o) => self.make_record(id, o)?,
-        })
+            _ => return Ok(None),
+        }))
+    }
+
+    fn objs_of(&mut self, ids: &[NodeId]) -> PyResult<Vec<Bound<'py, PyAny>>> {
+        let mut out = Vec::with_capacity(ids.len());
+        for &i in ids {
+            out.push(self.obj(i)?);
+        }
+        Ok(out)
+    }
+
+    fn rebuild(&mut self) -> PyResult<Bound<'py, PyModule>> {
+        if let Some(m) = &self.rebuild {
+            return Ok(m.clone());
+        }
+        let py = self.py;
+        let m = REBUILD
+            .get_or_try_init(py, || py.import("picklewarden._rebuild").map(Bound::unbind))?
+            .bind(py)
+            .clone();
+        self.rebuild = Some(m.clone());
+        Ok(m)
+    }
+
+    /// The caller's class for a global, by its name as written or as CPython 3 finds it.
+    fn class_of(&self, g: &picklewarden::Global<'_>) -> Option<Bound<'py, PyAny>> {
+        if self.classes.is_empty() {
+            return None;
+        }
+        let written = format!("{}.{}", g.module, g.name);
+        if let Some(c) = self.classes.get(&written) {
+            return Some(c.clone());
+        }
+        let (m, n) = g.python3_name();
+        self.classes.get(&format!("{m}.{n}")).cloned()
+    }
+
+    /// How many times the roots and containers reach each node (saturating at 2); 0 for a
+    /// node no root reaches.
+    fn count_refs(&mut self) {
+        let doc = self.doc;
+        let mut refs = vec![0u8; doc.len()];
+        let mut stack: Vec<NodeId> = Vec::new();
+        let reach = |id: NodeId, refs: &mut Vec<u8>, stack: &mut Vec<NodeId>| {
+            if id.is_shared() {
+                return;
+            }
+            if let Some(r) = refs.get_mut(id.index()) {
+                if *r == 0 {
+                    stack.push(id);
+                }
+                *r = r.saturating_add(1).min(2);
+            }
+        };
+        for &r in doc.roots() {
+            reach(r, &mut refs, &mut stack);
+        }
+        while let Some(id) = stack.pop() {
+            if let Some(v) = doc.get(id) {
+                v.for_each_child(|c| reach(c, &mut refs, &mut stack));
+            }
+        }
+        self.refs = refs;
+    }
+
+    fn reached(&self, id: NodeId) -> u8 {
+        self.refs.get(id.index()).copied().unwrap_or(0)
+    }
+
+    /// Makes the objects of every node the roots reach.
+    pub(crate) fn build_all(&mut self) -> PyResult<()> {
+        let doc = self.doc;
+        self.count_refs();
+        if self.keep_all {
+            self.done = vec![Done::No; doc.len()];
+        }
+        for id in doc.ids() {
+            let reached = self.reached(id);
+            if reached == 0 {
+                continue;
+            }
+            let Some(v) = doc.get(id) else { continue };
+            let o = match v {
+                Value::List(_) | Value::Dict(_) | Value::Set(_) => {
+                    if !self.keep_all {
+                        continue; // made in pass 2, or empty by obj() when met earlier
+                    }
+                    self.empty(v)?
+                }
+                Value::Tuple(items) => {
+                    let items = self.objs_of(items)?;
+                    PyTuple::new(self.py, items)?.into_any()
+                }
+                Value::FrozenSet(items) => {
+                    let items = self.objs_of(items)?;
+                    PyFrozenSet::new(self.py, items)?.into_any()
+                }
+                Value::Global(g) => match self.class_of(g) {
+                    Some(c) => c,
+                    None => global_value(self.py, g)?,
+                },
+                Value::Object(o) => self.make_record(id, o)?,
+                _ => {
+                    if reached < 2 && !self.keep_all {
+                        continue; // made where it is used
+                    }
+                    match self.scalar(v)? {
+                        Some(o) => o,
+                        None => continue,
+                    }
+                }
+            };
+            self.keep(id, &o);
+        }
+        if self.keep_all {
+            for id in doc.ids() {
+                if self.reached(id) > 0 {
+                    self.complete(id, None)?;
+                }
+            }
+            return Ok(());
+        }
+        let ids: Vec<NodeId> = doc.ids().collect();
+        for &id in ids.iter().rev() {
+            if self.reached(id) == 0 {
+                continue;
+            }
+            let Some(v) = doc.get(id) else { continue };
+            match v {
+                Value::List(items) if !self.is_kept(id) => {
+                    let items = self.objs_of(items)?;
+                    if let Some(Some(list)) = self.objs.get(id.index()) {
+                        // It holds itself: made empty while its items were made.
+                        let made = PyList::new(self.py, items)?;
+                        list.cast::<PyList>()?.set_slice(0, 0, &made)?;
+                    } else {
+                        let list = PyList::new(self.py, items)?.into_any();
+                        self.keep(id, &list);
+                    }
+                }
+                Value::Dict(_) | Value::Set(_) if !self.is_kept(id) => {
+                    let o = self.empty(v)?;
+                    self.keep(id, &o);
+                    self.fill(id, v)?;
+                }
+                Value::List(_) | Value::Dict(_) | Value::Set(_) | Value::Object(_) => {
+                    self.fill(id, v)?;
+                }
+                _ => {}
+            }
+        }
+        Ok(())
     }
 
     fn make_record(&mut self, id: NodeId, o: &picklewarden::Object) -> PyResult<Bound<'py, PyAny>> {
@@ -828,13 +330,9 @@ impl<'py, 'd> Builder<'py, 'd> {
         let kind = o.kind.name();
         if let Some(cls) = self.class_of(g) {
             // Its arguments as the call received them: finished first.
-            self.mapped = true;
-            if self.done.is_empty() {
-                self.done = vec![Done::No; self.doc.len()];
-            }
-            self.complete_upto(o.args, id)?;
+            self.complete(o.args, Some(id))?;
             if let Some(k) = o.kwargs {
-                self.complete_upto(k, id)?;
+                self.complete(k, Some(id))?;
             }
             let args = self.obj(o.args)?;
             let kwargs = match o.kwargs {
@@ -856,19 +354,18 @@ impl<'py, 'd> Builder<'py, 'd> {
             Some(k) => self.obj(k)?,
             None => py.None().into_bound(py),
         };
-        types_attr(py, &RECORD, "Record")?.call1((m, n, kind, self.obj(o.args)?, kwargs))
+        let args = self.obj(o.args)?;
+        types_attr(py, &RECORD, "Record")?.call1((m, n, kind, args, kwargs))
     }
 
-    /// Pass 2: fills one list, dict, set or record with what the pickle put in it.
+    /// Fills one list, dict, set or record, made empty, with what the pickle put in it.
     fn fill(&mut self, id: NodeId, v: Value<'_>) -> PyResult<()> {
         let py = self.py;
         match v {
             Value::List(items) if !items.is_empty() => {
                 let list = self.obj(id)?;
-                let list = list.cast::<PyList>()?;
-                for &i in items {
-                    list.append(self.obj(i)?)?;
-                }
+                let items = PyList::new(py, self.objs_of(items)?)?;
+                list.cast::<PyList>()?.set_slice(0, 0, &items)?;
             }
             Value::Dict(pairs) if !pairs.is_empty() => {
                 let d = self.obj(id)?;
@@ -886,13 +383,12 @@ impl<'py, 'd> Builder<'py, 'd> {
             }
             Value::Object(o) => {
                 let obj = self.obj(id)?;
-                let is_record = obj.is_instance(types_attr(py, &RECORD, "Record")?.as_any())?;
                 let Some(Value::Global(g)) = self.doc.get(o.callable) else {
                     return Err(self.missing(id));
                 };
-                if !is_record || self.class_of(g).is_some() {
-                    // The caller's class: APPENDS, SETITEMS, then BUILD, as pickle's
-                    // save_reduce writes them.
+                if self.class_of(g).is_some() {
+                    // The caller's class: APPENDS, SETITEMS, then BUILD, in the order
+                    // pickle's save_reduce writes them.
                     let rb = self.rebuild()?;
                     if !o.listitems.is_empty() {
                         let items = PyList::new(py, self.objs_of(&o.listitems)?)?;
@@ -911,12 +407,12 @@ impl<'py, 'd> Builder<'py, 'd> {
                     obj.setattr("state", self.obj(s)?)?;
                 }
                 if !o.listitems.is_empty() {
-                    obj.getattr("listitems")?
-                        .call_method1("extend", (PyList::new(py, self.objs_of(&o.listitems)?)?,))?;
+                    let items = PyList::new(py, self.objs_of(&o.listitems)?)?;
+                    obj.getattr("listitems")?.call_method1("extend", (items,))?;
                 }
                 if !o.dictitems.is_empty() {
-                    obj.getattr("dictitems")?
-                        .call_method1("extend", (self.pairs(&o.dictitems)?,))?;
+                    let pairs = self.pairs(&o.dictitems)?;
+                    obj.getattr("dictitems")?.call_method1("extend", (pairs,))?;
                 }
             }
             _ => {}
@@ -924,26 +420,21 @@ impl<'py, 'd> Builder<'py, 'd> {
         Ok(())
     }
 
-    fn pairs(&self, pairs: &[(NodeId, NodeId)]) -> PyResult<Bound<'py, PyList>> {
+    fn pairs(&mut self, pairs: &[(NodeId, NodeId)]) -> PyResult<Bound<'py, PyList>> {
         let list = PyList::empty(self.py);
         for &(k, v) in pairs {
-            list.append(PyTuple::new(self.py, [self.obj(k)?, self.obj(v)?])?)?;
+            let pair = PyTuple::new(self.py, [self.obj(k)?, self.obj(v)?])?;
+            list.append(pair)?;
         }
         Ok(list)
     }
 
-    /// Completes `root` and everything it reaches (fills in post-order, on an explicit stack),
-    /// when every node reached was made before `before`; else the call at `before` received
-    /// values this document holds only as they were later, and is refused.
-    fn complete_upto(&mut self, root: NodeId, before: NodeId) -> PyResult<()> {
-        self.walk(root, Some(before))
-    }
-
-    fn complete(&mut self, root: NodeId) -> PyResult<()> {
-        self.walk(root, None)
-    }
-
-    fn walk(&mut self, root: NodeId, before: Option<NodeId>) -> PyResult<()> {
+    /// Classes mode: completes `root` and everything it reaches, filling each list, dict, set
+    /// and record after what it refers to (post-order, on an explicit stack; a cycle is cut
+    /// where it closes). With `before`, every node reached must have been made before that
+    /// one (the arguments of the call that made it), else the call received values this
+    /// document holds only as they were later, and is refused.
+    fn complete(&mut self, root: NodeId, before: Option<NodeId>) -> PyResult<()> {
         let doc = self.doc;
         let mut stack: Vec<(NodeId, bool)> = vec![(root, false)];
         while let Some((id, expanded)) = stack.pop() {
@@ -974,8 +465,8 @@ impl<'py, 'd> Builder<'py, 'd> {
             stack.push((id, true));
             let mut children = Vec::new();
             match v {
-                // A mapped record's callable and arguments were finished when it was made.
                 Value::Object(o) => {
+                    // A mapped record's arguments were completed when it was made.
                     if let Some(Value::Global(g)) = doc.get(o.callable) {
                         if self.class_of(g).is_none() {
                             children.push(o.args);

@@ -1,13 +1,14 @@
 //! picklewarden's Python extension, `picklewarden._picklewarden`: the functions the Python
 //! package `picklewarden` re-exports (python/picklewarden/__init__.py documents them for
-//! Python users). Every call into the picklewarden library is in `convert.rs`.
+//! Python users). Every call into the picklewarden library is in `api.rs` and `convert.rs`.
 
+mod api;
 mod convert;
 
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use convert::{Options, PyPolicy};
+use api::{Options, PyPolicy};
 
 /// loads(data, *, policy="data", limits=None, buffers=None, classes=None, encoding=None,
 /// stream=False)
@@ -25,7 +26,7 @@ fn loads<'py>(
     stream: bool,
 ) -> PyResult<Bound<'py, PyAny>> {
     let opts = Options::new(policy, limits, buffers, classes, encoding)?;
-    convert::loads(py, data, &opts, stream)
+    api::loads(py, data, &opts, stream)
 }
 
 /// check(data, *, policy="data", limits=None, buffers=None, encoding=None, stream=False)
@@ -42,7 +43,7 @@ fn check<'py>(
     stream: bool,
 ) -> PyResult<(bool, Option<Bound<'py, PyAny>>, usize)> {
     let opts = Options::new(policy, limits, buffers, None, encoding)?;
-    convert::check(py, data, &opts, stream)
+    api::check(py, data, &opts, stream)
 }
 
 /// scan(data, *, policy="data", limits=None, stream=False, max_rounds=1024)
@@ -56,9 +57,9 @@ fn scan<'py>(
     limits: Option<&Bound<'py, PyDict>>,
     stream: bool,
     max_rounds: usize,
-) -> PyResult<(Vec<convert::FoundGlobal>, Option<Bound<'py, PyAny>>, u8)> {
+) -> PyResult<(Vec<api::FoundGlobal>, Option<Bound<'py, PyAny>>, u8)> {
     let opts = Options::new(policy, limits, None, None, None)?;
-    convert::scan(py, data, &opts, stream, max_rounds)
+    api::scan(py, data, &opts, stream, max_rounds)
 }
 
 #[pymodule]
