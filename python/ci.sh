@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds and tests the Python package: a venv in target/python-venv, `pip install ./python`
 # (maturin builds the abi3 wheel from python/Cargo.lock), then pytest over python/tests.
-# Called by .ci/run; needs network access to PyPI and crates.io the first time (pip, cargo).
+# Called by .ci/run; needs PyPI and crates.io (pip, cargo).
 #   bash python/ci.sh [PYTEST_ARGS...]
 # Env: PYTHON (default python3), CARGO_TARGET_DIR (maturin builds there; default
 # target/python-build).
@@ -15,7 +15,10 @@ if [ ! -x "$venv/bin/python" ]; then
     "$py" -m venv "$venv"
 fi
 "$venv/bin/python" -m pip install -q --upgrade pip
-"$venv/bin/python" -m pip install -q "$here" pytest
+# mitogen (pinned: the version the mitogen policy was read from) for tests/test_mitogen.py's
+# live tree, which must then run, not skip.
+"$venv/bin/python" -m pip install -q "$here" pytest mitogen==0.3.54
+export PICKLEWARDEN_REQUIRE_MITOGEN=1
 # Run from python/ but import the installed package, not the source folder's copy.
 cd "$here/tests"
 "$venv/bin/python" -m pytest -q -p no:cacheprovider "$@" .

@@ -440,11 +440,18 @@ fn python2_str_of(encoding: &str) -> PyResult<Python2Str> {
 }
 
 /// The policy, with a `record` rule added for each class the caller mapped that it does not
-/// allow yet, under every (module, name) reading of the dotted name: whichever the pickle
-/// uses, the object made is the caller's class, never anything imported.
+/// allow under any (module, name) reading of the dotted name, under every such reading:
+/// whichever the pickle uses, the object made is the caller's class, never anything imported.
 fn with_classes<'k>(policy: &Arc<Policy>, keys: impl Iterator<Item = &'k String>) -> Arc<Policy> {
     let mut extra = Vec::new();
     for key in keys {
+        let splits = || {
+            key.match_indices('.')
+                .filter_map(|(i, _)| Some((key.get(..i)?, key.get(i + 1..)?)))
+        };
+        if splits().any(|(m, n)| policy.find(m, n).is_some()) {
+            continue; // the policy's own rule (with its argument checks) stands
+        }
         for (i, _) in key.match_indices('.') {
             let (module, name) = (key.get(..i), key.get(i + 1..));
             if let (Some(m), Some(n)) = (module, name) {
