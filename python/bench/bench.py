@@ -8,7 +8,11 @@ on the same files in the same run; prints a markdown table with ratios.
 Default files: every *.pkl in target/workloads/ (stream files are read as streams: repeated
 Unpickler.load() against picklewarden.loads_stream). Each (tool, file) is timed RUNS times,
 the tools interleaved run by run so that a noisy machine slows them alike; the median is
-reported. Results are dropped after the clock stops. `tiny` times pickles of a few hundred
+reported. Results are dropped after the clock stops. picklewarden pauses CPython's cyclic GC
+while it builds a large document (none of the objects can be garbage before it returns);
+pickle.loads does not, so on the many-objects workloads the default figures include the GC's
+passes over pickle's objects: --gc-off times every tool with the GC off, which compares the
+object-building steps alone. `tiny` times pickles of a few hundred
 bytes, one call each, N calls in a loop (per-call overhead). Needs picklewarden installed
 (`pip install ./python`).
 
@@ -74,13 +78,16 @@ def tools(stream):
     ]
 
 
-def time_file(data, stream, runs):
+def time_file(data, stream, runs, gc_off=False):
     times = {name: [] for name, _ in tools(stream)}
     for _ in range(runs):
         for name, fn in tools(stream):
+            if gc_off:
+                gc.disable()
             t0 = time.perf_counter()
             value = fn(data)
             t1 = time.perf_counter()
+            gc.enable()
             del value
             gc.collect()
             times[name].append(t1 - t0)
@@ -120,10 +127,15 @@ def main():
     ap.add_argument("paths", nargs="*")
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--tiny", type=int, default=20000, help="calls per tiny run (0: skip)")
+    ap.add_argument("--gc-off", action="store_true",
+                    help="time every tool with CPython's cyclic GC off (picklewarden pauses it "
+                         "itself while it builds a large document; pickle.loads does not)")
     args = ap.parse_args()
     paths = args.paths or [os.path.join(REPO, "target", "workloads")]
     files = []
     for p in paths:
+        if not os.path.exists(p):
+            sys.exit("%s: not found (write the workloads with python3 bench/gen_workloads.py)" % p)
         if os.path.isdir(p):
             files.extend(sorted(glob.glob(os.path.join(p, "*.pkl"))))
         else:
@@ -135,7 +147,7 @@ def main():
         with open(path, "rb") as f:
             data = f.read()
         stream = "_stream" in os.path.basename(path)
-        t = time_file(data, stream, args.runs)
+        t = time_file(data, stream, args.runs, args.gc_off)
         pw = t["picklewarden"]
         print("| %s | %.1f | %.4f | %.4f | %.4f | %.2fx | %.2fx |" % (
             os.path.basename(path), len(data) / 1e6, t["pickle.loads"], t["allowlist"], pw,

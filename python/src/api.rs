@@ -17,6 +17,35 @@ use pyo3::types::{PyByteArray, PyBytes, PyDict, PyList, PyString, PyType};
 /// less time than releasing and taking back the GIL costs.
 const DETACH_BYTES: usize = 16 * 1024;
 
+/// Documents of at least this many nodes are built with CPython's cyclic GC paused.
+const GC_PAUSE_NODES: usize = 4096;
+
+/// Pauses CPython's cyclic garbage collector (`gc.disable()`) until dropped, when it was on.
+struct GcPause<'py> {
+    gc: Option<Bound<'py, PyModule>>,
+}
+
+impl<'py> GcPause<'py> {
+    fn new(py: Python<'py>) -> PyResult<GcPause<'py>> {
+        let gc = py.import("gc")?;
+        if gc.call_method0("isenabled")?.is_truthy()? {
+            gc.call_method0("disable")?;
+            Ok(GcPause { gc: Some(gc) })
+        } else {
+            Ok(GcPause { gc: None })
+        }
+    }
+}
+
+impl Drop for GcPause<'_> {
+    fn drop(&mut self) {
+        if let Some(gc) = &self.gc {
+            // Drop cannot report an error; gc.enable() raises none.
+            let _ = gc.call_method0("enable");
+        }
+    }
+}
+
 /// Inputs at most this long are decoded scan first (`Decoder::decode_with_report`).
 const SCAN_FIRST_BYTES: usize = 4 * 1024;
 
@@ -538,7 +567,15 @@ pub(crate) fn loads<'py>(
     let input = Input::of(data)?;
     let doc = decode_doc(py, input.bytes(), opts, stream)?;
     let mut b = crate::convert::Builder::new(py, &doc, opts)?;
-    b.build_all()?;
+    {
+        // CPython's cyclic GC would walk the objects being made again and again (it runs
+        // every 700 allocations) while none of them can be garbage: they are all held until
+        // the build returns. Paused for a large document, as it was.
+        let _pause = (doc.len() >= GC_PAUSE_NODES)
+            .then(|| GcPause::new(py))
+            .transpose()?;
+        b.build_all()?;
+    }
     if stream {
         let roots: PyResult<Vec<_>> = doc.roots().iter().map(|&r| b.obj(r)).collect();
         return Ok(PyList::new(py, roots?)?.into_any());

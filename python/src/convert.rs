@@ -244,6 +244,8 @@ impl<'py, 'd> Builder<'py, 'd> {
         if self.keep_all {
             self.done = vec![Done::No; doc.len()];
         }
+        // The lists, dicts, sets and records, for pass 2.
+        let mut later: Vec<NodeId> = Vec::new();
         for id in doc.ids() {
             let reached = self.reached(id);
             if reached == 0 {
@@ -253,6 +255,7 @@ impl<'py, 'd> Builder<'py, 'd> {
             let o = match v {
                 Value::List(_) | Value::Dict(_) | Value::Set(_) => {
                     if !self.keep_all {
+                        later.push(id);
                         continue; // made in pass 2, or empty by obj() when met earlier
                     }
                     self.empty(v)?
@@ -269,7 +272,10 @@ impl<'py, 'd> Builder<'py, 'd> {
                     Some(c) => c,
                     None => global_value(self.py, g)?,
                 },
-                Value::Object(o) => self.make_record(id, o)?,
+                Value::Object(o) => {
+                    later.push(id);
+                    self.make_record(id, o)?
+                }
                 _ => {
                     if reached < 2 && !self.keep_all {
                         continue; // made where it is used
@@ -290,11 +296,7 @@ impl<'py, 'd> Builder<'py, 'd> {
             }
             return Ok(());
         }
-        let ids: Vec<NodeId> = doc.ids().collect();
-        for &id in ids.iter().rev() {
-            if self.reached(id) == 0 {
-                continue;
-            }
+        for &id in later.iter().rev() {
             let Some(v) = doc.get(id) else { continue };
             match v {
                 Value::List(items) if !self.is_kept(id) => {
