@@ -104,6 +104,8 @@ def scan(data, *, policy="data", limits=None, stream=False):
 
     Returns a ``ScanResult``: ``.globals`` (``GlobalRef`` list), ``.refused``, ``.error`` (a
     refusal other than a refused global, which ends the scan, or None) and ``.protocol``.
+    Each refused global costs one more scan from the start (the library's scan stops at its
+    first refusal); at most 64 scans run, and a refused global left after them is ``.error``.
     ``data`` may also be a path (str or os.PathLike) of a file to read.
     """
     if isinstance(data, (str, _os.PathLike)):

@@ -145,10 +145,12 @@ impl<'py, 'd> Builder<'py, 'd> {
             Value::BigInt(b) => b.into_pyobject(py)?.into_any(),
             Value::Float(f) => PyFloat::new(py, f).into_any(),
             Value::Complex(re, im) => PyComplex::from_doubles(py, re, im).into_any(),
-            Value::Str(s) => match s.as_str() {
-                Some(t) => PyString::new(py, t).into_any(),
-                // Lone surrogates, kept as CPython's unpickler keeps them.
-                None => PyBytes::new(py, s.as_bytes())
+            // CPython decodes the UTF-8 (which the decoder checked) without a second check
+            // here; text with lone surrogates, which strict UTF-8 refuses, is kept as
+            // CPython's unpickler keeps it (surrogatepass).
+            Value::Str(s) => match PyString::from_bytes(py, s.as_bytes()) {
+                Ok(t) => t.into_any(),
+                Err(_) => PyBytes::new(py, s.as_bytes())
                     .call_method1("decode", ("utf-8", "surrogatepass"))?,
             },
             Value::Bytes(b) => match b.as_slice() {

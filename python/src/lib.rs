@@ -46,10 +46,10 @@ fn check<'py>(
     api::check(py, data, &opts, stream)
 }
 
-/// scan(data, *, policy="data", limits=None, stream=False, max_rounds=1024)
+/// scan(data, *, policy="data", limits=None, stream=False, max_rounds=64)
 /// -> ([(module, name, allowed, offset)], error, protocol)
 #[pyfunction]
-#[pyo3(signature = (data, *, policy = None, limits = None, stream = false, max_rounds = 1024))]
+#[pyo3(signature = (data, *, policy = None, limits = None, stream = false, max_rounds = 64))]
 fn scan<'py>(
     py: Python<'py>,
     data: &Bound<'py, PyAny>,
