@@ -173,6 +173,47 @@ impl<'py, 'd> Builder<'py, 'd> {
         }))
     }
 
+    /// A list of the objects of `ids`, made straight into the list (no vector in between:
+    /// for a list of 5 million ints that is 40 MB less to fault in).
+    fn list_of(&mut self, ids: &[NodeId]) -> PyResult<Bound<'py, PyList>> {
+        let py = self.py;
+        let mut failed: Option<PyErr> = None;
+        let list = PyList::new(
+            py,
+            ids.iter().map(|&i| match self.obj(i) {
+                Ok(o) => o,
+                Err(e) => {
+                    failed.get_or_insert(e);
+                    py.None().into_bound(py)
+                }
+            }),
+        )?;
+        match failed {
+            Some(e) => Err(e),
+            None => Ok(list),
+        }
+    }
+
+    /// A tuple of the objects of `ids`, as [`Builder::list_of`].
+    fn tuple_of(&mut self, ids: &[NodeId]) -> PyResult<Bound<'py, PyTuple>> {
+        let py = self.py;
+        let mut failed: Option<PyErr> = None;
+        let tuple = PyTuple::new(
+            py,
+            ids.iter().map(|&i| match self.obj(i) {
+                Ok(o) => o,
+                Err(e) => {
+                    failed.get_or_insert(e);
+                    py.None().into_bound(py)
+                }
+            }),
+        )?;
+        match failed {
+            Some(e) => Err(e),
+            None => Ok(tuple),
+        }
+    }
+
     fn objs_of(&mut self, ids: &[NodeId]) -> PyResult<Vec<Bound<'py, PyAny>>> {
         let mut out = Vec::with_capacity(ids.len());
         for &i in ids {
@@ -262,10 +303,7 @@ impl<'py, 'd> Builder<'py, 'd> {
                     }
                     self.empty(v)?
                 }
-                Value::Tuple(items) => {
-                    let items = self.objs_of(items)?;
-                    PyTuple::new(self.py, items)?.into_any()
-                }
+                Value::Tuple(items) => self.tuple_of(items)?.into_any(),
                 Value::FrozenSet(items) => {
                     let items = self.objs_of(items)?;
                     PyFrozenSet::new(self.py, items)?.into_any()
@@ -302,14 +340,12 @@ impl<'py, 'd> Builder<'py, 'd> {
             let Some(v) = doc.get(id) else { continue };
             match v {
                 Value::List(items) if !self.is_kept(id) => {
-                    let items = self.objs_of(items)?;
+                    let made = self.list_of(items)?;
                     if let Some(Some(list)) = self.objs.get(id.index()) {
                         // It holds itself: made empty while its items were made.
-                        let made = PyList::new(self.py, items)?;
                         list.cast::<PyList>()?.set_slice(0, 0, &made)?;
                     } else {
-                        let list = PyList::new(self.py, items)?.into_any();
-                        self.keep(id, &list);
+                        self.keep(id, made.as_any());
                     }
                 }
                 Value::Dict(_) | Value::Set(_) if !self.is_kept(id) => {
@@ -368,7 +404,7 @@ impl<'py, 'd> Builder<'py, 'd> {
         match v {
             Value::List(items) if !items.is_empty() => {
                 let list = self.obj(id)?;
-                let items = PyList::new(py, self.objs_of(items)?)?;
+                let items = self.list_of(items)?;
                 list.cast::<PyList>()?.set_slice(0, 0, &items)?;
             }
             Value::Dict(pairs) if !pairs.is_empty() => {
