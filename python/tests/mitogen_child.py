@@ -38,3 +38,19 @@ def send_raw(snd, data):
     snd.context.send(mitogen.core.Message(data=data, handle=snd.dst_handle,
                                           enc=mitogen.core.Message.ENC_PKL))
     return "sent"
+
+
+@mitogen.core.takes_router
+def serve_file(path, router):
+    """Registers `path` with a FileService in this (child) context, for the parent to fetch
+    with FileService.get: the file's bytes then flow child -> parent."""
+    import mitogen.service
+    pool = mitogen.service.get_or_create_pool(router=router)
+    pool.get_service("mitogen.service.FileService").register(path)
+    return "ok"
+
+
+def write_file(path, n):
+    with open(path, "wb") as f:
+        f.write(pattern(n))
+    return n

@@ -3,6 +3,7 @@ picklewarden in-process (picklewarden.mitogen.install()): every value arrives eq
 stock Mitogen gives, and a child's code-running pickle fails that call while the parent goes
 on. Skipped, loudly, without mitogen, unless PICKLEWARDEN_REQUIRE_MITOGEN=1 (ci.sh sets it)."""
 
+import io
 import os
 import sys
 import threading
@@ -45,11 +46,21 @@ def both():
     def run(fn):
         pwm.uninstall()
         stock = fn()
+        calls = []
+        real = picklewarden.loads_stream
+
+        def counted(*a, **kw):
+            calls.append(1)
+            return real(*a, **kw)
+
         pwm.install()
+        picklewarden.loads_stream = counted
         try:
             ours = fn()
         finally:
+            picklewarden.loads_stream = real
             pwm.uninstall()
+        assert calls, "the parent did not decode through picklewarden"
         return stock, ours
     yield run
     pwm.uninstall()
@@ -134,3 +145,23 @@ def test_unpickle_function_on_a_message():
     # Mitogen's unpickle_iter default allows no global: bytes at protocol 2 name one.
     with pytest.raises(pwm.MitogenRefusedError):
         list(pwm.unpickle_iter(msg))
+
+
+def test_file_service_transfer_equal_stock(tree, both, tmp_path):
+    """A FileService transfer from the child to the parent (the parent decodes every chunk
+    message) arrives byte for byte, with picklewarden as with stock Mitogen."""
+    import mitogen.service
+    router, ctx = tree
+    path = str(tmp_path / "payload.bin")
+    n = 3 * 1024 * 1024 + 17
+    assert ctx.call(C.write_file, path, n) == n
+    assert ctx.call(C.serve_file, path) == "ok"
+
+    def fetch():
+        out = io.BytesIO()
+        ok, metadata = mitogen.service.FileService.get(ctx, path, out)
+        assert ok and metadata["size"] == n
+        return out.getvalue()
+
+    stock, ours = both(fetch)
+    assert ours == stock == C.pattern(n)
