@@ -17,6 +17,16 @@ use pyo3::types::{PyByteArray, PyBytes, PyDict, PyList, PyString, PyType};
 /// less time than releasing and taking back the GIL costs.
 const DETACH_BYTES: usize = 16 * 1024;
 
+thread_local! {
+    /// The arena of this thread's last short decode, for the next one to build into
+    /// (`Decoder::scratch`): a short pickle's decode then allocates no arena of its own.
+    static SCRATCH: std::cell::RefCell<Option<picklewarden::Scratch>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// The largest arena kept for the next short decode.
+const SCRATCH_MAX_BYTES: usize = 256 * 1024;
+
 /// Documents of at least this many nodes are built with CPython's cyclic GC paused.
 const GC_PAUSE_NODES: usize = 4096;
 
@@ -535,6 +545,10 @@ fn decode_doc<'a>(
     let run = || {
         let d = decoder(input, policy, opts.limits, buffers);
         if input.len() <= SCAN_FIRST_BYTES {
+            let d = match SCRATCH.with(|s| s.borrow_mut().take()) {
+                Some(scratch) => d.scratch(scratch),
+                None => d,
+            };
             d.decode_with_report(stream).0
         } else if stream {
             d.decode_stream()
@@ -576,14 +590,23 @@ pub(crate) fn loads<'py>(
             .transpose()?;
         b.build_all()?;
     }
-    if stream {
+    let value = if stream {
         let roots: PyResult<Vec<_>> = doc.roots().iter().map(|&r| b.obj(r)).collect();
-        return Ok(PyList::new(py, roots?)?.into_any());
+        PyList::new(py, roots?)?.into_any()
+    } else {
+        match doc.root() {
+            Some(r) => b.obj(r)?,
+            None => return Err(PyValueError::new_err("the document has no value")),
+        }
+    };
+    drop(b);
+    if input.bytes().len() <= SCAN_FIRST_BYTES {
+        let scratch = doc.recycle();
+        if scratch.capacity_bytes() <= SCRATCH_MAX_BYTES {
+            SCRATCH.with(|s| *s.borrow_mut() = Some(scratch));
+        }
     }
-    match doc.root() {
-        Some(r) => b.obj(r),
-        None => Err(PyValueError::new_err("the document has no value")),
-    }
+    Ok(value)
 }
 
 /// `check`: (accepted, the RefusedError or None, pickles) without building Python objects.
