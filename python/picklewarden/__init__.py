@@ -27,38 +27,9 @@ __version__ = "0.1.0"
 BUILTIN_POLICIES = ("data", "strict", "mitogen", "mitogen-plus")
 
 
-def loads(data, *, policy="data", limits=None, buffers=None, classes=None, encoding=None):
-    """Decodes one pickle from ``data`` (a bytes-like object) and returns its value.
-
-    Args:
-        data: the pickle's bytes. Nothing may follow its STOP opcode (CPython ignores what
-            follows; picklewarden refuses it as ``trailing_data``).
-        policy: a built-in policy's name (``"data"``, ``"strict"``, ``"mitogen"``,
-            ``"mitogen-plus"``) or a ``Policy``.
-        limits: ``{limit_name: value}`` over the policy's limits, e.g.
-            ``{"max_input_bytes": "1M", "max_nesting_depth": 100}``.
-        buffers: out-of-band buffers for protocol 5's NEXT_BUFFER, as for ``pickle.loads``;
-            each arrives as ``bytes``.
-        classes: ``{"module.Name": cls}`` (or ``{(module, name): cls}``): globals to rebuild
-            as instances of ``cls`` with the steps CPython's unpickler takes (``cls(*args)``
-            for REDUCE, ``cls.__new__(cls, *args)`` for NEWOBJ, ``__setstate__`` or a
-            ``__dict__`` update for BUILD). Naming a class here allows that global (as a
-            record) when the policy does not already. Other records come back as
-            ``Record``; no class the caller did not name is ever touched.
-        encoding: how Python 2 strings (STRING, BINSTRING, SHORT_BINSTRING) decode, as for
-            ``pickle.loads``: ``"bytes"``, ``"ASCII"``, ``"latin1"`` or ``"utf-8"`` (strict);
-            default: the policy's setting (``data``: ASCII, as ``pickle.loads``).
-
-    Returns:
-        The value: int, float, complex, str, bytes, bytearray, list, tuple, dict, set,
-        frozenset, None, bool, ``Record``, ``Global`` or an instance of a class in
-        ``classes``, with shared references and cycles as ``pickle.loads`` makes them.
-
-    Raises:
-        RefusedError: the input is malformed, truncated, over a limit or not allowed.
-    """
-    return _picklewarden.loads(data, policy=policy, limits=limits, buffers=buffers,
-                               classes=classes, encoding=encoding)
+# loads is the extension's function itself (no Python frame in between: a short pickle's call
+# costs less); its docstring is the Rust function's (python/src/lib.rs).
+loads = _picklewarden.loads
 
 
 def loads_stream(data, *, policy="data", limits=None, buffers=None, classes=None,
