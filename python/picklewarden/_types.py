@@ -49,8 +49,9 @@ class RefusedEOFError(RefusedError, EOFError):
 
 class RefusedValueError(RefusedError, ValueError):
     """A refusal of bad text in an opcode (number text, string escapes, UTF-8 or ASCII that
-    does not decode): also a ``ValueError``, as ``pickle.loads`` raises one (or its subclass
-    ``UnicodeDecodeError``) there."""
+    does not decode) or of an extension code the policy does not map: also a ``ValueError``,
+    as ``pickle.loads`` raises one (or its subclass ``UnicodeDecodeError``; for an extension
+    code copyreg has not registered) there."""
 
 
 class RefusedTypeError(RefusedError, TypeError):
@@ -61,7 +62,8 @@ class RefusedTypeError(RefusedError, TypeError):
 
 _EOF_KINDS = frozenset(["truncated", "not_a_pickle"])
 _VALUE_KINDS = frozenset(["invalid_number", "version_dependent_number", "invalid_escape",
-                          "invalid_string", "invalid_utf8", "invalid_ascii"])
+                          "invalid_string", "invalid_utf8", "invalid_ascii",
+                          "extension_code_rejected"])
 _TYPE_KINDS = frozenset(["type_mismatch", "unhashable_key"])
 
 

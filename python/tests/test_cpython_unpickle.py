@@ -62,6 +62,20 @@ BY_DESIGN = {
         "trailing_data",
         "b'((Kdtp0\\nh\\x00l.))' has bytes after STOP: pickle.loads ignores them, "
         "picklewarden reads exactly one pickle"),
+    # Tests of newer CPython releases than the machine's 3.11 (3.13's pickletester):
+    "test_load_global": (
+        "global_not_allowed",
+        "loads globals outside the data policy (math.log, os.path.join, builtins.str)"),
+    "test_load_stack_global": (
+        "global_not_allowed",
+        "loads globals outside the data policy through STACK_GLOBAL"),
+    "test_find_class": (
+        AttributeError,
+        "needs self.unpickler, an Unpickler class whose find_class imports: picklewarden has "
+        "none, the policy names the globals and nothing is imported"),
+    "test_custom_find_class": (
+        AttributeError,
+        "needs self.unpickler with an overridable find_class: the policy takes its place"),
 }
 
 
@@ -100,5 +114,7 @@ def _by_design(test, expected, why):
 
 
 for _name, (_expected, _why) in BY_DESIGN.items():
+    if not hasattr(PicklewardenUnpickleTests, _name):
+        continue  # a test of another CPython release
     setattr(PicklewardenUnpickleTests, _name,
             _by_design(getattr(PicklewardenUnpickleTests, _name), _expected, _why))
