@@ -9,7 +9,7 @@ use crate::error::{ErrorKind, Result};
 use crate::limits::LimitName;
 use crate::memo::memo_index_bound;
 use crate::opcode::{Opcode, BININT_ARG};
-use crate::policy::{Python2Str, TextEncoding};
+use crate::policy::{PersistentIds, Python2Str, TextEncoding};
 use crate::text::{self, IntTextOf, Text};
 use crate::value::CallKind;
 
@@ -418,6 +418,11 @@ pub(crate) trait Interpreter<'a>: Vm<'a> {
                 self.extension(i64::from(c))?;
             }
             O::Binpersid => {
+                // Under `reject` refused before the stack is looked at: a policy refusal,
+                // whatever the stack holds.
+                if !matches!(self.policy().persistent_ids, PersistentIds::Record(_)) {
+                    return Err(self.err(ErrorKind::PersistentIdRejected));
+                }
                 let start = self.top_group(1)?;
                 let pid = self.below(start + 1)?;
                 let v = self.persistent_id(pid)?;
