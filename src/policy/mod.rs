@@ -515,15 +515,7 @@ mod tests {
     #[test]
     fn builtins_parse() {
         for name in BUILTIN_POLICIES {
-            let p = Policy::from_toml_str(match name {
-                "data" => DATA_TOML,
-                "mitogen" => MITOGEN_TOML,
-                "mitogen-plus" => MITOGEN_PLUS_TOML,
-                "torch" => TORCH_TOML,
-                "numpy" => NUMPY_TOML,
-                _ => STRICT_TOML,
-            })
-            .unwrap();
+            let p = Policy::from_toml_str(builtin_toml(name).unwrap()).unwrap();
             assert_eq!(p.name, name);
         }
         let data = Policy::data();
