@@ -123,8 +123,9 @@ impl Scan<'_, '_> {
         }
     }
 
-    /// The text of a str constant, as the build decodes it.
-    fn text_of(&self, start: usize, len: usize, kind: TextKind) -> Option<String> {
+    /// The `surrogatepass` UTF-8 of the str the input's text at `start..start + len` decodes
+    /// to (`None` when it does not decode): what the build keeps for it.
+    fn text_bytes_of(&self, start: usize, len: usize, kind: TextKind) -> Option<Vec<u8>> {
         let raw = self.r.input.get(start..start.checked_add(len)?)?;
         let bytes: Vec<u8> = match kind {
             TextKind::Utf8 => {
@@ -151,7 +152,7 @@ impl Scan<'_, '_> {
                 }
             }
         };
-        String::from_utf8(bytes).ok()
+        Some(bytes)
     }
 
     /// The policy rule of a callable: a global's; for a record object (what a call made, which
@@ -492,8 +493,12 @@ impl<'a> Vm<'a> for Scan<'a, '_> {
         let Some((start, len, kind)) = v.as_text() else {
             return Ok(GlobalName::NotStr);
         };
-        Ok(match self.text_of(start, len, kind) {
-            Some(t) => GlobalName::Text(Cow::Owned(t)),
+        // Shown as the build shows it: the decoded text (its lone surrogates lossy), so that
+        // both report one refusal.
+        let bytes = self.text_bytes_of(start, len, kind);
+        Ok(match bytes.map(String::from_utf8) {
+            Some(Ok(t)) => GlobalName::Text(Cow::Owned(t)),
+            Some(Err(e)) => GlobalName::Unnamed(escape_bytes_for_display(e.as_bytes())),
             None => GlobalName::Unnamed(escape_bytes_for_display(
                 self.r.input.get(start..start + len).unwrap_or_default(),
             )),
