@@ -16,10 +16,9 @@ pub(super) const NODE_BYTES: u64 = mem::size_of::<Node>() as u64;
 pub(super) const FAT_BYTES: u64 = mem::size_of::<Fat<'static>>() as u64;
 
 /// The most memory a reservation from a guess (not the scan's count) takes for one of the
-/// arena's vectors, the pools and the memo ([`Machine::reserve_pools`], `Decoder::build`):
-/// below glibc malloc's threshold for mapping a block of its own (128 KiB), so that a decode
-/// of a small or blob-heavy input reuses freed heap memory instead of mapping fresh pages.
-pub(super) const GUESS_BYTES: usize = 64 << 10;
+/// arena's vectors, the pools and the memo when the input is at most [`SMALL_INPUT_BYTES`]
+/// ([`guess_cap`]).
+pub(super) const GUESS_BYTES: usize = 4 << 10;
 
 /// Inputs up to this length have their reservations capped ([`guess_cap`]).
 pub(super) const SMALL_INPUT_BYTES: usize = 256 << 10;
@@ -27,12 +26,15 @@ pub(super) const SMALL_INPUT_BYTES: usize = 256 << 10;
 /// The most entries of `size` bytes a reservation from a guess (not the scan's count) takes
 /// for one of the arena's vectors, the pools and the memo, for an input of `input_len` bytes:
 /// [`GUESS_BYTES`] of memory when the input is at most [`SMALL_INPUT_BYTES`], else no cap.
-/// Below that length a decode is short enough that mapping, faulting in and unmapping blocks
-/// sized for the input's length would be a large part of it, on an input that is mostly one
-/// long bytes or text value (a Mitogen transfer chunk) or a tiny message alike; the vectors
-/// grow as they fill instead (doubling, so the copies cost at most what they hold once
-/// more). A longer input keeps the guess, which spares a decode of 20 MB of small objects its
-/// regrowths.
+/// Below that length the vectors grow as they fill past the guess (doubling, so the copies
+/// cost at most what they hold once more): a guess from the length is wrong by orders of
+/// magnitude for an input that is mostly one long bytes or text value (a 128 KiB Mitogen
+/// transfer chunk makes one node), and blocks sized by it, allocated and freed at every
+/// decode, made glibc malloc grow and trim its heap at each (two `brk` calls, and the pages
+/// faulted in again), which cost a chunk's decode a hundred times its work. A few KiB each
+/// stay well under malloc's trim threshold (128 KiB) and give the fast loop room for a
+/// small message without a regrowth. A longer input keeps the guess, which spares a decode
+/// of 20 MB of small objects its regrowths.
 pub(super) fn guess_cap(input_len: usize, size: usize) -> usize {
     if input_len <= SMALL_INPUT_BYTES {
         GUESS_BYTES / size.max(1)

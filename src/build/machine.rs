@@ -165,7 +165,8 @@ impl<'a, 'p> Machine<'a, 'p> {
             pickle_starts: if stream {
                 self.pickle_starts.into_boxed_slice()
             } else {
-                Box::new([0])
+                // One pickle: its values begin at 0, as an empty list says (no allocation).
+                Box::default()
             },
             trailing_len: None,
             persistent_ids: (!self.persistent_ids.is_empty())
@@ -299,7 +300,7 @@ impl<'a, 'p> Machine<'a, 'p> {
     #[inline(never)]
     pub(super) fn grow_arena(&mut self) -> Result<()> {
         let nodes = &mut self.arena.nodes;
-        let more = nodes.len().max(1024);
+        let more = nodes.len().max(16);
         if nodes.try_reserve(more).is_err() {
             let bytes = (nodes.len().saturating_add(more) as u64).saturating_mul(NODE_BYTES);
             return Err(self.err(ErrorKind::AllocationFailed { bytes }));

@@ -233,8 +233,12 @@ impl<'a, 'p> Decoder<'a, 'p> {
         // A walk's path holds each container once, plus a leaf: with no more containers than
         // this, the depth check never walks, and heights are not worth keeping. Without the
         // scan's count, they are kept.
+        // Nor for an input shorter than `max_nesting_depth` bytes: the heights cost such a
+        // decode more than the check's walk (linear in the arena, run only when there are more
+        // containers than `max_nesting_depth`, which so few bytes seldom make) would.
         m.heights = Heights::new(
-            bound.is_none_or(|b| b.containers.saturating_add(1) > self.limits.max_nesting_depth),
+            bound.is_none_or(|b| b.containers.saturating_add(1) > self.limits.max_nesting_depth)
+                && self.input.len() as u64 >= self.limits.max_nesting_depth,
         );
         let (input, allow_trailing, deadline) = (self.input, self.allow_trailing, self.deadline);
         // Input that is not a pickle at all says so (src/input/sniff.rs), as the scan says.
