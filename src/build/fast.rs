@@ -223,9 +223,34 @@ impl<'a, 'p> Machine<'a, 'p> {
         true
     }
 
+    /// In [`Machine::fast`], a MARK followed at once by APPENDS (an empty group, `(e`) into a
+    /// list whose items are the last of the pool (or none): both taken when every check of
+    /// the careful path's arms would pass (room for the MARK, a target above the fence, no
+    /// sealed list), with the same effects (the target touched, the heights told of a fill
+    /// with no child); `false` leaves both opcodes, nothing done, to the loop's own arms.
+    #[inline(always)]
+    pub(super) fn empty_appends_in_room(&mut self) -> bool {
+        let len = self.stack.len();
+        if !self.stack_room() || len <= self.fence() || !self.sealed.is_empty() {
+            return false;
+        }
+        let Some(&target) = self.stack.last() else {
+            return false;
+        };
+        let pool_len = self.arena.items.len();
+        match self.arena.nodes.get(target.index()) {
+            Some(&Node::List { len: 0, .. }) => {}
+            Some(&Node::List { start, len }) if start as usize + len as usize == pool_len => {}
+            _ => return false,
+        }
+        self.touch(target);
+        self.heights.filled(target, &[]);
+        true
+    }
+
     /// Runs the opcodes of most pickles, from the reader's position, with the cursor in a
     /// local and each opcode's checks folded into one test of room: MARK, the memo opcodes,
-    /// short texts, bytes, floats and singletons, empty containers, ints (through
+    /// POP_MARK, short texts, bytes, floats and singletons, empty containers, ints (through
     /// [`Machine::int_run`]), SETITEMS and ADDITEMS of a few plain keys into an empty dict or
     /// set (through [`Machine::fill_group`]), APPENDS and APPEND to a list being filled
     /// ([`Machine::append_in_room`]), TUPLE1 to TUPLE3 ([`Machine::tuple_in_room`]), and,
@@ -239,6 +264,7 @@ impl<'a, 'p> Machine<'a, 'p> {
     #[inline(never)]
     pub(super) fn fast(&mut self) -> Result<Option<NodeId>> {
         const MARK: u8 = Opcode::Mark as u8;
+        const POP_MARK: u8 = Opcode::PopMark as u8;
         const MEMOIZE: u8 = Opcode::Memoize as u8;
         const BINGET: u8 = Opcode::Binget as u8;
         const BINPUT: u8 = Opcode::Binput as u8;
@@ -292,7 +318,26 @@ impl<'a, 'p> Machine<'a, 'p> {
             };
             match op {
                 MARK if self.stack_room() => {
-                    self.mark()?;
+                    // MARK and at once POP_MARK or an empty APPENDS (floods of them cost
+                    // a dispatch each otherwise): one step of two opcodes.
+                    let next = input.get(pos + 1).filter(|_| pos + 1 < end && budget > 1);
+                    if next == Some(&POP_MARK)
+                        || (next == Some(&APPENDS) && self.empty_appends_in_room())
+                    {
+                        pos += 2;
+                        budget -= 1;
+                    } else {
+                        self.mark()?;
+                        pos += 1;
+                    }
+                }
+                POP_MARK => {
+                    let Some(&mark) = self.marks.last() else {
+                        break;
+                    };
+                    let start = mark.min(self.stack.len());
+                    self.marks.pop();
+                    self.stack.truncate(start);
                     pos += 1;
                 }
                 MEMOIZE | BINPUT | LONG_BINPUT => {

@@ -641,3 +641,71 @@ fn get_of_an_unset_index_is_refused_by_the_scan() {
     assert_eq!(e.offset(), 5);
     assert_eq!(e.opcode_name(), Some("BINGET"));
 }
+
+/// Floods of MARK POP_MARK and of MARK with an empty APPENDS (taken as one step of two
+/// opcodes by the fast loop) decode as the careful path decodes them, and are refused as it
+/// refuses them: at `max_stack_len` and `max_opcodes` edges, with no MARK to pop, on a target
+/// that is not a list, below the fence, and when the pair is cut by the end of the input.
+#[test]
+fn mark_floods_agree_with_the_careful_path() {
+    let flood = |head: &[u8], unit: &[u8], n: usize, tail: &[u8]| {
+        let mut p = head.to_vec();
+        for _ in 0..n {
+            p.extend_from_slice(unit);
+        }
+        p.extend_from_slice(tail);
+        p
+    };
+    let inputs: Vec<Vec<u8>> = vec![
+        flood(b"\x80\x04N", b"(1", 50, b"."),
+        flood(b"\x80\x04]", b"(e", 50, b"."),
+        flood(b"\x80\x04]", b"(e(1", 20, b"K\x01a."),
+        flood(b"\x80\x04](K\x01", b"(1", 5, b"e."),
+        flood(b"\x80\x04]K\x01a", b"(e", 5, b"."),
+        // Not a list, a target below the fence, POP_MARK with no MARK, a pair cut short.
+        flood(b"\x80\x04}", b"(e", 3, b"."),
+        flood(b"\x80\x04](", b"(e", 1, b"e."),
+        b"\x80\x04(e.".to_vec(),
+        b"\x80\x04N1.".to_vec(),
+        b"\x80\x04N(".to_vec(),
+        b"\x80\x04](e(".to_vec(),
+        flood(b"\x80\x04N", b"(", 3, b"111."),
+        flood(b"\x80\x04N", b"(", 3, b"1111."),
+    ];
+    let policy = Policy::data();
+    let outcome = |p: &[u8], limits: Limits, careful: bool| {
+        let mut d = Decoder::new(p, &policy).limits(limits);
+        if careful {
+            d = d.careful_only();
+        }
+        d.decode()
+            .map(|doc| crate::json::to_typed_json(&doc))
+            .map_err(|e| (e.kind().name(), e.offset()))
+    };
+    let mut seen_ok = 0;
+    for p in &inputs {
+        for (stack, opcodes) in [
+            (u64::MAX, u64::MAX),
+            (2, u64::MAX),
+            (3, u64::MAX),
+            (u64::MAX, 6),
+            (u64::MAX, 7),
+        ] {
+            let mut limits = policy.limits;
+            limits.max_stack_len = stack.min(limits.max_stack_len);
+            limits.max_opcodes = opcodes.min(limits.max_opcodes);
+            let fast = outcome(p, limits, false);
+            assert_eq!(
+                fast,
+                outcome(p, limits, true),
+                "{p:?} stack {stack} opcodes {opcodes}"
+            );
+            seen_ok += usize::from(fast.is_ok());
+        }
+    }
+    assert!(seen_ok >= 10, "too few accepted: {seen_ok}");
+    // The values: None, an empty list, a list holding 1 (five times the same shape).
+    assert_eq!(kind(&inputs[0]), "ok");
+    assert_eq!(kind(&inputs[7]), "stack_underflow");
+    assert_eq!(kind(&inputs[8]), "mark_missing");
+}
