@@ -34,7 +34,9 @@ Shapes:
   benign      small objects (gen_workloads.py's small_value) and a list of mixed ints; 1 MB
               and 8 MB: the per-byte reference for the adversarial shapes
   adversarial many MARKs (MARK APPENDS of nothing; MARK POP_MARK), memo GETs of one value,
-              one key set again and again, deep-ish nesting of lists and tuples; 1 MB and 8 MB
+              one key set again and again, empty FRAMEs, PUT of one index (text argument),
+              DUP POP, a list of one-item dicts (EMPTY_DICT MARK ... SETITEMS), a list of
+              empty BINUNICODE, deep-ish nesting of lists and tuples; 1 MB and 8 MB
 """
 
 import json
@@ -161,6 +163,14 @@ def shapes():
             ("memo_gets", crafted(b"h\x00", size, head=b"\x80\x04K\x01\x940](", tail=b"e.")),
             ("dupkeys", crafted(b"h\x01h\x02s", size,
                                 head=b"\x80\x04}\x94K\x01\x940K\x02\x940")),
+            ("empty_frames", crafted(b"\x95" + bytes(8), size, head=b"\x80\x04",
+                                     tail=b"N.")),
+            ("put_text", crafted(b"p0\n", size, head=b"\x80\x02N", tail=b".")),
+            ("dup_pop", crafted(b"20", size, head=b"\x80\x04N", tail=b".")),
+            ("dicts1_setitems", crafted(b"}(K\x01K\x02u", size, head=b"\x80\x04(",
+                                        tail=b"l.")),
+            ("empty_strs", crafted(b"X\x00\x00\x00\x00", size, head=b"\x80\x04(",
+                                   tail=b"l.")),
             ("nested_lists", sized(lambda n: nest(n, list), size)),
             ("nested_tuples", sized(lambda n: nest(n, tuple), size)),
         ]

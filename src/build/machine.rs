@@ -10,6 +10,7 @@ use super::budget::{FAT_BYTES, ITEM_BYTES, KEYED_BYTES, NODE_BYTES};
 use super::depth::Heights;
 use super::keys::reader::{MixState, ReaderCell};
 use super::keys::{HashCache, KeyIndex};
+use super::spare::Spare;
 use crate::clock::Clock;
 use crate::error::{Error, ErrorKind, Result};
 use crate::limits::{LimitName, Limits};
@@ -100,12 +101,8 @@ pub(super) fn internal() -> ErrorKind {
 }
 
 impl<'a, 'p> Machine<'a, 'p> {
-    pub(super) fn new(
-        input: &'a [u8],
-        policy: &'p Policy,
-        limits: Limits,
-        buffers: Option<Vec<&'a [u8]>>,
-    ) -> Result<Machine<'a, 'p>> {
+    /// Refuses an input longer than `max_input_bytes`, before any machine is made.
+    pub(super) fn check_input(input: &[u8], limits: &Limits) -> Result<()> {
         let len = input.len() as u64;
         if len > limits.max_input_bytes {
             return Err(Error::new(
@@ -118,11 +115,25 @@ impl<'a, 'p> Machine<'a, 'p> {
                 None,
             ));
         }
-        Ok(Machine {
+        Ok(())
+    }
+
+    /// A machine at the start of `input` (checked by [`Machine::check_input`]) building into
+    /// `arena`. Inlined, so that it is made in its caller's place rather than moved there.
+    #[inline(always)]
+    pub(super) fn new(
+        input: &'a [u8],
+        policy: &'p Policy,
+        limits: Limits,
+        buffers: Option<Vec<&'a [u8]>>,
+        arena: Arena<'a>,
+    ) -> Machine<'a, 'p> {
+        let spare = Spare::take();
+        Machine {
             r: Reader::new(input),
             policy,
             limits,
-            arena: Arena::new(input, Scratch::new()),
+            arena,
             created: 0,
             containers: 0,
             heights: Heights::default(),
@@ -137,9 +148,9 @@ impl<'a, 'p> Machine<'a, 'p> {
             new_items: Vec::new(),
             call_items: Vec::new(),
             careful: false,
-            stack: Vec::new(),
-            marks: Vec::new(),
-            memo: Memo::default(),
+            stack: spare.stack,
+            marks: spare.marks,
+            memo: Memo::with_dense(spare.memo),
             opcodes: 0,
             alloc: 0,
             proto: 0,
@@ -151,26 +162,35 @@ impl<'a, 'p> Machine<'a, 'p> {
             pickle_starts: Vec::new(),
             called_with: HashSet::default(),
             records_unreplayable: false,
-        })
+        }
     }
 
-    pub(super) fn finish(self, roots: Vec<NodeId>, stream: bool) -> Document<'a> {
+    /// The document of the values built, with `roots`; the machine's stack, MARK and memo
+    /// vectors kept for the next decode on this thread ([`Spare`]). Takes what it needs out of
+    /// the machine (which is left empty) rather than the machine itself, which is large to move.
+    pub(super) fn finish(&mut self, roots: Vec<NodeId>, stream: bool) -> Document<'a> {
+        Spare {
+            stack: mem::take(&mut self.stack),
+            marks: mem::take(&mut self.marks),
+            memo: mem::take(&mut self.memo).into_dense(),
+        }
+        .keep();
+        let persistent_ids = mem::take(&mut self.persistent_ids);
         Document {
-            arena: self.arena,
+            arena: mem::replace(&mut self.arena, Arena::new(self.r.input, Scratch::new())),
             roots,
             stream,
             values: self.created,
             changed_earlier: self.changed_earlier,
             records_replayable: !self.records_unreplayable,
             pickle_starts: if stream {
-                self.pickle_starts.into_boxed_slice()
+                mem::take(&mut self.pickle_starts).into_boxed_slice()
             } else {
                 // One pickle: its values begin at 0, as an empty list says (no allocation).
                 Box::default()
             },
             trailing_len: None,
-            persistent_ids: (!self.persistent_ids.is_empty())
-                .then(|| Box::new(self.persistent_ids)),
+            persistent_ids: (!persistent_ids.is_empty()).then(|| Box::new(persistent_ids)),
         }
     }
 

@@ -36,6 +36,7 @@
 //!   fill.rs          APPEND(S), SETITEM(S) and BUILD into a list, dict or record made earlier
 //!   keyed.rs         dict and set insertion: linear while small, else a hash index; plain keys
 //!   globals.rs       a global the policy allowed, as a node
+//!   spare.rs         the stack, MARK and memo vectors kept from one small decode to the next
 //!   constructors.rs  REDUCE, NEWOBJ(_EX), INST, OBJ: records and the native constructors
 //!   depth.rs         max_nesting_depth: containers' heights; the exact walk when they cannot tell
 //!   keys/            Python equality and hashing of keys (mod.rs), numbers as keys (num.rs),
@@ -55,6 +56,7 @@ mod keyed;
 mod keys;
 mod machine;
 mod rescan;
+mod spare;
 mod step;
 
 use std::time::Instant;
@@ -215,13 +217,14 @@ impl<'a, 'p> Decoder<'a, 'p> {
     /// it makes, when the scan ran first (the arena is then reserved once); without it the
     /// arena starts from a guess from the input's length and grows.
     fn build(self, bound: Option<Bound>, stream: bool) -> Result<Document<'a>> {
-        let mut m = Machine::new(self.input, self.policy, self.limits, self.buffers)?;
+        Machine::check_input(self.input, &self.limits)?;
+        let arena = Arena::new(self.input, self.scratch);
+        let mut m = Machine::new(self.input, self.policy, self.limits, self.buffers, arena);
         m.careful = self.careful;
         m.clock = Clock::new(self.deadline);
         if let Ok(mut c) = m.hash_cache.try_borrow_mut() {
             c.clock = m.clock;
         }
-        m.arena = Arena::new(self.input, self.scratch);
         // Without the scan's count: about one node per 8 bytes of input (small objects at
         // protocol 4 make one per 12, a list of ints one per 7), capped for a small input
         // (`budget::guess_cap`); more grows the arena.

@@ -709,3 +709,26 @@ fn mark_floods_agree_with_the_careful_path() {
     assert_eq!(kind(&inputs[7]), "stack_underflow");
     assert_eq!(kind(&inputs[8]), "mark_missing");
 }
+
+/// The stack, MARK and memo vectors one decode leaves for the next on the same thread
+/// (`src/build/spare.rs`) carry nothing over: a memo entry, a MARK or an item of the decode
+/// before is not seen by the next one, refused or not.
+#[test]
+fn a_decode_sees_nothing_of_the_one_before() {
+    let policy = Policy::data();
+    // [] memoized as 0 and 1 (BINPUT), then a GET of 0 in a pickle that puts nothing.
+    assert_eq!(kind(b"\x80\x02]q\x00q\x01."), "ok");
+    assert_eq!(kind(b"\x80\x02h\x00."), "memo_key_missing");
+    // A decode refused with a MARK and items on the stack, then one that needs an empty stack.
+    assert_eq!(kind(b"\x80\x04(K\x01(K\x02"), "truncated");
+    assert_eq!(kind(b"\x80\x04K\x07."), "ok");
+    assert_eq!(kind(b"\x80\x04e."), "mark_missing");
+    for _ in 0..3 {
+        let doc = decode(b"\x80\x04]\x94(K\x01K\x02h\x00e.", &policy).unwrap();
+        let Some(Value::List(items)) = doc.root().and_then(|r| doc.get(r)) else {
+            panic!("not a list");
+        };
+        assert_eq!(items.len(), 3);
+        assert_eq!(items[2], doc.root().unwrap());
+    }
+}

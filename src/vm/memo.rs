@@ -185,6 +185,22 @@ impl<T: Slot> Memo<T> {
         }
     }
 
+    /// An empty memo whose dense part is `dense`'s allocation (its contents dropped): only
+    /// room, which changes neither the charges ([`Memo::charged_bytes`] counts slots as if
+    /// the dense part grew as it fills) nor what the memo holds.
+    pub(crate) fn with_dense(mut dense: Vec<T>) -> Memo<T> {
+        dense.clear();
+        Memo {
+            dense,
+            ..Memo::default()
+        }
+    }
+
+    /// The dense part's allocation, for [`Memo::with_dense`].
+    pub(crate) fn into_dense(self) -> Vec<T> {
+        self.dense
+    }
+
     /// Whether setting `index` would add an entry.
     pub(crate) fn is_new(&self, index: u64) -> bool {
         self.get(index).is_none()
