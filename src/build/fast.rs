@@ -250,7 +250,7 @@ impl<'a, 'p> Machine<'a, 'p> {
 
     /// Runs the opcodes of most pickles, from the reader's position, with the cursor in a
     /// local and each opcode's checks folded into one test of room: MARK, the memo opcodes,
-    /// POP_MARK, short texts, bytes, floats and singletons, empty containers, ints (through
+    /// POP_MARK, POP, DUP, FRAME, short texts, bytes, floats and singletons, empty containers, ints (through
     /// [`Machine::int_run`]), SETITEMS and ADDITEMS of a few plain keys into an empty dict or
     /// set (through [`Machine::fill_group`]), APPENDS and APPEND to a list being filled
     /// ([`Machine::append_in_room`]), TUPLE1 to TUPLE3 ([`Machine::tuple_in_room`]), and,
@@ -265,6 +265,9 @@ impl<'a, 'p> Machine<'a, 'p> {
     pub(super) fn fast(&mut self) -> Result<Option<NodeId>> {
         const MARK: u8 = Opcode::Mark as u8;
         const POP_MARK: u8 = Opcode::PopMark as u8;
+        const POP: u8 = Opcode::Pop as u8;
+        const DUP: u8 = Opcode::Dup as u8;
+        const FRAME: u8 = Opcode::Frame as u8;
         const MEMOIZE: u8 = Opcode::Memoize as u8;
         const BINGET: u8 = Opcode::Binget as u8;
         const BINPUT: u8 = Opcode::Binput as u8;
@@ -300,7 +303,7 @@ impl<'a, 'p> Machine<'a, 'p> {
         let input: &'a [u8] = self.r.input;
         // The end of the current frame (or of the input): an opcode that would read past it
         // is left to the careful path, which leaves the frame or reports the straddle.
-        let end = self.r.read_end().min(input.len());
+        let mut end = self.r.read_end().min(input.len());
         let mut pos = self.r.pos;
         // Opcodes that may run before `max_opcodes`, and before the deadline's next look
         // (the careful path looks when the count reaches the mark, before that opcode).
@@ -314,6 +317,13 @@ impl<'a, 'p> Machine<'a, 'p> {
         let top = self.opcodes + budget;
         while budget > 0 {
             let Some(&op) = input.get(pos).filter(|_| pos < end) else {
+                // The end of a frame, with more input after it: the frame is used up, as
+                // `Reader::next_opcode` finds it, and the loop reads on.
+                if pos == end && self.r.frame_end == Some(pos) && pos < input.len() {
+                    self.r.frame_end = None;
+                    end = input.len();
+                    continue;
+                }
                 break;
             };
             match op {
@@ -330,6 +340,52 @@ impl<'a, 'p> Machine<'a, 'p> {
                         self.mark()?;
                         pos += 1;
                     }
+                }
+                FRAME if self.r.frame_end.is_none() => {
+                    // `Reader::frame`: an 8-byte length, the frame within the input.
+                    let Some(n) = le_at::<8>(input, pos + 1, end) else {
+                        break;
+                    };
+                    let start = pos + 9;
+                    let Some(frame_end) = usize::try_from(n)
+                        .ok()
+                        .and_then(|n| start.checked_add(n))
+                        .filter(|&e| e <= input.len())
+                    else {
+                        break;
+                    };
+                    // An empty frame is used up where it starts.
+                    if n != 0 {
+                        self.r.frame_end = Some(frame_end);
+                        end = frame_end;
+                    }
+                    pos = start;
+                }
+                DUP if self.stack_room() && self.stack.len() > self.fence() => {
+                    // `top()`: an item above the innermost MARK. DUP and at once POP change
+                    // nothing: one step of two opcodes.
+                    if input.get(pos + 1) == Some(&POP) && pos + 1 < end && budget > 1 {
+                        pos += 2;
+                        budget -= 1;
+                    } else {
+                        let Some(&top) = self.stack.last() else {
+                            break;
+                        };
+                        self.stack.push(top);
+                        pos += 1;
+                    }
+                }
+                POP => {
+                    // A MARK on top is popped (`load_pop`); else an item above the fence.
+                    let len = self.stack.len();
+                    if self.marks.last() == Some(&len) {
+                        self.marks.pop();
+                    } else if len > self.fence() {
+                        self.stack.pop();
+                    } else {
+                        break;
+                    }
+                    pos += 1;
                 }
                 POP_MARK => {
                     let Some(&mark) = self.marks.last() else {

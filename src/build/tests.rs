@@ -643,11 +643,12 @@ fn get_of_an_unset_index_is_refused_by_the_scan() {
 }
 
 /// Floods of MARK POP_MARK and of MARK with an empty APPENDS (taken as one step of two
-/// opcodes by the fast loop) decode as the careful path decodes them, and are refused as it
-/// refuses them: at `max_stack_len` and `max_opcodes` edges, with no MARK to pop, on a target
-/// that is not a list, below the fence, and when the pair is cut by the end of the input.
+/// opcodes by the fast loop), of FRAMEs, DUP and POP decode as the careful path decodes them,
+/// and are refused as it refuses them: at `max_stack_len` and `max_opcodes` edges, with no
+/// MARK to pop, on a target that is not a list, below the fence, a FRAME inside a FRAME or
+/// past the input, and when a pair is cut by the end of the input.
 #[test]
-fn mark_floods_agree_with_the_careful_path() {
+fn mark_frame_and_stack_floods_agree_with_the_careful_path() {
     let flood = |head: &[u8], unit: &[u8], n: usize, tail: &[u8]| {
         let mut p = head.to_vec();
         for _ in 0..n {
@@ -671,6 +672,33 @@ fn mark_floods_agree_with_the_careful_path() {
         b"\x80\x04](e(".to_vec(),
         flood(b"\x80\x04N", b"(", 3, b"111."),
         flood(b"\x80\x04N", b"(", 3, b"1111."),
+        // Empty FRAMEs, FRAMEs holding opcodes, one inside another, one past the input.
+        flood(
+            b"\x80\x04",
+            b"\x95\x00\x00\x00\x00\x00\x00\x00\x00",
+            20,
+            b"N.",
+        ),
+        flood(
+            b"\x80\x04",
+            b"\x95\x02\x00\x00\x00\x00\x00\x00\x00N0",
+            10,
+            b"N.",
+        ),
+        b"\x80\x04\x95\x0b\x00\x00\x00\x00\x00\x00\x00\x95\x00\x00\x00\x00\x00\x00\x00\x00N."
+            .to_vec(),
+        b"\x80\x04\x95\x09\x00\x00\x00\x00\x00\x00\x00N.".to_vec(),
+        b"\x80\x04\x95\x01\x00\x00\x00\x00\x00\x00\x00N\x95\x01\x00\x00\x00\x00\x00".to_vec(),
+        b"\x80\x04\x95\x01\x00\x00\x00\x00\x00\x00\x00N\x95\x01\x00\x00\x00\x00\x00\x00\x00."
+            .to_vec(),
+        // DUP and POP: floods, of a MARK, below the fence, with nothing.
+        flood(b"\x80\x04N", b"20", 30, b"."),
+        flood(b"\x80\x04N", b"2", 5, b"00000."),
+        flood(b"\x80\x04N", b"(0", 5, b"0."),
+        b"\x80\x04N(2.".to_vec(),
+        b"\x80\x04N(00.".to_vec(),
+        b"\x80\x042.".to_vec(),
+        b"\x80\x040.".to_vec(),
     ];
     let policy = Policy::data();
     let outcome = |p: &[u8], limits: Limits, careful: bool| {
