@@ -3,10 +3,12 @@
 //! `_codecs.encode`).
 
 use std::borrow::Cow;
+use std::collections::HashMap;
 use std::mem;
 
 use super::budget::ITEM_BYTES;
 use super::keys::bigint_to_f64;
+use super::keys::reader::MixState;
 use super::machine::{internal, Machine};
 use crate::error::{Error, ErrorKind, Result};
 use crate::latin1;
@@ -149,6 +151,11 @@ impl<'a, 'p> Machine<'a, 'p> {
                     }
                     for &id in argv.iter().chain(&kwargs) {
                         if matches!(self.get(id)?, Value::List(_) | Value::Dict(_)) {
+                            if self.sealed.capacity() == 0 {
+                                // Empty: nothing was hashed with the unseeded state.
+                                self.sealed =
+                                    HashMap::with_capacity_and_hasher(8, MixState::random());
+                            }
                             self.sealed.entry(id).or_insert(callable);
                         }
                     }

@@ -76,7 +76,8 @@ pub(super) struct Machine<'a, 'p> {
     /// The lists and dicts an argument schema checked (a `record` call's arguments, and its
     /// empty NEWOBJ_EX keyword arguments), with the global called: they may not change after
     /// the call, or what the schema checked would no longer be what the record holds (A46).
-    pub(super) sealed: HashMap<NodeId, NodeId>,
+    /// Hashed with the seeded mix, seeded at the first insertion, as [`Machine::called_with`].
+    pub(super) sealed: HashMap<NodeId, NodeId, MixState>,
     /// What argument schemas found (dicts whose keys matched, texts' lengths): not found
     /// again when the same value is passed again.
     pub(super) checked: Checked,
@@ -90,6 +91,8 @@ pub(super) struct Machine<'a, 'p> {
     /// The items a `set()` or `frozenset()` call copies out of its argument, kept from call
     /// to call.
     pub(super) call_items: Vec<NodeId>,
+    /// The walk's stack of [`Machine::note_call_arguments`], kept from call to call.
+    pub(super) call_walk: Vec<NodeId>,
     /// Every opcode through the careful path ([`Decoder::careful_only`]).
     pub(super) careful: bool,
     /// The persistent ids kept under `persistent_ids = "record"` ([`Document::persistent_ids`]).
@@ -140,13 +143,14 @@ impl<'a, 'p> Machine<'a, 'p> {
             indexes: HashMap::new(),
             hash_cache: HashCache::default(),
             reader_keys: ReaderCell::default(),
-            sealed: HashMap::new(),
+            sealed: HashMap::default(),
             persistent_ids: Vec::new(),
             checked: Checked::default(),
             clock: Clock::default(),
             new_pairs: Vec::new(),
             new_items: Vec::new(),
             call_items: Vec::new(),
+            call_walk: Vec::new(),
             careful: false,
             stack: spare.stack,
             marks: spare.marks,
@@ -221,20 +225,65 @@ impl<'a, 'p> Machine<'a, 'p> {
     /// walk uses an explicit stack.
     pub(super) fn note_call_arguments(&mut self, args: NodeId) -> Result<()> {
         if self.called_with.capacity() == 0 {
-            // Empty: nothing was hashed with the unseeded state.
-            self.called_with = HashSet::with_hasher(MixState::random());
+            // Empty: nothing was hashed with the unseeded state. Room for a call's few
+            // containers (a Mitogen call holds about ten) without regrowths.
+            self.called_with = HashSet::with_capacity_and_hasher(16, MixState::random());
         }
-        let mut todo = vec![args];
+        let mut todo = mem::take(&mut self.call_walk);
+        todo.clear();
+        todo.push(args);
+        let mut r = Ok(());
         while let Some(id) = todo.pop() {
-            if id.is_shared() || !self.get(id)?.is_container() || !self.called_with.insert(id) {
+            if !id.is_shared() && self.arena.node(id).is_none() {
+                r = Err(self.err(internal()));
+                break;
+            }
+            if !self.is_container_node(id) || !self.called_with.insert(id) {
                 continue;
             }
             // The set's entry, charged as the allocation budget charges the arena.
-            self.charge(2 * mem::size_of::<NodeId>() as u64)?;
-            let v = self.arena.get(id).ok_or_else(|| self.err(internal()))?;
-            v.for_each_child(|c| todo.push(c));
+            if let Err(e) = self.charge(2 * mem::size_of::<NodeId>() as u64) {
+                r = Err(e);
+                break;
+            }
+            let Some(v) = self.arena.get(id) else {
+                r = Err(self.err(internal()));
+                break;
+            };
+            // Only containers are walked: texts, numbers and shared values are not pushed.
+            let arena = &self.arena;
+            v.for_each_child(|c| {
+                if !c.is_shared()
+                    && !matches!(
+                        arena.node(c),
+                        Some(Node::Str { .. } | Node::Int(_) | Node::Float(_) | Node::Bytes { .. })
+                    )
+                {
+                    todo.push(c);
+                }
+            });
         }
-        Ok(())
+        self.call_walk = todo;
+        r
+    }
+
+    /// Whether `id` is a container (list, tuple, dict, set, frozenset, record object), from
+    /// its node without making its view.
+    fn is_container_node(&self, id: NodeId) -> bool {
+        match self.arena.node(id) {
+            Some(
+                Node::List { .. }
+                | Node::Tuple { .. }
+                | Node::Set { .. }
+                | Node::FrozenSet { .. }
+                | Node::Dict { .. }
+                | Node::ListVec(_)
+                | Node::SetVec(_)
+                | Node::DictVec(_),
+            ) => true,
+            Some(Node::Fat(i)) => matches!(self.arena.fat.get(i as usize), Some(Fat::Object(_))),
+            _ => false,
+        }
     }
 
     /// An error of `kind` at the current opcode ([`crate::vm::error_at`]).
