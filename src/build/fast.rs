@@ -250,7 +250,7 @@ impl<'a, 'p> Machine<'a, 'p> {
 
     /// Runs the opcodes of most pickles, from the reader's position, with the cursor in a
     /// local and each opcode's checks folded into one test of room: MARK, the memo opcodes,
-    /// POP_MARK, POP, DUP, FRAME, short texts, bytes, floats and singletons, empty containers, ints (through
+    /// PROTO, POP_MARK, POP, DUP, FRAME, short texts, bytes, floats and singletons, empty containers, ints (through
     /// [`Machine::int_run`]), SETITEMS and ADDITEMS of a few plain keys into an empty dict or
     /// set (through [`Machine::fill_group`]), APPENDS and APPEND to a list being filled
     /// ([`Machine::append_in_room`]), TUPLE1 to TUPLE3 ([`Machine::tuple_in_room`]), and,
@@ -268,6 +268,7 @@ impl<'a, 'p> Machine<'a, 'p> {
         const POP: u8 = Opcode::Pop as u8;
         const DUP: u8 = Opcode::Dup as u8;
         const FRAME: u8 = Opcode::Frame as u8;
+        const PROTO: u8 = Opcode::Proto as u8;
         const MEMOIZE: u8 = Opcode::Memoize as u8;
         const BINGET: u8 = Opcode::Binget as u8;
         const BINPUT: u8 = Opcode::Binput as u8;
@@ -339,6 +340,17 @@ impl<'a, 'p> Machine<'a, 'p> {
                     } else {
                         self.mark()?;
                         pos += 1;
+                    }
+                }
+                PROTO => {
+                    // A protocol CPython reads (`UnsupportedProtocol` otherwise, from the
+                    // careful path).
+                    match input.get(pos + 1) {
+                        Some(&p) if p <= 5 && pos + 2 <= end => {
+                            self.proto = p;
+                            pos += 2;
+                        }
+                        _ => break,
                     }
                 }
                 FRAME if self.r.frame_end.is_none() => {
