@@ -250,14 +250,14 @@ impl<'a, 'p> Machine<'a, 'p> {
 
     /// Runs the opcodes of most pickles, from the reader's position, with the cursor in a
     /// local and each opcode's checks folded into one test of room: MARK, the memo opcodes,
-    /// PROTO, POP_MARK, POP, DUP, FRAME, short texts, bytes, floats and singletons, empty containers, ints (through
+    /// PROTO, POP_MARK, POP, DUP, an empty FRAME, short texts, bytes, floats and singletons, empty containers, ints (through
     /// [`Machine::int_run`]), SETITEMS and ADDITEMS of a few plain keys into an empty dict or
     /// set (through [`Machine::fill_group`]), APPENDS and APPEND to a list being filled
     /// ([`Machine::append_in_room`]), TUPLE1 to TUPLE3 ([`Machine::tuple_in_room`]), and,
     /// through [`Machine::step`], the other opcodes that fill containers. It takes an opcode only when it can see that every check of the careful
     /// path would pass (the opcode fits before the end of the frame or input; the stack,
     /// memo, node and allocation limits have room; the text is valid), and makes the same
-    /// values, counts and charges; anything else (an error to report, a limit, a FRAME, the
+    /// values, counts and charges; anything else (an error to report, a limit, a FRAME with bytes, the
     /// end of a frame, an opcode it does not take) it leaves unread for [`Machine::run`]'s
     /// careful path. Opcodes are counted in a local, and it stops before `max_opcodes` and
     /// before the deadline's next look. Returns the pickle's value at STOP.
@@ -304,7 +304,7 @@ impl<'a, 'p> Machine<'a, 'p> {
         let input: &'a [u8] = self.r.input;
         // The end of the current frame (or of the input): an opcode that would read past it
         // is left to the careful path, which leaves the frame or reports the straddle.
-        let mut end = self.r.read_end().min(input.len());
+        let end = self.r.read_end().min(input.len());
         let mut pos = self.r.pos;
         // Opcodes that may run before `max_opcodes`, and before the deadline's next look
         // (the careful path looks when the count reaches the mark, before that opcode).
@@ -318,13 +318,6 @@ impl<'a, 'p> Machine<'a, 'p> {
         let top = self.opcodes + budget;
         while budget > 0 {
             let Some(&op) = input.get(pos).filter(|_| pos < end) else {
-                // The end of a frame, with more input after it: the frame is used up, as
-                // `Reader::next_opcode` finds it, and the loop reads on.
-                if pos == end && self.r.frame_end == Some(pos) && pos < input.len() {
-                    self.r.frame_end = None;
-                    end = input.len();
-                    continue;
-                }
                 break;
             };
             match op {
@@ -354,24 +347,14 @@ impl<'a, 'p> Machine<'a, 'p> {
                     }
                 }
                 FRAME if self.r.frame_end.is_none() => {
-                    // `Reader::frame`: an 8-byte length, the frame within the input.
-                    let Some(n) = le_at::<8>(input, pos + 1, end) else {
+                    // An empty frame (`Reader::frame` with a length of 0), used up where it
+                    // starts: floods of them cost a trip through the careful path each
+                    // otherwise. A frame with bytes is the careful path's (the loop's end
+                    // stays fixed, which keeps its registers for the common opcodes).
+                    if le_at::<8>(input, pos + 1, end) != Some(0) {
                         break;
-                    };
-                    let start = pos + 9;
-                    let Some(frame_end) = usize::try_from(n)
-                        .ok()
-                        .and_then(|n| start.checked_add(n))
-                        .filter(|&e| e <= input.len())
-                    else {
-                        break;
-                    };
-                    // An empty frame is used up where it starts.
-                    if n != 0 {
-                        self.r.frame_end = Some(frame_end);
-                        end = frame_end;
                     }
-                    pos = start;
+                    pos += 9;
                 }
                 DUP if self.stack_room() && self.stack.len() > self.fence() => {
                     // `top()`: an item above the innermost MARK. DUP and at once POP change
