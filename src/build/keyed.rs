@@ -174,10 +174,13 @@ impl Keyed for NodeId {
 
 impl<'a, 'p> Machine<'a, 'p> {
     pub(super) fn keys(&self) -> KeyOps<'_, 'a, RandomState> {
+        // The seed is drawn by `open_keys`, before any insertion hashes.
+        let seed = self.hash_cache.try_borrow().map_or(1, |c| c.seed_drawn());
         KeyOps {
             arena: &self.arena,
             state: &self.hasher,
             cache: Some(&self.hash_cache),
+            seed,
         }
     }
 
@@ -216,6 +219,7 @@ impl<'a, 'p> Machine<'a, 'p> {
         let room = self.limits.max_alloc_bytes.saturating_sub(self.alloc);
         if let Ok(mut c) = self.hash_cache.try_borrow_mut() {
             c.open(room);
+            c.seed(&self.hasher);
         }
     }
 
@@ -288,7 +292,7 @@ impl<'a, 'p> Machine<'a, 'p> {
             // Leaving the small form: index the items so far (all hashable).
             index.reserve(d.len() + pairs, |e| e.0);
             for (pos, e) in d.iter().enumerate() {
-                let h = ops.hash(e.0).map_err(unhashable)?;
+                let h = ops.table_hash(ops.hash(e.0).map_err(unhashable)?);
                 index_insert(index, h, pos as u32);
             }
         } else {
@@ -297,7 +301,7 @@ impl<'a, 'p> Machine<'a, 'p> {
         for (i, pair) in flat.chunks_exact(2).enumerate() {
             self.keys_deadline(i)?;
             let &[k, v] = pair else { continue };
-            let h = ops.hash(k).map_err(unhashable)?;
+            let h = ops.table_hash(ops.hash(k).map_err(unhashable)?);
             let items = &d;
             let equal = match ops.find(index, h, k, |pos| items.get(pos as usize).map(|e| e.0)) {
                 Some(pos) => d.get_mut(pos as usize).map(|slot| {
@@ -405,7 +409,7 @@ impl<'a, 'p> Machine<'a, 'p> {
         if index.is_empty() {
             index.reserve(s.len() + items.len(), |e| e.0);
             for (pos, &e) in s.iter().enumerate() {
-                let h = ops.hash(e).map_err(unhashable)?;
+                let h = ops.table_hash(ops.hash(e).map_err(unhashable)?);
                 index_insert(index, h, pos as u32);
             }
         } else {
@@ -413,7 +417,7 @@ impl<'a, 'p> Machine<'a, 'p> {
         }
         for (i, &k) in items.iter().enumerate() {
             self.keys_deadline(i)?;
-            let h = ops.hash(k).map_err(unhashable)?;
+            let h = ops.table_hash(ops.hash(k).map_err(unhashable)?);
             let existing = &s;
             let equal = ops
                 .find(index, h, k, |pos| existing.get(pos as usize).copied())

@@ -66,7 +66,7 @@ const HASH_INF: u64 = 314_159;
 /// `_PyHASH_IMAG`, the multiplier of a complex number's imaginary part.
 const HASH_IMAG: u64 = 1_000_003;
 /// `hash(None)` since CPython 3.12 (`Objects/object.c` `none_hash`).
-const HASH_NONE: u64 = 0xFCA8_6420;
+pub(crate) const HASH_NONE: u64 = 0xFCA8_6420;
 /// What the bookkeeping of one remembered value or one class of keys is charged
 /// (`max_alloc_bytes`): a hash-table entry and its share of the table.
 pub(crate) const ENTRY_BYTES: u64 = 32;
@@ -88,12 +88,18 @@ pub(crate) fn int_hash(i: i64) -> u64 {
 
 /// `hash(b)` of a big int.
 pub(crate) fn bigint_hash(b: &BigInt) -> u64 {
-    // |b| mod (2**61 - 1), from the most significant 64-bit digit down, without allocating.
-    let mut acc: u128 = 0;
+    // |b| mod (2**61 - 1), from the most significant 64-bit digit down, without allocating
+    // or dividing: 2**64 is 8 modulo 2**61 - 1, so `acc * 2**64 + d` is `8 * acc + d`, and
+    // a number is folded below 2**61 + 16 by adding its bits past the 61st to the rest.
+    let mut acc: u64 = 0;
     for d in b.iter_u64_digits().rev() {
-        acc = ((acc << 64) | u128::from(d)) % u128::from(MODULUS);
+        let x = (u128::from(acc) << 3) + u128::from(d);
+        let x = (x & u128::from(MODULUS)) + (x >> HASH_BITS);
+        let x = (x & u128::from(MODULUS)) + (x >> HASH_BITS);
+        let x = x as u64;
+        acc = if x >= MODULUS { x - MODULUS } else { x };
     }
-    let m = acc as u64;
+    let m = acc;
     not_minus_one(if b.sign() == Sign::Minus {
         m.wrapping_neg()
     } else {
@@ -182,6 +188,7 @@ impl TupleHash {
         }
     }
 
+    #[inline]
     pub(crate) fn lane(&mut self, h: u64) {
         self.acc = self.acc.wrapping_add(h.wrapping_mul(XXPRIME_2));
         self.acc = self.acc.rotate_left(31);
@@ -207,19 +214,40 @@ fn shuffle_bits(h: u64) -> u64 {
 /// `hash(frozenset)` from its items' hashes (`frozenset_hash`): the xor of the shuffled item
 /// hashes is independent of the table's layout.
 pub(crate) fn frozenset_hash(items: impl Iterator<Item = u64>) -> u64 {
-    let mut h = 0u64;
-    let mut n = 0u64;
+    let mut f = FrozenSetHash::new();
     for i in items {
-        h ^= shuffle_bits(i);
-        n += 1;
+        f.add(i);
     }
-    h ^= (n + 1).wrapping_mul(1_927_868_237);
-    h ^= (h >> 11) ^ (h >> 25);
-    h = h.wrapping_mul(69_069).wrapping_add(907_133_923);
-    if h == u64::MAX {
-        590_923_713
-    } else {
-        h
+    f.finish()
+}
+
+/// [`frozenset_hash`] one item at a time.
+pub(crate) struct FrozenSetHash {
+    acc: u64,
+    len: u64,
+}
+
+impl FrozenSetHash {
+    pub(crate) fn new() -> FrozenSetHash {
+        FrozenSetHash { acc: 0, len: 0 }
+    }
+
+    #[inline]
+    pub(crate) fn add(&mut self, h: u64) {
+        self.acc ^= shuffle_bits(h);
+        self.len += 1;
+    }
+
+    pub(crate) fn finish(&self) -> u64 {
+        let mut h = self.acc;
+        h ^= (self.len + 1).wrapping_mul(1_927_868_237);
+        h ^= (h >> 11) ^ (h >> 25);
+        h = h.wrapping_mul(69_069).wrapping_add(907_133_923);
+        if h == u64::MAX {
+            590_923_713
+        } else {
+            h
+        }
     }
 }
 
@@ -326,14 +354,15 @@ fn leaf_shape<'v, S: std::hash::BuildHasher>(
         }
         Some(Value::Float(x)) => one(float_hash(x)),
         Some(Value::Complex(re, im)) => one(complex_hash(re, im)),
-        // Texts and bytes hash with a random key, but the empty ones hash to 0.
-        Some(Value::Str(s)) => one(s.as_bytes().is_empty().then_some(0)),
-        Some(Value::Bytes(b)) => one(b.is_empty().then_some(0)),
         Some(Value::Tuple(items)) => return Err((items, true)),
         Some(Value::FrozenSet(items)) => return Err((items, false)),
-        // Globals and records hash by identity (an address); anything else is not met (the
-        // key was hashed first, so it is hashable).
-        _ => one(None),
+        // Texts and bytes hash with a random key in CPython, but one key for the process:
+        // equal texts hash alike, so tuples that differ only in items whose hashes collide
+        // collide too (`(k * (2**61 - 1), 'x')` for every k). The build's keyed hash of them
+        // stands in for CPython's ([`KeyOps::hash`]), and so for globals and records (which
+        // CPython hashes by address); anything else is not met (the key was hashed first, so
+        // it is hashable).
+        _ => one(ops.hash_scalar(id).ok().flatten()),
     })
 }
 
@@ -418,7 +447,9 @@ impl std::hash::BuildHasher for MixState {
 /// The hasher of [`MixState`].
 pub(crate) struct Mix(u64);
 
-fn splitmix64(x: u64) -> u64 {
+/// The splitmix64 finaliser (a bijection of `u64`).
+#[inline(always)]
+pub(crate) fn splitmix64(x: u64) -> u64 {
     let mut z = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);

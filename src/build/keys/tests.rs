@@ -30,11 +30,13 @@ fn cached_hashes_are_the_hashes() {
         arena: &arena,
         state: &state,
         cache: None,
+        seed: 1,
     };
     let cached = KeyOps {
         arena: &arena,
         state: &state,
         cache: Some(&cache),
+        seed: 1,
     };
     for round in 0..2 {
         for id in (0..count).map(NodeId) {
@@ -76,6 +78,7 @@ fn key_ops<'n, 'a>(
         arena,
         state,
         cache,
+        seed: 1,
     }
 }
 
@@ -186,6 +189,7 @@ fn long_equal_tuples_are_remembered() {
         arena: &nodes,
         state: &state,
         cache: Some(&cache),
+        seed: 1,
     };
     let m = 2 * n;
     let (t, u, wt, wu, x) = (
