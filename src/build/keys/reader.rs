@@ -2,8 +2,9 @@
 //!
 //! An accepted document is built again by someone else: CPython's `pickle.loads` behind a
 //! sidecar's verdict, a Mitogen parent behind `guard`, the Python objects of the Python
-//! package. picklewarden's own hashing is keyed SipHash and caches every tuple's hash, so its
-//! own cost is linear; CPython's is not:
+//! package. picklewarden's own hashing caches every tuple's hash, so its own hashing is linear;
+//! its tables hash keys as CPython does (`super::KeyOps::hash`), so they meet the collisions
+//! this model counts and bounds. CPython's work is not linear:
 //!
 //! - CPython does not cache a tuple's hash (`Objects/tupleobject.c` `tuplehash`), so a key
 //!   that is a DAG of tuples (`t1 = (t0, t0, t0)`, `t2 = (t1, t1, t1)`, ...) costs its
@@ -37,7 +38,10 @@
 //!   is there.
 //!
 //! Keys that are ints from -2**30 to 2**30 - 1, texts and bytes are counted as cost 0 and
-//! are not tracked for collisions (their hashes are unique among themselves, or randomized):
+//! are not tracked for collisions (their hashes are unique among themselves, or randomized;
+//! a text *inside* a tuple or frozenset is hashed with the build's keyed hash, as CPython's
+//! is keyed but one for the process, so that `(k * (2**61 - 1), 'x')` for every k collide
+//! here as there):
 //! inserted from the stack, each needs at least one input byte per insertion, so they add at
 //! most one constant step a byte, and at most two members (`''`, `b''` and one such int) to a
 //! class of colliding keys. A `set()` or `frozenset()` call inserts the items of a list that
@@ -123,6 +127,13 @@ fn frexp(x: f64) -> (f64, i32) {
 /// `hash(x)` of a float (`_Py_HashDouble`); `None` for a NaN, which CPython 3.10+ hashes by
 /// the object's address.
 pub(crate) fn float_hash(v: f64) -> Option<u64> {
+    // An integral float below 2**63 in magnitude hashes as the int it equals (CPython makes
+    // `hash(float(i)) == hash(i)`); the conversion saturates, so the round trip holds only
+    // for those (2**63 saturates to `i64::MAX`, whose float is 2**63 again: excluded).
+    let i = v as i64;
+    if i as f64 == v && i != i64::MAX {
+        return Some(int_hash(i));
+    }
     if v.is_nan() {
         return None;
     }
@@ -304,6 +315,17 @@ pub(crate) struct ReaderKeys {
     fresh: u64,
 }
 
+/// One insertion's key, for [`ReaderKeys::insert`].
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Key {
+    /// The key inserted.
+    pub(crate) k: NodeId,
+    /// The key already there that `k` equals, if any (the same node or another).
+    pub(crate) equal: Option<NodeId>,
+    /// `k`'s [`KeyOps::hash`], when the caller has it.
+    pub(crate) hash: Option<u64>,
+}
+
 /// The container an insertion goes into, as the model names it.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Container(u64);
@@ -413,6 +435,32 @@ fn small_shape<S: std::hash::BuildHasher>(ops: &KeyOps<'_, '_, S>, id: NodeId) -
         hash_size: if tuple { hash_size } else { 1 },
         hash,
     })
+}
+
+/// The size of a tuple or frozenset of at most [`SMALL_TUPLE`] `items` that are all ints held
+/// in their ids or arena nodes of one step (an int, a float, a text or bytes): 1 plus one a
+/// item; `None` for any other (a big int, a record, a tuple or frozenset: [`small_shape`] or
+/// the walk sizes them). Its hash size is the same.
+#[inline]
+fn flat_size<S: std::hash::BuildHasher>(ops: &KeyOps<'_, '_, S>, items: &[NodeId]) -> Option<u64> {
+    if items.len() > SMALL_TUPLE {
+        return None;
+    }
+    for &item in items {
+        match ops.arena.node(item) {
+            None if item.is_shared() => {}
+            Some(
+                Node::Int(_)
+                | Node::Float(_)
+                | Node::Str { .. }
+                | Node::Surrogates { .. }
+                | Node::Bytes { .. }
+                | Node::Latin1 { .. },
+            ) => {}
+            _ => return None,
+        }
+    }
+    Some(1 + items.len() as u64)
 }
 
 /// A keyed hasher for the model's tables: splitmix64 over the words written, from a random
@@ -643,8 +691,10 @@ impl ReaderKeys {
         }
     }
 
-    /// Models one insertion of the key `k` into `container`; `equal` is the key already
-    /// there that `k` equals, if any (the same node or another). Refuses when the insertion
+    /// Models one insertion of the key `k` into `container` ([`Key`]: `equal` is the key
+    /// already there that `k` equals, if any; `hash`, `k`'s [`KeyOps::hash`] when the caller
+    /// has it (the model's hash of a tuple or frozenset of
+    /// scalars, or a big int, is that hash: so it only counts the tuple's size). Refuses when the insertion
     /// passes `max_key_steps` or `max_key_collisions`, or the document passes
     /// `max_key_steps_per_byte` for an input of `input_len` bytes.
     pub(crate) fn insert<S: std::hash::BuildHasher>(
@@ -653,22 +703,36 @@ impl ReaderKeys {
         limits: &Limits,
         input_len: u64,
         container: Container,
-        k: NodeId,
-        equal: Option<NodeId>,
+        Key {
+            k,
+            equal,
+            hash: known,
+        }: Key,
     ) -> Result<(), Refusal> {
         let k = ops.resolve(k).unwrap_or(k);
         let equal = equal.map(|e| ops.resolve(e).unwrap_or(e));
+        let known_shape = |items: &[NodeId]| {
+            let (Some(hash), Some(size)) = (known, flat_size(ops, items)) else {
+                return None;
+            };
+            Some(Shape {
+                size,
+                hash_size: size,
+                hash: Some(hash),
+            })
+        };
         let (hash_steps, size, hash, tracked) = match ops.arena.get(k) {
-            Some(Value::Tuple(_)) => {
-                let s = self.shape(ops, k);
+            Some(Value::Tuple(items)) => {
+                let s = known_shape(items).unwrap_or_else(|| self.shape(ops, k));
                 (s.hash_size, s.size, s.hash, true)
             }
             Some(Value::BigInt(b)) => {
                 let digits = b.bits().div_ceil(30).max(1);
-                (digits, digits, Some(bigint_hash(b)), true)
+                let h = known.unwrap_or_else(|| bigint_hash(b));
+                (digits, digits, Some(h), true)
             }
             Some(Value::FrozenSet(items)) => {
-                let s = self.shape(ops, k);
+                let s = known_shape(items).unwrap_or_else(|| self.shape(ops, k));
                 self.seed();
                 // A small frozenset is counted as hashed afresh each time (at most
                 // SMALL_TUPLE + 1 steps more than CPython, which keeps its hash); a larger
@@ -685,8 +749,13 @@ impl ReaderKeys {
                 };
                 (hash_steps, s.size, s.hash, !items.is_empty())
             }
-            Some(Value::Int(i)) => (0, 1, Some(int_hash(i)), NodeId::int(i).is_none()),
-            Some(Value::Float(x)) => (0, 1, float_hash(x), true),
+            Some(Value::Int(i)) => (
+                0,
+                1,
+                Some(known.unwrap_or_else(|| int_hash(i))),
+                NodeId::int(i).is_none(),
+            ),
+            Some(Value::Float(x)) => (0, 1, known.or_else(|| float_hash(x)), true),
             Some(Value::Complex(re, im)) => (0, 1, complex_hash(re, im), true),
             // Texts, bytes, singletons, globals and records: constant (module docs).
             _ => (0, 1, None, false),
