@@ -334,8 +334,9 @@ impl<'a, 'p> Machine<'a, 'p> {
 
     /// Runs the model of the reader's key work (src/build/keys/reader.rs) on one insertion of `k`
     /// into `container` (`equal`: the key there that `k` equals, if any; `hash`: `k`'s
-    /// [`KeyOps::hash`] when the caller has it), refusing with the model's limit. The commonest keys (short texts, shared ints) cost nothing there and
-    /// are answered from their node.
+    /// [`KeyOps::hash`] when the caller has it), refusing with the model's limit. The
+    /// commonest keys (short texts, shared ints) cost nothing there and are answered from
+    /// their node.
     #[inline]
     pub(super) fn model_key<S: std::hash::BuildHasher>(
         &self,

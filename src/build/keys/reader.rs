@@ -693,9 +693,9 @@ impl ReaderKeys {
 
     /// Models one insertion of the key `k` into `container` ([`Key`]: `equal` is the key
     /// already there that `k` equals, if any; `hash`, `k`'s [`KeyOps::hash`] when the caller
-    /// has it (the model's hash of a tuple or frozenset of
-    /// scalars, or a big int, is that hash: so it only counts the tuple's size). Refuses when the insertion
-    /// passes `max_key_steps` or `max_key_collisions`, or the document passes
+    /// has it (the model's hash of a tuple or frozenset of scalars, or of a big int, is that
+    /// hash: so it only counts the tuple's size). Refuses when the insertion passes
+    /// `max_key_steps` or `max_key_collisions`, or the document passes
     /// `max_key_steps_per_byte` for an input of `input_len` bytes.
     pub(crate) fn insert<S: std::hash::BuildHasher>(
         &mut self,
