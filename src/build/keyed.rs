@@ -292,7 +292,7 @@ impl<'a, 'p> Machine<'a, 'p> {
             // Leaving the small form: index the items so far (all hashable).
             index.reserve(d.len() + pairs, |e| e.0);
             for (pos, e) in d.iter().enumerate() {
-                let h = ops.table_hash(ops.hash(e.0).map_err(unhashable)?);
+                let h = ops.content_hash(e.0).map_err(unhashable)?;
                 index_insert(index, h, pos as u32);
             }
         } else {
@@ -301,8 +301,8 @@ impl<'a, 'p> Machine<'a, 'p> {
         for (i, pair) in flat.chunks_exact(2).enumerate() {
             self.keys_deadline(i)?;
             let &[k, v] = pair else { continue };
-            let hk = ops.hash(k).map_err(unhashable)?;
-            let h = ops.table_hash(hk);
+            let h = ops.content_hash(k).map_err(unhashable)?;
+            let hk = self.model_hash(&ops, k);
             let items = &d;
             let equal = match ops.find(index, h, k, |pos| items.get(pos as usize).map(|e| e.0)) {
                 Some(pos) => d.get_mut(pos as usize).map(|slot| {
@@ -315,9 +315,24 @@ impl<'a, 'p> Machine<'a, 'p> {
                     None
                 }
             };
-            self.model_key(&ops, container, k, equal, Some(hk))?;
+            self.model_key(&ops, container, k, equal, hk)?;
         }
         Ok(())
+    }
+
+    /// `k`'s [`KeyOps::hash`] (CPython's) for the model of the reader's work, when the model
+    /// counts `k` (else it is not asked: src/build/keys/reader.rs `counted`).
+    #[inline]
+    fn model_hash<S: std::hash::BuildHasher>(
+        &self,
+        ops: &KeyOps<'_, 'a, S>,
+        k: NodeId,
+    ) -> Option<u64> {
+        if counted(self.arena.node(k), k) {
+            ops.hash(k).ok()
+        } else {
+            None
+        }
     }
 
     /// Adds the `n` insertions of a `set()` or `frozenset()` call to the model's total
@@ -418,7 +433,7 @@ impl<'a, 'p> Machine<'a, 'p> {
         if index.is_empty() {
             index.reserve(s.len() + items.len(), |e| e.0);
             for (pos, &e) in s.iter().enumerate() {
-                let h = ops.table_hash(ops.hash(e).map_err(unhashable)?);
+                let h = ops.content_hash(e).map_err(unhashable)?;
                 index_insert(index, h, pos as u32);
             }
         } else {
@@ -426,8 +441,8 @@ impl<'a, 'p> Machine<'a, 'p> {
         }
         for (i, &k) in items.iter().enumerate() {
             self.keys_deadline(i)?;
-            let hk = ops.hash(k).map_err(unhashable)?;
-            let h = ops.table_hash(hk);
+            let h = ops.content_hash(k).map_err(unhashable)?;
+            let hk = self.model_hash(&ops, k);
             let existing = &s;
             let equal = ops
                 .find(index, h, k, |pos| existing.get(pos as usize).copied())
@@ -436,7 +451,7 @@ impl<'a, 'p> Machine<'a, 'p> {
                 index_insert(index, h, s.len() as u32);
                 s.push(k);
             }
-            self.model_key(&ops, container, k, equal, Some(hk))?;
+            self.model_key(&ops, container, k, equal, hk)?;
         }
         Ok(())
     }

@@ -1,9 +1,12 @@
-//! The content hash of a key: keyed SipHash (`std::hash::RandomState`) of the value's
-//! structure, so that two distinct values share one only by chance, whatever the peer chose.
-//! [`KeyOps::hash`] is CPython's hash (collisions can be chosen, and are bounded by the model of
-//! `reader.rs`); the content hash orders the items of two frozensets whose CPython hashes
-//! collide, so that [`KeyOps::eq_walk`](super::KeyOps) pairs up equal items. Equal values hash
-//! alike here too. Kept in the [`KeyCache`]'s own table of content hashes.
+//! The content hash of a key: a keyed hash of the value itself (splitmix64 over its canonical
+//! words from a random seed per decode, [`MixState`]), so that two distinct values share one
+//! only by chance, whatever the peer chose. It is the hash of the build's tables (dict and set
+//! indexes): [`KeyOps::hash`] is CPython's hash, whose collisions the peer can choose (as
+//! against CPython: the model of `reader.rs` bounds them for the reader after picklewarden,
+//! but a caller may lift its limits, and the build's own tables stay linear without it). It
+//! also orders the items of two frozensets whose CPython hashes collide, so that
+//! `KeyOps::eq_walk` pairs up equal items. Equal values hash alike (numbers reduced to one
+//! form, [`num_of`]). Kept in the [`KeyCache`](super::KeyCache)'s own table of content hashes.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -11,9 +14,10 @@ use std::hash::{BuildHasher, Hash, Hasher};
 
 use super::datetime::key_of;
 use super::num::{hash_num, num_of, Num};
-use super::{KeyOps, Unhashable, CACHED_TEXT_BYTES, SHORT_BIG_INT_DIGITS, SMALL_TUPLE};
+use super::reader::{Mix, MixState};
+use super::{held_int, KeyOps, Unhashable, CACHED_TEXT_BYTES, SHORT_BIG_INT_DIGITS, SMALL_TUPLE};
 use crate::policy::RecordKey;
-use crate::value::{NodeId, Object, PyBytes, Value};
+use crate::value::{Node, NodeId, Object, PyBytes, Value};
 
 /// Feeds the hash `x` of a tuple item that [`KeyOps::content_feed_value`] does not take into
 /// the tuple's hasher, tagged.
@@ -24,6 +28,13 @@ fn feed_hash<H: Hasher>(hasher: &mut H, x: u64) {
 }
 
 impl<S: BuildHasher> KeyOps<'_, '_, S> {
+    /// A hasher of the content hash: splitmix64 over the words written, from the decode's
+    /// seed ([`KeyOps::seed`]).
+    #[inline(always)]
+    fn content_hasher(&self) -> Mix {
+        MixState::keyed(self.seed).build_hasher()
+    }
+
     fn content_cached(&self, id: NodeId) -> Option<u64> {
         self.cache?.try_borrow().ok()?.content.get(&id).copied()
     }
@@ -57,7 +68,7 @@ impl<S: BuildHasher> KeyOps<'_, '_, S> {
             ) => self.content_scalar(a)?.ok_or(Unhashable)?,
             _ => return Err(Unhashable),
         };
-        let mut h = self.state.build_hasher();
+        let mut h = self.content_hasher();
         h.write_u8(12);
         if let Some(Value::Global(g)) = self.node(o.callable) {
             let (module, name) = g.python3_name();
@@ -69,11 +80,16 @@ impl<S: BuildHasher> KeyOps<'_, '_, S> {
     }
 
     /// The content hash of a hashable value, or `Unhashable`.
-    pub(super) fn content_hash(&self, root: NodeId) -> Result<u64, Unhashable> {
+    pub(crate) fn content_hash(&self, root: NodeId) -> Result<u64, Unhashable> {
         let root = self.resolve(root)?;
-        // Fast path: scalars.
-        if let Some(h) = self.content_scalar(root)? {
-            return Ok(h);
+        // Fast path: scalars (a tuple or frozenset is an arena node of its own kind).
+        if !matches!(
+            self.arena.node(root),
+            Some(Node::Tuple { .. } | Node::FrozenSet { .. })
+        ) {
+            if let Some(h) = self.content_scalar(root)? {
+                return Ok(h);
+            }
         }
         if let Some(h) = self.content_flat(root)? {
             return Ok(h);
@@ -93,7 +109,7 @@ impl<S: BuildHasher> KeyOps<'_, '_, S> {
             acc: u64,
         }
         let mut done: HashMap<NodeId, u64> = HashMap::new();
-        let mut stack: Vec<Frame<'_, S::Hasher>> = Vec::new();
+        let mut stack: Vec<Frame<'_, Mix>> = Vec::new();
         let mut pending = Some(root);
         loop {
             if let Some(id) = pending.take() {
@@ -122,7 +138,7 @@ impl<S: BuildHasher> KeyOps<'_, '_, S> {
                             Some(Value::FrozenSet(items)) => (items, false),
                             _ => return Err(Unhashable),
                         };
-                        let mut hasher = self.state.build_hasher();
+                        let mut hasher = self.content_hasher();
                         hasher.write_u8(if tuple { 10 } else { 11 });
                         hasher.write_usize(items.len());
                         stack.push(Frame {
@@ -180,7 +196,7 @@ impl<S: BuildHasher> KeyOps<'_, '_, S> {
     /// hash, as big ints are), so equal tuples hash alike; the tag byte first (0 for None, 15
     /// before a hash, the numbers' own from [`hash_num`]) keeps the items' encodings
     /// prefix-free, so that distinct tuples feed distinct bytes.
-    fn content_feed_value(&self, h: &mut S::Hasher, id: NodeId) -> bool {
+    fn content_feed_value(&self, h: &mut Mix, id: NodeId) -> bool {
         let v = match self.node(id) {
             Some(Value::None) => {
                 h.write_u8(0);
@@ -214,11 +230,25 @@ impl<S: BuildHasher> KeyOps<'_, '_, S> {
         if items.len() > SMALL_TUPLE {
             return Ok(None);
         }
-        let mut hasher = self.state.build_hasher();
+        let mut hasher = self.content_hasher();
         hasher.write_u8(if tuple { 10 } else { 11 });
         hasher.write_usize(items.len());
         let mut acc = 0u64;
         for &item in items {
+            // An int held in its id, as `content_feed_value` and `content_scalar` write it
+            // (`hash_num` of `Num::I`), from the id.
+            if let Some(i) = held_int(item) {
+                if tuple {
+                    hasher.write_u8(1);
+                    hasher.write_u64(i as u64);
+                } else {
+                    let mut h = self.content_hasher();
+                    h.write_u8(1);
+                    h.write_u64(i as u64);
+                    acc = acc.wrapping_add(h.finish());
+                }
+                continue;
+            }
             let item = self.resolve(item)?;
             if tuple && self.content_feed_value(&mut hasher, item) {
                 continue;
@@ -242,7 +272,7 @@ impl<S: BuildHasher> KeyOps<'_, '_, S> {
     /// the value is long.
     fn content_bytes(&self, id: NodeId, tag: u8, bytes: &[u8]) -> u64 {
         self.content_kept(id, bytes.len() >= CACHED_TEXT_BYTES, || {
-            let mut h = self.state.build_hasher();
+            let mut h = self.content_hasher();
             h.write_u8(tag);
             h.write(bytes);
             h.finish()
@@ -256,7 +286,7 @@ impl<S: BuildHasher> KeyOps<'_, '_, S> {
             return self.content_bytes(id, 6, b);
         }
         self.content_kept(id, bytes.len() >= CACHED_TEXT_BYTES, || {
-            let mut h = self.state.build_hasher();
+            let mut h = self.content_hasher();
             h.write_u8(6);
             bytes.for_each_chunk(|piece| h.write(piece));
             h.finish()
@@ -288,12 +318,12 @@ impl<S: BuildHasher> KeyOps<'_, '_, S> {
             // lookup, and is not kept.
             let keep = b.iter_u64_digits().len() > SHORT_BIG_INT_DIGITS;
             return Ok(Some(self.content_kept(id, keep, || {
-                let mut h = self.state.build_hasher();
+                let mut h = self.content_hasher();
                 hash_num(&Num::Big(Cow::Borrowed(b)), &mut h);
                 h.finish()
             })));
         }
-        let mut h = self.state.build_hasher();
+        let mut h = self.content_hasher();
         if let Some(n) = num_of(v) {
             if n.has_nan() {
                 // A NaN is equal only to itself (the identity test before `==`), so it hashes

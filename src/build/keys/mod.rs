@@ -7,14 +7,14 @@
 //! lookup). list, dict, set and bytearray are unhashable, and so is a tuple or frozenset that
 //! holds one.
 //!
-//! Hashes are CPython's (`reader.rs`), with keyed SipHash (`std::hash::RandomState`) for texts,
-//! bytes and what CPython hashes by address ([`KeyOps::hash`]): a key's hash costs what
-//! CPython's costs, and the model of the reader's work ([`reader`]) reads it from here. The
-//! peer can pick keys whose hashes collide, as it can against CPython; the model counts those
-//! collisions per container and refuses past `max_key_collisions`, which bounds the build's
-//! own tables too; the tables spread the hash with a seeded mix ([`KeyOps::table_hash`]). Two
-//! frozensets are compared by pairing their items in hash order, ties broken by a keyed
-//! content hash (`content.rs`). Every walk uses an explicit stack.
+//! Two hashes: [`KeyOps::hash`] is CPython's (`reader.rs`), with keyed SipHash
+//! (`std::hash::RandomState`) for texts, bytes and what CPython hashes by address; the model of
+//! the reader's work ([`reader`]) reads it from here, and kept hashes are compared before
+//! equality with it. The build's tables (dict and set indexes) use the content hash
+//! (`content.rs`, [`KeyOps::content_hash`]), keyed by a random seed per decode, so that keys
+//! whose CPython hashes the peer made collide spread like any others there (hash flooding of
+//! picklewarden itself needs the seed), whatever limits the caller set. Every walk uses an
+//! explicit stack.
 
 mod content;
 mod datetime;
@@ -35,8 +35,7 @@ use datetime::key_of;
 pub(crate) use num::bigint_to_f64;
 use num::{num_eq, num_of};
 use reader::{
-    bigint_hash, complex_hash, float_hash, int_hash, splitmix64, FrozenSetHash, TupleHash,
-    HASH_NONE,
+    bigint_hash, complex_hash, float_hash, int_hash, FrozenSetHash, TupleHash, HASH_NONE,
 };
 
 /// The index of a dict or set: `(hash, position in items)` pairs.
@@ -95,8 +94,8 @@ pub(crate) struct KeyCache {
     /// Content hashes (`content.rs`), kept as `hashes` are.
     content: HashMap<NodeId, u64>,
     equal: HashSet<(NodeId, NodeId)>,
-    /// The seed of [`KeyOps::table_hash`] for this decode, drawn at the first insertion that
-    /// hashes (0 until then: [`KeyCache::seed`]).
+    /// The seed of [`KeyOps::content_hash`] for this decode, drawn at the first insertion
+    /// that hashes (0 until then: [`KeyCache::seed`]).
     seed: u64,
     /// Bytes this insertion may use.
     room: u64,
@@ -151,8 +150,8 @@ impl KeyCache {
         (std::mem::take(&mut self.kept), self.over.take())
     }
 
-    /// The seed of [`KeyOps::table_hash`], drawn from `state` the first time (every table of
-    /// one decode uses the same).
+    /// The seed of [`KeyOps::content_hash`], drawn from `state` the first time (every table
+    /// of one decode uses the same).
     pub(crate) fn seed<S: BuildHasher>(&mut self, state: &S) -> u64 {
         if self.seed == 0 {
             self.seed = state.hash_one(0x5eed_u64) | 1;
@@ -183,7 +182,7 @@ pub(crate) struct KeyOps<'n, 'a, S> {
     pub(crate) state: &'n S,
     /// Hashes kept across calls, if any (the build's; see [`HashCache`]).
     pub(crate) cache: Option<&'n HashCache>,
-    /// The seed of [`KeyOps::table_hash`] ([`KeyCache::seed`]).
+    /// The seed of [`KeyOps::content_hash`] ([`KeyCache::seed`]).
     pub(crate) seed: u64,
 }
 
@@ -353,10 +352,8 @@ impl<S: BuildHasher> KeyOps<'_, '_, S> {
     /// bytes, a global, a record, a NaN: [`KeyOps::hash_scalar`]). Numbers, tuples and
     /// frozensets hash as CPython hashes them (`reader.rs`), so equal values hash alike across
     /// kinds (`1 == 1.0 == True`), and two keys share a hash exactly when CPython's would (for
-    /// a text, one random key per decode as one per process there): the collisions in the
-    /// build's tables are the ones the model of the reader's work counts and bounds
-    /// (`max_key_collisions`), and the tables spread the hash with a seeded mix
-    /// ([`KeyOps::table_hash`]).
+    /// a text, one random key per decode as one per process there): what the model of the
+    /// reader's work counts. The build's tables use [`KeyOps::content_hash`].
     pub(crate) fn hash(&self, root: NodeId) -> Result<u64, Unhashable> {
         let root = self.resolve(root)?;
         let v = self.node(root).ok_or(Unhashable)?;
@@ -570,16 +567,6 @@ impl<S: BuildHasher> KeyOps<'_, '_, S> {
         })
     }
 
-    /// The hash the build's tables ([`KeyIndex`]) keep for a key of hash `h`
-    /// ([`KeyOps::hash`]): `h` through splitmix64 from the decode's seed. The mix is a
-    /// bijection, so two keys share a table hash exactly when they share a hash; it spreads
-    /// CPython's hash (an int's is the int) over the bits the table uses, and the seed keeps
-    /// the peer from picking distinct hashes that fall into one bucket.
-    #[inline(always)]
-    pub(crate) fn table_hash(&self, h: u64) -> u64 {
-        splitmix64(self.seed ^ h)
-    }
-
     /// `Ok` when the value is hashable (a type test for scalars, the full walk, a hash, only
     /// for tuples and frozensets), with the hash of `id` when comparing by hash first pays for
     /// itself: a tuple, a frozenset, a big int, or a text or bytes of at least
@@ -665,7 +652,7 @@ impl<S: BuildHasher> KeyOps<'_, '_, S> {
         }
     }
 
-    /// Finds `key` (with table hash `h`, [`KeyOps::table_hash`]) among `keys` through `index`;
+    /// Finds `key` (with content hash `h`, [`KeyOps::content_hash`]) among `keys` through `index`;
     /// returns its position.
     pub(crate) fn find(
         &self,
@@ -682,8 +669,8 @@ impl<S: BuildHasher> KeyOps<'_, '_, S> {
     }
 }
 
-/// Adds `(h, pos)` to an index (`h` the key's [`KeyOps::table_hash`]; the key is known to be
-/// absent).
+/// Adds `(h, pos)` to an index (`h` the key's [`KeyOps::content_hash`]; the key is known to
+/// be absent).
 pub(crate) fn index_insert(index: &mut KeyIndex, h: u64, pos: u32) {
     index.insert_unique(h, (h, pos), |&(eh, _)| eh);
 }

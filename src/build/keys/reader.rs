@@ -478,6 +478,11 @@ impl Default for MixState {
 }
 
 impl MixState {
+    /// The state of the seed `seed`.
+    pub(crate) fn keyed(seed: u64) -> MixState {
+        MixState(seed)
+    }
+
     /// A state from a random seed.
     pub(crate) fn random() -> MixState {
         use std::hash::BuildHasher;
@@ -488,12 +493,35 @@ impl MixState {
 impl std::hash::BuildHasher for MixState {
     type Hasher = Mix;
     fn build_hasher(&self) -> Mix {
-        Mix(self.0)
+        Mix {
+            state: self.0,
+            partial: 0,
+            pending: 0,
+        }
     }
 }
 
-/// The hasher of [`MixState`].
-pub(crate) struct Mix(u64);
+/// The hasher of [`MixState`]: a word is mixed into the state (`splitmix64(state ^ word)`);
+/// bytes are gathered into words whatever pieces they come in (a value fed in chunks hashes
+/// as the whole), the last partial word mixed in with its length at [`Mix::finish`].
+pub(crate) struct Mix {
+    state: u64,
+    /// Bytes written and not yet mixed in (little-endian), `pending` of them.
+    partial: u64,
+    pending: u32,
+}
+
+impl Mix {
+    /// Mixes in the partial word, if any (then the next word starts afresh).
+    #[inline]
+    fn flush(&mut self) {
+        if self.pending > 0 {
+            self.state = splitmix64(self.state ^ self.partial ^ (u64::from(self.pending) << 59));
+            self.partial = 0;
+            self.pending = 0;
+        }
+    }
+}
 
 /// The splitmix64 finaliser (a bijection of `u64`).
 #[inline(always)]
@@ -505,23 +533,48 @@ pub(crate) fn splitmix64(x: u64) -> u64 {
 }
 
 impl std::hash::Hasher for Mix {
-    fn write(&mut self, bytes: &[u8]) {
-        for chunk in bytes.chunks(8) {
-            let mut word = [0u8; 8];
-            for (w, &b) in word.iter_mut().zip(chunk) {
-                *w = b;
+    fn write(&mut self, mut bytes: &[u8]) {
+        // Whole words straight in while none is partly filled.
+        while self.pending == 0 {
+            let Some((word, rest)) = bytes.split_first_chunk::<8>() else {
+                break;
+            };
+            self.state = splitmix64(self.state ^ u64::from_le_bytes(*word));
+            bytes = rest;
+        }
+        for &b in bytes {
+            self.partial |= u64::from(b) << (8 * self.pending);
+            self.pending += 1;
+            if self.pending == 8 {
+                self.state = splitmix64(self.state ^ self.partial);
+                self.partial = 0;
+                self.pending = 0;
             }
-            self.write_u64(u64::from_le_bytes(word));
         }
     }
+    #[inline]
     fn write_u64(&mut self, x: u64) {
-        self.0 = splitmix64(self.0 ^ x);
+        self.flush();
+        self.state = splitmix64(self.state ^ x);
     }
     fn write_u32(&mut self, x: u32) {
         self.write_u64(u64::from(x));
     }
+    // A byte or a length is a word of its own (the content hash writes a tag byte before
+    // each item, and every tag stands for a fixed sequence of words, so the words of two
+    // distinct values differ).
+    fn write_u8(&mut self, x: u8) {
+        self.write_u64(u64::from(x));
+    }
+    fn write_usize(&mut self, x: usize) {
+        self.write_u64(x as u64);
+    }
     fn finish(&self) -> u64 {
-        self.0
+        if self.pending > 0 {
+            splitmix64(self.state ^ self.partial ^ (u64::from(self.pending) << 59))
+        } else {
+            self.state
+        }
     }
 }
 
