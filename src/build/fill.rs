@@ -110,7 +110,11 @@ impl<'a, 'p> Machine<'a, 'p> {
     /// Whether APPEND/SETITEM may add to `target`: always for lists and dicts, for a record
     /// only when its rule allows the `items` form.
     pub(super) fn items_allowed(&self, target: NodeId) -> Result<bool> {
-        if let Some(&callable) = self.sealed.get(&target) {
+        // Most decodes seal nothing: no lookup (and no hash of `target`) then.
+        if let Some(&callable) = (!self.sealed.is_empty())
+            .then(|| self.sealed.get(&target))
+            .flatten()
+        {
             let name = match self.get(callable)? {
                 Value::Global(g) => format!("{}.{}", g.module, g.name),
                 _ => "a record".to_owned(),

@@ -6,7 +6,7 @@ use std::hash::RandomState;
 use std::mem;
 
 use super::budget::{ITEM_BYTES, KEYED_BYTES};
-use super::keys::reader::{counted, Container};
+use super::keys::reader::{counted, Container, Key};
 use super::keys::{index_insert, KeyIndex, KeyOps, Over, CACHED_TEXT_BYTES};
 use super::machine::{internal, Machine};
 use crate::error::{ErrorKind, Result};
@@ -174,10 +174,13 @@ impl Keyed for NodeId {
 
 impl<'a, 'p> Machine<'a, 'p> {
     pub(super) fn keys(&self) -> KeyOps<'_, 'a, RandomState> {
+        // The seed is drawn by `open_keys`, before any insertion hashes.
+        let seed = self.hash_cache.try_borrow().map_or(1, |c| c.seed_drawn());
         KeyOps {
             arena: &self.arena,
             state: &self.hasher,
             cache: Some(&self.hash_cache),
+            seed,
         }
     }
 
@@ -216,6 +219,7 @@ impl<'a, 'p> Machine<'a, 'p> {
         let room = self.limits.max_alloc_bytes.saturating_sub(self.alloc);
         if let Ok(mut c) = self.hash_cache.try_borrow_mut() {
             c.open(room);
+            c.seed(&self.hasher);
         }
     }
 
@@ -280,7 +284,7 @@ impl<'a, 'p> Machine<'a, 'p> {
                         None
                     }
                 };
-                self.model_key(&ops, container, k, equal)?;
+                self.model_key(&ops, container, k, equal, hk)?;
             }
             return Ok(());
         }
@@ -288,7 +292,7 @@ impl<'a, 'p> Machine<'a, 'p> {
             // Leaving the small form: index the items so far (all hashable).
             index.reserve(d.len() + pairs, |e| e.0);
             for (pos, e) in d.iter().enumerate() {
-                let h = ops.hash(e.0).map_err(unhashable)?;
+                let h = ops.content_hash(e.0).map_err(unhashable)?;
                 index_insert(index, h, pos as u32);
             }
         } else {
@@ -297,7 +301,8 @@ impl<'a, 'p> Machine<'a, 'p> {
         for (i, pair) in flat.chunks_exact(2).enumerate() {
             self.keys_deadline(i)?;
             let &[k, v] = pair else { continue };
-            let h = ops.hash(k).map_err(unhashable)?;
+            let h = ops.content_hash(k).map_err(unhashable)?;
+            let hk = self.model_hash(&ops, k);
             let items = &d;
             let equal = match ops.find(index, h, k, |pos| items.get(pos as usize).map(|e| e.0)) {
                 Some(pos) => d.get_mut(pos as usize).map(|slot| {
@@ -310,9 +315,24 @@ impl<'a, 'p> Machine<'a, 'p> {
                     None
                 }
             };
-            self.model_key(&ops, container, k, equal)?;
+            self.model_key(&ops, container, k, equal, hk)?;
         }
         Ok(())
+    }
+
+    /// `k`'s [`KeyOps::hash`] (CPython's) for the model of the reader's work, when the model
+    /// counts `k` (else it is not asked: src/build/keys/reader.rs `counted`).
+    #[inline]
+    fn model_hash<S: std::hash::BuildHasher>(
+        &self,
+        ops: &KeyOps<'_, 'a, S>,
+        k: NodeId,
+    ) -> Option<u64> {
+        if counted(self.arena.node(k), k) {
+            ops.hash(k).ok()
+        } else {
+            None
+        }
     }
 
     /// Adds the `n` insertions of a `set()` or `frozenset()` call to the model's total
@@ -328,9 +348,10 @@ impl<'a, 'p> Machine<'a, 'p> {
     }
 
     /// Runs the model of the reader's key work (src/build/keys/reader.rs) on one insertion of `k`
-    /// into `container` (`equal`: the key there that `k` equals, if any), refusing with the
-    /// model's limit. The commonest keys (short texts, shared ints) cost nothing there and
-    /// are answered from their node.
+    /// into `container` (`equal`: the key there that `k` equals, if any; `hash`: `k`'s
+    /// [`KeyOps::hash`] when the caller has it), refusing with the model's limit. The
+    /// commonest keys (short texts, shared ints) cost nothing there and are answered from
+    /// their node.
     #[inline]
     pub(super) fn model_key<S: std::hash::BuildHasher>(
         &self,
@@ -338,6 +359,7 @@ impl<'a, 'p> Machine<'a, 'p> {
         container: Container,
         k: NodeId,
         equal: Option<NodeId>,
+        hash: Option<u64>,
     ) -> Result<()> {
         if !counted(self.arena.node(k), k) {
             return Ok(());
@@ -347,7 +369,13 @@ impl<'a, 'p> Machine<'a, 'p> {
         };
         let input_len = self.arena.input.len() as u64;
         model
-            .insert(ops, &self.limits, input_len, container, k, equal)
+            .insert(
+                ops,
+                &self.limits,
+                input_len,
+                container,
+                Key { k, equal, hash },
+            )
             .map_err(|r| self.limit(r.limit, r.seen))
     }
 
@@ -398,14 +426,14 @@ impl<'a, 'p> Machine<'a, 'p> {
                 if equal.is_none() {
                     s.push(k);
                 }
-                self.model_key(&ops, container, k, equal)?;
+                self.model_key(&ops, container, k, equal, hk)?;
             }
             return Ok(());
         }
         if index.is_empty() {
             index.reserve(s.len() + items.len(), |e| e.0);
             for (pos, &e) in s.iter().enumerate() {
-                let h = ops.hash(e).map_err(unhashable)?;
+                let h = ops.content_hash(e).map_err(unhashable)?;
                 index_insert(index, h, pos as u32);
             }
         } else {
@@ -413,7 +441,8 @@ impl<'a, 'p> Machine<'a, 'p> {
         }
         for (i, &k) in items.iter().enumerate() {
             self.keys_deadline(i)?;
-            let h = ops.hash(k).map_err(unhashable)?;
+            let h = ops.content_hash(k).map_err(unhashable)?;
+            let hk = self.model_hash(&ops, k);
             let existing = &s;
             let equal = ops
                 .find(index, h, k, |pos| existing.get(pos as usize).copied())
@@ -422,7 +451,7 @@ impl<'a, 'p> Machine<'a, 'p> {
                 index_insert(index, h, s.len() as u32);
                 s.push(k);
             }
-            self.model_key(&ops, container, k, equal)?;
+            self.model_key(&ops, container, k, equal, hk)?;
         }
         Ok(())
     }
@@ -614,8 +643,67 @@ impl<'a, 'p> Machine<'a, 'p> {
         Some(Ok(()))
     }
 
+    /// SETITEM of one key that is an int held in its id or a short text ([`plain_key`]) into
+    /// a dict of at most [`SMALL_KEYED`] keys that holds it already: the value replaced in
+    /// place, with the general path's checks and charges. The key is compared with keys of the
+    /// same kind only, as [`Machine::fill_fast`] compares them (equal exactly when their
+    /// fingerprints are); a dict holding a key of another kind before the equal one (a float
+    /// or a bool may equal an int) goes the general way. Replacing a value changes no key, so
+    /// a hash index the dict may have stays as it is, and nothing is modelled (such keys cost
+    /// the reader nothing: src/build/keys/reader.rs). `None` when the insertion is not of this
+    /// kind (nothing done).
+    fn set_plain_again(&mut self, target: NodeId, flat: &[NodeId]) -> Option<Result<()>> {
+        let &[k, v] = flat else { return None };
+        let (at, len) = {
+            let Arena {
+                input,
+                nodes,
+                pairs,
+                pair_vecs,
+                ..
+            } = &self.arena;
+            let input: &[u8] = input;
+            let entries = match *nodes.get(target.index())? {
+                Node::Dict { start, len } => pairs.get(start as usize..(start + len) as usize)?,
+                Node::DictVec(i) => pair_vecs.get(i as usize)?.as_slice(),
+                _ => return None,
+            };
+            if entries.len() > SMALL_KEYED {
+                return None;
+            }
+            let key = plain_key(nodes, input, k)?;
+            let mut at = None;
+            for (i, e) in entries.iter().enumerate() {
+                if e.0 == k || plain_find(&[plain_key(nodes, input, e.0)?], key, input).is_some() {
+                    at = Some(i);
+                    break;
+                }
+            }
+            (at?, entries.len())
+        };
+        if let Err(e) = self
+            .check_items(len + 1)
+            .and_then(|()| self.charge(KEYED_BYTES))
+        {
+            return Some(Err(e));
+        }
+        let slot = match *self.arena.nodes.get(target.index())? {
+            Node::Dict { start, .. } => self.arena.pairs.get_mut(start as usize + at),
+            Node::DictVec(i) => self.arena.pair_vecs.get_mut(i as usize)?.get_mut(at),
+            _ => None,
+        };
+        match slot {
+            Some(slot) => slot.1 = v,
+            None => return Some(Err(self.err(internal()))),
+        }
+        Some(Ok(()))
+    }
+
     /// Inserts the pairs of `flat` into the dict `target` ([`Machine::keyed_insert`]).
     pub(super) fn dict_items(&mut self, target: NodeId, flat: &[NodeId]) -> Result<()> {
+        if let Some(done) = self.set_plain_again(target, flat) {
+            return done;
+        }
         self.keyed_insert::<(NodeId, NodeId)>(target, |m, d, index| {
             m.dict_insert(Container::node(target), d, index, flat)
         })

@@ -193,15 +193,20 @@ impl<S: BuildHasher> KeyOps<'_, '_, S> {
                     if p.len() != q.len() {
                         return false;
                     }
-                    // Pair items by (hash, node id); equal sets pair up equal items.
+                    // Pair items by (hash, content hash, node id); equal sets pair up equal
+                    // items.
                     let (Some(ps), Some(qs)) = (self.sorted_by_hash(p), self.sorted_by_hash(q))
                     else {
                         return false;
                     };
-                    if ps.iter().map(|e| e.0).ne(qs.iter().map(|e| e.0)) {
+                    if ps
+                        .iter()
+                        .map(|e| (e.0, e.1))
+                        .ne(qs.iter().map(|e| (e.0, e.1)))
+                    {
                         return false;
                     }
-                    work.extend(ps.iter().map(|e| e.1).zip(qs.iter().map(|e| e.1)));
+                    work.extend(ps.iter().map(|e| e.2).zip(qs.iter().map(|e| e.2)));
                     true
                 }
                 _ => false,
@@ -219,12 +224,25 @@ impl<S: BuildHasher> KeyOps<'_, '_, S> {
         true
     }
 
-    pub(super) fn sorted_by_hash(&self, items: &[NodeId]) -> Option<Vec<(u64, NodeId)>> {
+    /// The items of a frozenset as `(hash, content hash, node id)`, sorted: equal frozensets
+    /// give equal items at the same places. The hash is CPython's ([`KeyOps::hash`]), which
+    /// the peer can make collide; only when two items share one are the content hashes
+    /// (`content.rs`, keyed) computed, to order them (else 0): an equal frozenset has the
+    /// same hashes, so it computes them too.
+    pub(super) fn sorted_by_hash(&self, items: &[NodeId]) -> Option<Vec<(u64, u64, NodeId)>> {
         let mut v = Vec::with_capacity(items.len());
         for &i in items {
-            v.push((self.hash(i).ok()?, i));
+            v.push((self.hash(i).ok()?, 0, i));
         }
         v.sort_unstable();
+        if v.windows(2)
+            .any(|w| w.first().map(|e| e.0) == w.get(1).map(|e| e.0))
+        {
+            for e in v.iter_mut() {
+                e.1 = self.content_hash(e.2).ok()?;
+            }
+            v.sort_unstable();
+        }
         Some(v)
     }
 }

@@ -7,15 +7,21 @@
 //! lookup). list, dict, set and bytearray are unhashable, and so is a tuple or frozenset that
 //! holds one.
 //!
-//! Hashes are keyed SipHash (`std::hash::RandomState`), not CPython's hash, so an attacker
-//! cannot pick keys that collide (hash flooding). Every walk uses an explicit stack.
+//! Two hashes: [`KeyOps::hash`] is CPython's (`reader.rs`), with keyed SipHash
+//! (`std::hash::RandomState`) for texts, bytes and what CPython hashes by address; the model of
+//! the reader's work ([`reader`]) reads it from here, and kept hashes are compared before
+//! equality with it. The build's tables (dict and set indexes) use the content hash
+//! (`content.rs`, [`KeyOps::content_hash`]), keyed by a random seed per decode, so that keys
+//! whose CPython hashes the peer made collide spread like any others there (hash flooding of
+//! picklewarden itself needs the seed), whatever limits the caller set. Every walk uses an
+//! explicit stack.
 
+mod content;
 mod datetime;
 mod eq;
 mod num;
 pub(crate) mod reader;
 
-use std::borrow::Cow;
 use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasher, Hash, Hasher};
@@ -27,18 +33,13 @@ use crate::policy::RecordKey;
 use crate::value::{Arena, Node, NodeId, Object, PyBytes, Value};
 use datetime::key_of;
 pub(crate) use num::bigint_to_f64;
-use num::{hash_num, num_eq, num_of, Num};
+use num::{num_eq, num_of};
+use reader::{
+    bigint_hash, complex_hash, float_hash, int_hash, FrozenSetHash, TupleHash, HASH_NONE,
+};
 
 /// The index of a dict or set: `(hash, position in items)` pairs.
 pub(crate) type KeyIndex = HashTable<(u64, u32)>;
-
-/// Feeds the hash `x` of a tuple item that [`KeyOps::feed_value`] does not take into the
-/// tuple's hasher, tagged.
-#[inline]
-fn feed_hash<H: Hasher>(hasher: &mut H, x: u64) {
-    hasher.write_u8(15);
-    hasher.write_u64(x);
-}
 
 /// A value is unhashable (list, dict, set, bytearray, or a tuple/frozenset holding one).
 #[derive(Debug)]
@@ -90,7 +91,12 @@ pub(crate) type HashCache = RefCell<KeyCache>;
 #[derive(Debug)]
 pub(crate) struct KeyCache {
     hashes: HashMap<NodeId, u64>,
+    /// Content hashes (`content.rs`), kept as `hashes` are.
+    content: HashMap<NodeId, u64>,
     equal: HashSet<(NodeId, NodeId)>,
+    /// The seed of [`KeyOps::content_hash`] for this decode, drawn at the first insertion
+    /// that hashes (0 until then: [`KeyCache::seed`]).
+    seed: u64,
     /// Bytes this insertion may use.
     room: u64,
     /// Bytes kept (hashes and equal pairs) during this insertion.
@@ -119,7 +125,9 @@ impl Default for KeyCache {
     fn default() -> KeyCache {
         KeyCache {
             hashes: HashMap::new(),
+            content: HashMap::new(),
             equal: HashSet::new(),
+            seed: 0,
             room: u64::MAX,
             kept: 0,
             over: None,
@@ -142,6 +150,20 @@ impl KeyCache {
         (std::mem::take(&mut self.kept), self.over.take())
     }
 
+    /// The seed of [`KeyOps::content_hash`], drawn from `state` the first time (every table
+    /// of one decode uses the same).
+    pub(crate) fn seed<S: BuildHasher>(&mut self, state: &S) -> u64 {
+        if self.seed == 0 {
+            self.seed = state.hash_one(0x5eed_u64) | 1;
+        }
+        self.seed
+    }
+
+    /// The seed [`KeyCache::seed`] drew (1 before it drew one: only tests hash then).
+    pub(crate) fn seed_drawn(&self) -> u64 {
+        self.seed.max(1)
+    }
+
     /// Keeps `PAIR_BYTES` more if the room allows, else marks the insertion as over.
     fn keep(&mut self) -> bool {
         let wanted = self.kept.saturating_add(PAIR_BYTES);
@@ -160,6 +182,40 @@ pub(crate) struct KeyOps<'n, 'a, S> {
     pub(crate) state: &'n S,
     /// Hashes kept across calls, if any (the build's; see [`HashCache`]).
     pub(crate) cache: Option<&'n HashCache>,
+    /// The seed of [`KeyOps::content_hash`] ([`KeyCache::seed`]).
+    pub(crate) seed: u64,
+}
+
+/// A tuple's or frozenset's hash being computed from its items' ([`KeyOps::hash`]).
+enum Acc {
+    Tuple(TupleHash),
+    Set(FrozenSetHash),
+}
+
+impl Acc {
+    #[inline(always)]
+    fn add(&mut self, h: u64) {
+        match self {
+            Acc::Tuple(t) => t.lane(h),
+            Acc::Set(s) => s.add(h),
+        }
+    }
+
+    #[inline(always)]
+    fn finish(&self) -> u64 {
+        match self {
+            Acc::Tuple(t) => t.finish(),
+            Acc::Set(s) => s.finish(),
+        }
+    }
+}
+
+/// The value of an int held in its id ([`NodeId::is_held_int`]).
+#[inline(always)]
+fn held_int(id: NodeId) -> Option<i64> {
+    // Sign-extend the low 31 bits.
+    id.is_held_int()
+        .then(|| i64::from(((id.0 << 1) as i32) >> 1))
 }
 
 impl<S: BuildHasher> KeyOps<'_, '_, S> {
@@ -291,14 +347,21 @@ impl<S: BuildHasher> KeyOps<'_, '_, S> {
         }
     }
 
-    /// The hash of a hashable value, or `Unhashable`.
+    /// CPython's hash of a hashable value (`hash(v)`), or `Unhashable`, with picklewarden's
+    /// keyed SipHash standing in for CPython's where CPython's is keyed or by address (str,
+    /// bytes, a global, a record, a NaN: [`KeyOps::hash_scalar`]). Numbers, tuples and
+    /// frozensets hash as CPython hashes them (`reader.rs`), so equal values hash alike across
+    /// kinds (`1 == 1.0 == True`), and two keys share a hash exactly when CPython's would (for
+    /// a text, one random key per decode as one per process there): what the model of the
+    /// reader's work counts. The build's tables use [`KeyOps::content_hash`].
     pub(crate) fn hash(&self, root: NodeId) -> Result<u64, Unhashable> {
         let root = self.resolve(root)?;
-        // Fast path: scalars.
-        if let Some(h) = self.hash_scalar(root)? {
-            return Ok(h);
-        }
-        if let Some(h) = self.hash_flat(root)? {
+        let v = self.node(root).ok_or(Unhashable)?;
+        let items = match v {
+            Value::Tuple(items) | Value::FrozenSet(items) => items,
+            _ => return self.hash_view(root, v),
+        };
+        if let Some(h) = self.hash_flat(v, items)? {
             return Ok(h);
         }
         if let Some(h) = self.cached(root) {
@@ -307,54 +370,40 @@ impl<S: BuildHasher> KeyOps<'_, '_, S> {
         // Tuples and frozensets: post-order with an explicit stack of frames.
         // Each tuple or frozenset is hashed once per call (`done`), so a DAG of shared tuples
         // (`t = (t', t')` through DUP or the memo) costs its size, not its unfolded size.
-        struct Frame<'v, H> {
+        struct Frame<'v> {
             id: NodeId,
             items: &'v [NodeId],
             next: usize,
-            tuple: bool,
-            hasher: H,
-            acc: u64,
+            acc: Acc,
         }
         let mut done: HashMap<NodeId, u64> = HashMap::new();
-        let mut stack: Vec<Frame<'_, S::Hasher>> = Vec::new();
+        let mut stack: Vec<Frame<'_>> = Vec::new();
         let mut pending = Some(root);
         loop {
             if let Some(id) = pending.take() {
                 let id = self.resolve(id)?;
-                // A number or None inside a tuple: its value, into the tuple's hasher.
-                if let Some(f) = stack.last_mut().filter(|f| f.tuple) {
-                    if self.feed_value(&mut f.hasher, id) {
-                        continue;
-                    }
-                }
                 let known = match done.get(&id).copied().or_else(|| self.cached(id)) {
                     Some(h) => Some(h),
                     None => self.hash_scalar(id)?,
                 };
                 match known {
-                    Some(h) => {
-                        // Feed into the parent frame or return.
-                        match stack.last_mut() {
-                            Some(f) => feed(f.tuple, &mut f.hasher, &mut f.acc, h),
-                            None => return Ok(h),
-                        }
-                    }
+                    Some(h) => match stack.last_mut() {
+                        Some(f) => f.acc.add(h),
+                        None => return Ok(h),
+                    },
                     None => {
-                        let (items, tuple) = match self.node(id) {
-                            Some(Value::Tuple(items)) => (items, true),
-                            Some(Value::FrozenSet(items)) => (items, false),
+                        let (items, acc) = match self.node(id) {
+                            Some(Value::Tuple(items)) => (items, Acc::Tuple(TupleHash::new())),
+                            Some(Value::FrozenSet(items)) => {
+                                (items, Acc::Set(FrozenSetHash::new()))
+                            }
                             _ => return Err(Unhashable),
                         };
-                        let mut hasher = self.state.build_hasher();
-                        hasher.write_u8(if tuple { 10 } else { 11 });
-                        hasher.write_usize(items.len());
                         stack.push(Frame {
                             id,
                             items,
                             next: 0,
-                            tuple,
-                            hasher,
-                            acc: 0,
+                            acc,
                         });
                     }
                 }
@@ -371,95 +420,45 @@ impl<S: BuildHasher> KeyOps<'_, '_, S> {
             let Some(frame) = stack.pop() else {
                 return Err(Unhashable);
             };
-            let mut hasher = frame.hasher;
-            if !frame.tuple {
-                hasher.write_u64(frame.acc);
-            }
-            let h = hasher.finish();
+            let h = frame.acc.finish();
             done.insert(frame.id, h);
             self.remember(frame.id, h);
             match stack.last_mut() {
-                Some(f) => feed(f.tuple, &mut f.hasher, &mut f.acc, h),
+                Some(f) => f.acc.add(h),
                 None => return Ok(h),
             }
         }
-
-        fn feed<H: Hasher>(tuple: bool, hasher: &mut H, acc: &mut u64, h: u64) {
-            if tuple {
-                feed_hash(hasher, h);
-            } else {
-                // Order-independent for frozensets.
-                *acc = acc.wrapping_add(h);
-            }
-        }
     }
 
-    /// Feeds the tuple item `id` (resolved) into its tuple's hasher when it is None or a
-    /// number that [`hash_num`] writes in a fixed size (a bool, an int, a float or a complex
-    /// number that is no NaN and does not reduce to a big int): its tagged value, so that the
-    /// item costs no hasher of its own. `false` for any other item, whose hash the caller
-    /// feeds ([`feed_hash`]). Every value equal to a number fed here is one fed here too (the
-    /// number kinds reduce to one form, [`num_of`]; one that reduces to a big int is fed by
-    /// hash, as big ints are), so equal tuples hash alike; the tag byte first (0 for None, 15
-    /// before a hash, the numbers' own from [`hash_num`]) keeps the items' encodings
-    /// prefix-free, so that distinct tuples feed distinct bytes.
+    /// The hash of the tuple or frozenset `v` of at most [`SMALL_TUPLE`] `items`, none of them
+    /// a tuple or frozenset (the commonest keys, `(i, j)`, `(i, 'name')`): the walk's hash of
+    /// it, without the walk's tables, and not kept (it costs at most `SMALL_TUPLE` scalar
+    /// hashes, less than keeping it). `None` when there are more items, or one is a tuple or
+    /// frozenset (after hashing some of the items: at most `SMALL_TUPLE` hashes lost).
     #[inline]
-    fn feed_value(&self, h: &mut S::Hasher, id: NodeId) -> bool {
-        let v = match self.node(id) {
-            Some(Value::None) => {
-                h.write_u8(0);
-                return true;
-            }
-            Some(v @ (Value::Bool(_) | Value::Int(_) | Value::Float(_) | Value::Complex(..))) => v,
-            _ => return false,
-        };
-        match num_of(v) {
-            Some(n @ (Num::I(_) | Num::F(_) | Num::C(..))) if !n.has_nan() => {
-                hash_num(&n, h);
-                true
-            }
-            _ => false,
-        }
-    }
-
-    /// The hash of a tuple or frozenset of at most [`SMALL_TUPLE`] items, none of them a
-    /// tuple or frozenset (the commonest keys, `(i, j)`, `(i, 'name')`): the walk's hash of it
-    /// (the same bytes fed to the same hasher), without the walk's tables, and not kept (it
-    /// costs at most `SMALL_TUPLE` scalar hashes, less than keeping it). `None` for any other
-    /// value, and for such a container holding a tuple or frozenset (after hashing some of its
-    /// items: at most `SMALL_TUPLE` hashes lost).
-    #[inline]
-    fn hash_flat(&self, id: NodeId) -> Result<Option<u64>, Unhashable> {
-        let (items, tuple) = match self.node(id) {
-            Some(Value::Tuple(items)) => (items, true),
-            Some(Value::FrozenSet(items)) => (items, false),
-            _ => return Ok(None),
-        };
+    fn hash_flat(&self, v: Value<'_>, items: &[NodeId]) -> Result<Option<u64>, Unhashable> {
         if items.len() > SMALL_TUPLE {
             return Ok(None);
         }
-        let mut hasher = self.state.build_hasher();
-        hasher.write_u8(if tuple { 10 } else { 11 });
-        hasher.write_usize(items.len());
-        let mut acc = 0u64;
+        let mut acc = match v {
+            Value::Tuple(_) => Acc::Tuple(TupleHash::new()),
+            _ => Acc::Set(FrozenSetHash::new()),
+        };
         for &item in items {
-            let item = self.resolve(item)?;
-            if tuple && self.feed_value(&mut hasher, item) {
-                continue;
-            }
-            let Some(h) = self.hash_scalar(item)? else {
-                return Ok(None);
+            // An int held in its id (most items of such keys) hashes from the id.
+            let h = match held_int(item) {
+                Some(i) => int_hash(i),
+                None => {
+                    let item = self.resolve(item)?;
+                    let Some(h) = self.hash_scalar(item)? else {
+                        return Ok(None);
+                    };
+                    h
+                }
             };
-            if tuple {
-                feed_hash(&mut hasher, h);
-            } else {
-                acc = acc.wrapping_add(h);
-            }
+            acc.add(h);
         }
-        if !tuple {
-            hasher.write_u64(acc);
-        }
-        Ok(Some(hasher.finish()))
+        Ok(Some(acc.finish()))
     }
 
     /// The hash of a text's or bytes value's bytes after the tag byte, kept in the cache when
@@ -500,68 +499,72 @@ impl<S: BuildHasher> KeyOps<'_, '_, S> {
         h
     }
 
-    /// `Some(hash)` for a scalar, `None` for a tuple or frozenset (walked by the caller).
-    fn hash_scalar(&self, id: NodeId) -> Result<Option<u64>, Unhashable> {
-        let v = self.node(id).ok_or(Unhashable)?;
-        if let Value::BigInt(b) = v {
-            // Kept like a long text's: up to 4 KiB of digits hashed once, not once per
-            // comparison (frozensets of 30 such ints compared once per ADDITEMS would
-            // otherwise hash their digits at every comparison; CPython keeps its hashes in the
-            // set).
-            // One of at most `SHORT_BIG_INT_DIGITS` 64-bit digits hashes faster than the
-            // lookup, and is not kept.
-            let keep = b.iter_u64_digits().len() > SHORT_BIG_INT_DIGITS;
-            return Ok(Some(self.hash_kept(id, keep, || {
-                let mut h = self.state.build_hasher();
-                hash_num(&Num::Big(Cow::Borrowed(b)), &mut h);
-                h.finish()
-            })));
-        }
+    /// A hash by identity (a record, a NaN): keyed SipHash of the tag and the node's id.
+    fn identity_hash(&self, tag: u8, id: NodeId) -> u64 {
         let mut h = self.state.build_hasher();
-        if let Some(n) = num_of(v) {
-            if n.has_nan() {
-                // A NaN is equal only to itself (the identity test before `==`), so it hashes
-                // by identity, as CPython 3.10+ does (`_Py_HashDouble(inst, v)`, bpo-43475):
-                // hashed by value, every NaN with the same bits collided with every other and
-                // a set of n NaNs cost n**2 comparisons.
-                h.write_u8(9);
-                h.write_u32(id.0);
-            } else {
-                hash_num(&n, &mut h);
-            }
-            return Ok(Some(h.finish()));
+        h.write_u8(tag);
+        h.write_u32(id.0);
+        h.finish()
+    }
+
+    /// `Some(hash)` for a scalar, `None` for a tuple or frozenset (walked by the caller).
+    pub(crate) fn hash_scalar(&self, id: NodeId) -> Result<Option<u64>, Unhashable> {
+        match self.node(id).ok_or(Unhashable)? {
+            Value::Tuple(_) | Value::FrozenSet(_) => Ok(None),
+            v => self.hash_view(id, v).map(Some),
         }
-        match v {
-            Value::None => h.write_u8(0),
-            Value::Str(s) => {
-                let b = s.as_bytes();
-                return Ok(Some(self.hash_bytes(id, 5, b)));
+    }
+
+    /// The hash of the scalar `id` from its view `v` (`Unhashable` for a tuple or frozenset,
+    /// which [`KeyOps::hash`] walks): CPython's for None, numbers (a NaN, equal only to
+    /// itself, by identity, as CPython 3.10+ hashes it: `_Py_HashDouble(inst, v)`, bpo-43475);
+    /// keyed SipHash of the content for texts and bytes (CPython's is keyed too), of the name
+    /// for a global, of the value for a date, by identity for a record.
+    fn hash_view(&self, id: NodeId, v: Value<'_>) -> Result<u64, Unhashable> {
+        Ok(match v {
+            Value::None => HASH_NONE,
+            Value::Bool(b) => u64::from(b),
+            Value::Int(i) => int_hash(i),
+            Value::BigInt(b) => {
+                // Kept like a long text's: up to 4 KiB of digits hashed once, not once per
+                // comparison. One of at most `SHORT_BIG_INT_DIGITS` 64-bit digits hashes
+                // faster than the lookup, and is not kept.
+                let keep = b.iter_u64_digits().len() > SHORT_BIG_INT_DIGITS;
+                self.hash_kept(id, keep, || bigint_hash(b))
             }
-            Value::Bytes(b) => return Ok(Some(self.hash_py_bytes(id, b))),
+            Value::Float(x) => match float_hash(x) {
+                Some(h) => h,
+                None => self.identity_hash(9, id),
+            },
+            Value::Complex(re, im) => match complex_hash(re, im) {
+                Some(h) => h,
+                None => self.identity_hash(9, id),
+            },
+            Value::Str(s) => self.hash_bytes(id, 5, s.as_bytes()),
+            Value::Bytes(b) => self.hash_py_bytes(id, b),
             Value::Global(g) => {
+                let mut h = self.state.build_hasher();
                 h.write_u8(7);
                 let (module, name) = g.python3_name();
                 module.hash(&mut h);
                 name.hash(&mut h);
+                h.finish()
             }
             Value::Object(o) => match o.key {
-                RecordKey::Identity => {
-                    h.write_u8(8);
-                    h.write_u32(id.0);
-                }
+                RecordKey::Identity => self.identity_hash(8, id),
                 // Every caller resolves first (`KeyOps::resolve`), so a first-argument record
                 // is not met here; were it, it would be refused, not hashed as itself.
                 RecordKey::Unhashable | RecordKey::FirstArgument => return Err(Unhashable),
-                RecordKey::OnePerFirstArgument => return self.hash_one_per_argument(o).map(Some),
+                RecordKey::OnePerFirstArgument => return self.hash_one_per_argument(o),
                 RecordKey::Datetime => {
+                    let mut h = self.state.build_hasher();
                     h.write_u8(13);
                     key_of(self.arena, o).ok_or(Unhashable)?.hash(&mut h);
+                    h.finish()
                 }
             },
-            Value::Tuple(_) | Value::FrozenSet(_) => return Ok(None),
             _ => return Err(Unhashable),
-        }
-        Ok(Some(h.finish()))
+        })
     }
 
     /// `Ok` when the value is hashable (a type test for scalars, the full walk, a hash, only
@@ -649,7 +652,8 @@ impl<S: BuildHasher> KeyOps<'_, '_, S> {
         }
     }
 
-    /// Finds `key` (with hash `h`) among `keys` through `index`; returns its position.
+    /// Finds `key` (with content hash `h`, [`KeyOps::content_hash`]) among `keys` through `index`;
+    /// returns its position.
     pub(crate) fn find(
         &self,
         index: &KeyIndex,
@@ -665,7 +669,8 @@ impl<S: BuildHasher> KeyOps<'_, '_, S> {
     }
 }
 
-/// Adds `(h, pos)` to an index (the key is known to be absent).
+/// Adds `(h, pos)` to an index (`h` the key's [`KeyOps::content_hash`]; the key is known to
+/// be absent).
 pub(crate) fn index_insert(index: &mut KeyIndex, h: u64, pos: u32) {
     index.insert_unique(h, (h, pos), |&(eh, _)| eh);
 }

@@ -32,13 +32,14 @@ impl Num<'_> {
 }
 
 pub(super) fn float_num(x: f64) -> Num<'static> {
+    // Integral and from -2**63 to 2**63 (excluded): the int it equals. The conversion
+    // saturates, so the round trip holds only for those (2**63 saturates to `i64::MAX`, whose
+    // float is 2**63 again: excluded, and made a big int below).
+    let i = x as i64;
+    if i as f64 == x && i != i64::MAX {
+        return Num::I(i);
+    }
     if x.is_finite() && x.fract() == 0.0 {
-        // 2**63, exactly representable.
-        let bound = -(i64::MIN as f64);
-        if (-bound..bound).contains(&x) {
-            // In range and integral: exact conversion.
-            return Num::I(x as i64);
-        }
         if let Some(b) = BigInt::from_f64(x) {
             return Num::Big(Cow::Owned(b));
         }

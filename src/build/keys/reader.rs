@@ -2,8 +2,9 @@
 //!
 //! An accepted document is built again by someone else: CPython's `pickle.loads` behind a
 //! sidecar's verdict, a Mitogen parent behind `guard`, the Python objects of the Python
-//! package. picklewarden's own hashing is keyed SipHash and caches every tuple's hash, so its
-//! own cost is linear; CPython's is not:
+//! package. picklewarden's own hashing caches every tuple's hash, so its own hashing is linear;
+//! its tables hash keys as CPython does (`super::KeyOps::hash`), so they meet the collisions
+//! this model counts and bounds. CPython's work is not linear:
 //!
 //! - CPython does not cache a tuple's hash (`Objects/tupleobject.c` `tuplehash`), so a key
 //!   that is a DAG of tuples (`t1 = (t0, t0, t0)`, `t2 = (t1, t1, t1)`, ...) costs its
@@ -37,7 +38,10 @@
 //!   is there.
 //!
 //! Keys that are ints from -2**30 to 2**30 - 1, texts and bytes are counted as cost 0 and
-//! are not tracked for collisions (their hashes are unique among themselves, or randomized):
+//! are not tracked for collisions (their hashes are unique among themselves, or randomized;
+//! a text *inside* a tuple or frozenset is hashed with the build's keyed hash, as CPython's
+//! is keyed but one for the process, so that `(k * (2**61 - 1), 'x')` for every k collide
+//! here as there):
 //! inserted from the stack, each needs at least one input byte per insertion, so they add at
 //! most one constant step a byte, and at most two members (`''`, `b''` and one such int) to a
 //! class of colliding keys. A `set()` or `frozenset()` call inserts the items of a list that
@@ -66,7 +70,7 @@ const HASH_INF: u64 = 314_159;
 /// `_PyHASH_IMAG`, the multiplier of a complex number's imaginary part.
 const HASH_IMAG: u64 = 1_000_003;
 /// `hash(None)` since CPython 3.12 (`Objects/object.c` `none_hash`).
-const HASH_NONE: u64 = 0xFCA8_6420;
+pub(crate) const HASH_NONE: u64 = 0xFCA8_6420;
 /// What the bookkeeping of one remembered value or one class of keys is charged
 /// (`max_alloc_bytes`): a hash-table entry and its share of the table.
 pub(crate) const ENTRY_BYTES: u64 = 32;
@@ -88,12 +92,18 @@ pub(crate) fn int_hash(i: i64) -> u64 {
 
 /// `hash(b)` of a big int.
 pub(crate) fn bigint_hash(b: &BigInt) -> u64 {
-    // |b| mod (2**61 - 1), from the most significant 64-bit digit down, without allocating.
-    let mut acc: u128 = 0;
+    // |b| mod (2**61 - 1), from the most significant 64-bit digit down, without allocating
+    // or dividing: 2**64 is 8 modulo 2**61 - 1, so `acc * 2**64 + d` is `8 * acc + d`, and
+    // a number is folded below 2**61 + 16 by adding its bits past the 61st to the rest.
+    let mut acc: u64 = 0;
     for d in b.iter_u64_digits().rev() {
-        acc = ((acc << 64) | u128::from(d)) % u128::from(MODULUS);
+        let x = (u128::from(acc) << 3) + u128::from(d);
+        let x = (x & u128::from(MODULUS)) + (x >> HASH_BITS);
+        let x = (x & u128::from(MODULUS)) + (x >> HASH_BITS);
+        let x = x as u64;
+        acc = if x >= MODULUS { x - MODULUS } else { x };
     }
-    let m = acc as u64;
+    let m = acc;
     not_minus_one(if b.sign() == Sign::Minus {
         m.wrapping_neg()
     } else {
@@ -117,6 +127,13 @@ fn frexp(x: f64) -> (f64, i32) {
 /// `hash(x)` of a float (`_Py_HashDouble`); `None` for a NaN, which CPython 3.10+ hashes by
 /// the object's address.
 pub(crate) fn float_hash(v: f64) -> Option<u64> {
+    // An integral float below 2**63 in magnitude hashes as the int it equals (CPython makes
+    // `hash(float(i)) == hash(i)`); the conversion saturates, so the round trip holds only
+    // for those (2**63 saturates to `i64::MAX`, whose float is 2**63 again: excluded).
+    let i = v as i64;
+    if i as f64 == v && i != i64::MAX {
+        return Some(int_hash(i));
+    }
     if v.is_nan() {
         return None;
     }
@@ -182,6 +199,7 @@ impl TupleHash {
         }
     }
 
+    #[inline]
     pub(crate) fn lane(&mut self, h: u64) {
         self.acc = self.acc.wrapping_add(h.wrapping_mul(XXPRIME_2));
         self.acc = self.acc.rotate_left(31);
@@ -207,19 +225,40 @@ fn shuffle_bits(h: u64) -> u64 {
 /// `hash(frozenset)` from its items' hashes (`frozenset_hash`): the xor of the shuffled item
 /// hashes is independent of the table's layout.
 pub(crate) fn frozenset_hash(items: impl Iterator<Item = u64>) -> u64 {
-    let mut h = 0u64;
-    let mut n = 0u64;
+    let mut f = FrozenSetHash::new();
     for i in items {
-        h ^= shuffle_bits(i);
-        n += 1;
+        f.add(i);
     }
-    h ^= (n + 1).wrapping_mul(1_927_868_237);
-    h ^= (h >> 11) ^ (h >> 25);
-    h = h.wrapping_mul(69_069).wrapping_add(907_133_923);
-    if h == u64::MAX {
-        590_923_713
-    } else {
-        h
+    f.finish()
+}
+
+/// [`frozenset_hash`] one item at a time.
+pub(crate) struct FrozenSetHash {
+    acc: u64,
+    len: u64,
+}
+
+impl FrozenSetHash {
+    pub(crate) fn new() -> FrozenSetHash {
+        FrozenSetHash { acc: 0, len: 0 }
+    }
+
+    #[inline]
+    pub(crate) fn add(&mut self, h: u64) {
+        self.acc ^= shuffle_bits(h);
+        self.len += 1;
+    }
+
+    pub(crate) fn finish(&self) -> u64 {
+        let mut h = self.acc;
+        h ^= (self.len + 1).wrapping_mul(1_927_868_237);
+        h ^= (h >> 11) ^ (h >> 25);
+        h = h.wrapping_mul(69_069).wrapping_add(907_133_923);
+        if h == u64::MAX {
+            590_923_713
+        } else {
+            h
+        }
     }
 }
 
@@ -276,6 +315,17 @@ pub(crate) struct ReaderKeys {
     fresh: u64,
 }
 
+/// One insertion's key, for [`ReaderKeys::insert`].
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Key {
+    /// The key inserted.
+    pub(crate) k: NodeId,
+    /// The key already there that `k` equals, if any (the same node or another).
+    pub(crate) equal: Option<NodeId>,
+    /// `k`'s [`KeyOps::hash`], when the caller has it.
+    pub(crate) hash: Option<u64>,
+}
+
 /// The container an insertion goes into, as the model names it.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Container(u64);
@@ -326,14 +376,15 @@ fn leaf_shape<'v, S: std::hash::BuildHasher>(
         }
         Some(Value::Float(x)) => one(float_hash(x)),
         Some(Value::Complex(re, im)) => one(complex_hash(re, im)),
-        // Texts and bytes hash with a random key, but the empty ones hash to 0.
-        Some(Value::Str(s)) => one(s.as_bytes().is_empty().then_some(0)),
-        Some(Value::Bytes(b)) => one(b.is_empty().then_some(0)),
         Some(Value::Tuple(items)) => return Err((items, true)),
         Some(Value::FrozenSet(items)) => return Err((items, false)),
-        // Globals and records hash by identity (an address); anything else is not met (the
-        // key was hashed first, so it is hashable).
-        _ => one(None),
+        // Texts and bytes hash with a random key in CPython, but one key for the process:
+        // equal texts hash alike, so tuples that differ only in items whose hashes collide
+        // collide too (`(k * (2**61 - 1), 'x')` for every k). The build's keyed hash of them
+        // stands in for CPython's ([`KeyOps::hash`]), and so for globals and records (which
+        // CPython hashes by address); anything else is not met (the key was hashed first, so
+        // it is hashable).
+        _ => one(ops.hash_scalar(id).ok().flatten()),
     })
 }
 
@@ -386,6 +437,32 @@ fn small_shape<S: std::hash::BuildHasher>(ops: &KeyOps<'_, '_, S>, id: NodeId) -
     })
 }
 
+/// The size of a tuple or frozenset of at most [`SMALL_TUPLE`] `items` that are all ints held
+/// in their ids or arena nodes of one step (an int, a float, a text or bytes): 1 plus one a
+/// item; `None` for any other (a big int, a record, a tuple or frozenset: [`small_shape`] or
+/// the walk sizes them). Its hash size is the same.
+#[inline]
+fn flat_size<S: std::hash::BuildHasher>(ops: &KeyOps<'_, '_, S>, items: &[NodeId]) -> Option<u64> {
+    if items.len() > SMALL_TUPLE {
+        return None;
+    }
+    for &item in items {
+        match ops.arena.node(item) {
+            None if item.is_shared() => {}
+            Some(
+                Node::Int(_)
+                | Node::Float(_)
+                | Node::Str { .. }
+                | Node::Surrogates { .. }
+                | Node::Bytes { .. }
+                | Node::Latin1 { .. },
+            ) => {}
+            _ => return None,
+        }
+    }
+    Some(1 + items.len() as u64)
+}
+
 /// A keyed hasher for the model's tables: splitmix64 over the words written, from a random
 /// seed per decode. The classes' keys hold CPython hash values the peer chooses; without the
 /// seed it cannot make them collide in these tables, and the mix costs a few instructions a
@@ -401,6 +478,11 @@ impl Default for MixState {
 }
 
 impl MixState {
+    /// The state of the seed `seed`.
+    pub(crate) fn keyed(seed: u64) -> MixState {
+        MixState(seed)
+    }
+
     /// A state from a random seed.
     pub(crate) fn random() -> MixState {
         use std::hash::BuildHasher;
@@ -411,14 +493,39 @@ impl MixState {
 impl std::hash::BuildHasher for MixState {
     type Hasher = Mix;
     fn build_hasher(&self) -> Mix {
-        Mix(self.0)
+        Mix {
+            state: self.0,
+            partial: 0,
+            pending: 0,
+        }
     }
 }
 
-/// The hasher of [`MixState`].
-pub(crate) struct Mix(u64);
+/// The hasher of [`MixState`]: a word is mixed into the state (`splitmix64(state ^ word)`);
+/// bytes are gathered into words whatever pieces they come in (a value fed in chunks hashes
+/// as the whole), the last partial word mixed in with its length at [`Mix::finish`].
+pub(crate) struct Mix {
+    state: u64,
+    /// Bytes written and not yet mixed in (little-endian), `pending` of them.
+    partial: u64,
+    pending: u32,
+}
 
-fn splitmix64(x: u64) -> u64 {
+impl Mix {
+    /// Mixes in the partial word, if any (then the next word starts afresh).
+    #[inline]
+    fn flush(&mut self) {
+        if self.pending > 0 {
+            self.state = splitmix64(self.state ^ self.partial ^ (u64::from(self.pending) << 59));
+            self.partial = 0;
+            self.pending = 0;
+        }
+    }
+}
+
+/// The splitmix64 finaliser (a bijection of `u64`).
+#[inline(always)]
+pub(crate) fn splitmix64(x: u64) -> u64 {
     let mut z = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
@@ -426,23 +533,48 @@ fn splitmix64(x: u64) -> u64 {
 }
 
 impl std::hash::Hasher for Mix {
-    fn write(&mut self, bytes: &[u8]) {
-        for chunk in bytes.chunks(8) {
-            let mut word = [0u8; 8];
-            for (w, &b) in word.iter_mut().zip(chunk) {
-                *w = b;
+    fn write(&mut self, mut bytes: &[u8]) {
+        // Whole words straight in while none is partly filled.
+        while self.pending == 0 {
+            let Some((word, rest)) = bytes.split_first_chunk::<8>() else {
+                break;
+            };
+            self.state = splitmix64(self.state ^ u64::from_le_bytes(*word));
+            bytes = rest;
+        }
+        for &b in bytes {
+            self.partial |= u64::from(b) << (8 * self.pending);
+            self.pending += 1;
+            if self.pending == 8 {
+                self.state = splitmix64(self.state ^ self.partial);
+                self.partial = 0;
+                self.pending = 0;
             }
-            self.write_u64(u64::from_le_bytes(word));
         }
     }
+    #[inline]
     fn write_u64(&mut self, x: u64) {
-        self.0 = splitmix64(self.0 ^ x);
+        self.flush();
+        self.state = splitmix64(self.state ^ x);
     }
     fn write_u32(&mut self, x: u32) {
         self.write_u64(u64::from(x));
     }
+    // A byte or a length is a word of its own (the content hash writes a tag byte before
+    // each item, and every tag stands for a fixed sequence of words, so the words of two
+    // distinct values differ).
+    fn write_u8(&mut self, x: u8) {
+        self.write_u64(u64::from(x));
+    }
+    fn write_usize(&mut self, x: usize) {
+        self.write_u64(x as u64);
+    }
     fn finish(&self) -> u64 {
-        self.0
+        if self.pending > 0 {
+            splitmix64(self.state ^ self.partial ^ (u64::from(self.pending) << 59))
+        } else {
+            self.state
+        }
     }
 }
 
@@ -612,9 +744,11 @@ impl ReaderKeys {
         }
     }
 
-    /// Models one insertion of the key `k` into `container`; `equal` is the key already
-    /// there that `k` equals, if any (the same node or another). Refuses when the insertion
-    /// passes `max_key_steps` or `max_key_collisions`, or the document passes
+    /// Models one insertion of the key `k` into `container` ([`Key`]: `equal` is the key
+    /// already there that `k` equals, if any; `hash`, `k`'s [`KeyOps::hash`] when the caller
+    /// has it (the model's hash of a tuple or frozenset of scalars, or of a big int, is that
+    /// hash: so it only counts the tuple's size). Refuses when the insertion passes
+    /// `max_key_steps` or `max_key_collisions`, or the document passes
     /// `max_key_steps_per_byte` for an input of `input_len` bytes.
     pub(crate) fn insert<S: std::hash::BuildHasher>(
         &mut self,
@@ -622,22 +756,36 @@ impl ReaderKeys {
         limits: &Limits,
         input_len: u64,
         container: Container,
-        k: NodeId,
-        equal: Option<NodeId>,
+        Key {
+            k,
+            equal,
+            hash: known,
+        }: Key,
     ) -> Result<(), Refusal> {
         let k = ops.resolve(k).unwrap_or(k);
         let equal = equal.map(|e| ops.resolve(e).unwrap_or(e));
+        let known_shape = |items: &[NodeId]| {
+            let (Some(hash), Some(size)) = (known, flat_size(ops, items)) else {
+                return None;
+            };
+            Some(Shape {
+                size,
+                hash_size: size,
+                hash: Some(hash),
+            })
+        };
         let (hash_steps, size, hash, tracked) = match ops.arena.get(k) {
-            Some(Value::Tuple(_)) => {
-                let s = self.shape(ops, k);
+            Some(Value::Tuple(items)) => {
+                let s = known_shape(items).unwrap_or_else(|| self.shape(ops, k));
                 (s.hash_size, s.size, s.hash, true)
             }
             Some(Value::BigInt(b)) => {
                 let digits = b.bits().div_ceil(30).max(1);
-                (digits, digits, Some(bigint_hash(b)), true)
+                let h = known.unwrap_or_else(|| bigint_hash(b));
+                (digits, digits, Some(h), true)
             }
             Some(Value::FrozenSet(items)) => {
-                let s = self.shape(ops, k);
+                let s = known_shape(items).unwrap_or_else(|| self.shape(ops, k));
                 self.seed();
                 // A small frozenset is counted as hashed afresh each time (at most
                 // SMALL_TUPLE + 1 steps more than CPython, which keeps its hash); a larger
@@ -654,8 +802,13 @@ impl ReaderKeys {
                 };
                 (hash_steps, s.size, s.hash, !items.is_empty())
             }
-            Some(Value::Int(i)) => (0, 1, Some(int_hash(i)), NodeId::int(i).is_none()),
-            Some(Value::Float(x)) => (0, 1, float_hash(x), true),
+            Some(Value::Int(i)) => (
+                0,
+                1,
+                Some(known.unwrap_or_else(|| int_hash(i))),
+                NodeId::int(i).is_none(),
+            ),
+            Some(Value::Float(x)) => (0, 1, known.or_else(|| float_hash(x)), true),
             Some(Value::Complex(re, im)) => (0, 1, complex_hash(re, im), true),
             // Texts, bytes, singletons, globals and records: constant (module docs).
             _ => (0, 1, None, false),

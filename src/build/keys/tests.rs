@@ -30,11 +30,13 @@ fn cached_hashes_are_the_hashes() {
         arena: &arena,
         state: &state,
         cache: None,
+        seed: 1,
     };
     let cached = KeyOps {
         arena: &arena,
         state: &state,
         cache: Some(&cache),
+        seed: 1,
     };
     for round in 0..2 {
         for id in (0..count).map(NodeId) {
@@ -76,6 +78,7 @@ fn key_ops<'n, 'a>(
         arena,
         state,
         cache,
+        seed: 1,
     }
 }
 
@@ -186,6 +189,7 @@ fn long_equal_tuples_are_remembered() {
         arena: &nodes,
         state: &state,
         cache: Some(&cache),
+        seed: 1,
     };
     let m = 2 * n;
     let (t, u, wt, wu, x) = (
@@ -246,4 +250,39 @@ fn tuples_of_equal_numbers_hash_alike_on_every_path() {
         assert!(ops.eq(NodeId(7), NodeId(8)));
         assert!(ops.eq(NodeId(9), NodeId(10)));
     }
+}
+
+/// The content hash's hasher gathers bytes into words whatever pieces they come in: a bytes
+/// value held in pieces (Latin-1 text) hashes as the same bytes in one slice.
+#[test]
+fn mix_hashes_bytes_alike_in_any_pieces() {
+    use std::hash::{BuildHasher, Hasher};
+    let state = reader::MixState::keyed(0x1234_5678);
+    let bytes: Vec<u8> = (0u8..=40).collect();
+    let whole = {
+        let mut h = state.build_hasher();
+        h.write_u8(6);
+        h.write(&bytes);
+        h.finish()
+    };
+    for cut in [1usize, 3, 7, 8, 9, 16, 17, 40] {
+        for step in [1usize, 2, 5, 8, 13] {
+            let mut h = state.build_hasher();
+            h.write_u8(6);
+            let (head, tail) = bytes.split_at(cut);
+            h.write(head);
+            for piece in tail.chunks(step) {
+                h.write(piece);
+            }
+            assert_eq!(h.finish(), whole, "cut {cut} step {step}");
+        }
+    }
+    // A shorter value padded with zeros is another value.
+    let mut h = state.build_hasher();
+    h.write_u8(6);
+    h.write(&bytes[..5]);
+    let mut g = state.build_hasher();
+    g.write_u8(6);
+    g.write(&[0, 1, 2, 3, 4, 0]);
+    assert_ne!(h.finish(), g.finish());
 }
