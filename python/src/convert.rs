@@ -153,18 +153,18 @@ impl<'py, 'd> Builder<'py, 'd> {
                 Err(_) => PyBytes::new(py, s.as_bytes())
                     .call_method1("decode", ("utf-8", "surrogatepass"))?,
             },
+            // The protocol 0-2 form (`_codecs.encode(text, 'latin1')`) transcoded from its
+            // UTF-8 straight into the new bytes object.
             Value::Bytes(b) => match b.as_slice() {
                 Some(s) => PyBytes::new(py, s).into_any(),
                 None => PyBytes::new_with(py, b.len(), |buf| {
-                    let mut at = 0usize;
-                    b.for_each_chunk(|c| {
-                        let end = at.saturating_add(c.len());
-                        if let Some(dst) = buf.get_mut(at..end) {
-                            dst.copy_from_slice(c);
-                        }
-                        at = end;
-                    });
-                    Ok(())
+                    if picklewarden::copy_bytes_into(&b, buf) {
+                        Ok(())
+                    } else {
+                        Err(pyo3::exceptions::PySystemError::new_err(
+                            "bytes of a length other than the document's",
+                        ))
+                    }
                 })?
                 .into_any(),
             },
