@@ -161,6 +161,7 @@ pub mod value;
 mod vm;
 
 pub use formats::mitogen;
+pub use input::latin1::copy_bytes_into;
 pub use input::opcode;
 // Internal text helpers (escapes, number text); only `float_repr` is public, re-exported below.
 use input::text;

@@ -56,9 +56,6 @@ impl Drop for GcPause<'_> {
     }
 }
 
-/// Inputs at most this long are decoded scan first (`Decoder::decode_with_report`).
-const SCAN_FIRST_BYTES: usize = 4 * 1024;
-
 // ---------------------------------------------------------------------------------------------
 // Policies
 
@@ -540,33 +537,24 @@ fn decode_doc<'a>(
 ) -> PyResult<Document<'a>> {
     let policy: &Policy = &opts.policy;
     let buffers = &opts.buffers;
-    // A short input is scanned first, then built with the scan's counts: that costs less
-    // than the one-pass build's bookkeeping of nesting heights, which starts at 128 KiB.
-    let run = || {
-        let d = decoder(input, policy, opts.limits, buffers);
-        if input.len() <= SCAN_FIRST_BYTES {
-            let d = match SCRATCH.with(|s| s.borrow_mut().take()) {
-                Some(scratch) => d.scratch(scratch),
-                None => d,
-            };
-            d.decode_with_report(stream).0
-        } else if stream {
+    let d = decoder(input, policy, opts.limits, buffers);
+    let one = move |d: Decoder<'a, 'a>| {
+        if stream {
             d.decode_stream()
         } else {
             d.decode()
         }
     };
+    // One pass (no scan first: for a short input the scan's pass costs more than the
+    // bookkeeping it saves the build). A short input builds into the arena this thread's last
+    // short decode left.
     let result = if input.len() >= DETACH_BYTES {
-        let d = decoder(input, policy, opts.limits, buffers);
-        py.detach(move || {
-            if stream {
-                d.decode_stream()
-            } else {
-                d.decode()
-            }
-        })
+        py.detach(move || one(d))
     } else {
-        run()
+        match SCRATCH.with(|s| s.borrow_mut().take()) {
+            Some(scratch) => one(d.scratch(scratch)),
+            None => one(d),
+        }
     };
     result.map_err(|e| refused(py, &e))
 }
@@ -600,7 +588,7 @@ pub(crate) fn loads<'py>(
         }
     };
     drop(b);
-    if input.bytes().len() <= SCAN_FIRST_BYTES {
+    if input.bytes().len() < DETACH_BYTES {
         let scratch = doc.recycle();
         if scratch.capacity_bytes() <= SCRATCH_MAX_BYTES {
             SCRATCH.with(|s| *s.borrow_mut() = Some(scratch));

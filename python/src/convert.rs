@@ -28,11 +28,35 @@ use std::collections::HashMap;
 use picklewarden::{CallKind, Document, NodeId, Value};
 use pyo3::prelude::*;
 use pyo3::types::{
-    PyBool, PyByteArray, PyBytes, PyComplex, PyDict, PyFloat, PyFrozenSet, PyList, PySet, PyString,
-    PyTuple,
+    PyBool, PyByteArray, PyBytes, PyComplex, PyDict, PyFloat, PyFrozenSet, PyList, PySet, PyTuple,
 };
 
 use crate::api::{refused_own, types_attr, Options, GLOBAL, REBUILD, RECORD};
+
+/// The nodes a walk's stack, and the list of pass 2's containers, hold before they grow.
+const WALK_ROOM: usize = 1024;
+
+/// The bits of [`Builder::refs`] that count how many times a node is reached (0, 1, 2 for
+/// more).
+const COUNT: u8 = 0b011;
+/// The bit of [`Builder::refs`] set on a node that is not a scalar ([`is_scalar`]).
+const STRUCTURED: u8 = 0b100;
+
+/// Whether `v` refers to no other node (made by [`Builder::scalar`]).
+fn is_scalar(v: &Value<'_>) -> bool {
+    matches!(
+        v,
+        Value::None
+            | Value::Bool(_)
+            | Value::Int(_)
+            | Value::BigInt(_)
+            | Value::Float(_)
+            | Value::Complex(..)
+            | Value::Str(_)
+            | Value::Bytes(_)
+            | Value::ByteArray(_)
+    )
+}
 
 /// Pass-2 state of a node in the completion walk (classes mode).
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -47,7 +71,8 @@ pub(crate) struct Builder<'py, 'd> {
     doc: &'d Document<'d>,
     /// The Python object of each arena node made and kept.
     objs: Vec<Option<Bound<'py, PyAny>>>,
-    /// How many times each node is reached from a container or a root (0, 1, or 2 for more).
+    /// How many times each node is reached from a container or a root ([`COUNT`]: 0, 1, or
+    /// 2 for more), and whether it is a scalar ([`STRUCTURED`] clear).
     refs: Vec<u8>,
     classes: &'d HashMap<String, Bound<'py, PyAny>>,
     /// Classes mode: every node is made in pass 1 and completed in post-order.
@@ -96,7 +121,10 @@ impl<'py, 'd> Builder<'py, 'd> {
     /// None, bools, small ints) made now; else a list, dict or set not made yet, made empty
     /// and kept (pass 2 fills it).
     pub(crate) fn obj(&mut self, id: NodeId) -> PyResult<Bound<'py, PyAny>> {
-        if !id.is_shared() {
+        // A scalar reached once is never kept (unless classes mode keeps all): its flags
+        // (a byte a node) say so without reading its slot (eight).
+        let once_scalar = !self.keep_all && self.refs.get(id.index()) == Some(&1);
+        if !id.is_shared() && !once_scalar {
             if let Some(Some(o)) = self.objs.get(id.index()) {
                 return Ok(o.clone());
             }
@@ -145,26 +173,19 @@ impl<'py, 'd> Builder<'py, 'd> {
             Value::BigInt(b) => b.into_pyobject(py)?.into_any(),
             Value::Float(f) => PyFloat::new(py, f).into_any(),
             Value::Complex(re, im) => PyComplex::from_doubles(py, re, im).into_any(),
-            // CPython decodes the UTF-8 (which the decoder checked) without a second check
-            // here; text with lone surrogates, which strict UTF-8 refuses, is kept as
-            // CPython's unpickler keeps it (surrogatepass).
-            Value::Str(s) => match PyString::from_bytes(py, s.as_bytes()) {
-                Ok(t) => t.into_any(),
-                Err(_) => PyBytes::new(py, s.as_bytes())
-                    .call_method1("decode", ("utf-8", "surrogatepass"))?,
-            },
+            Value::Str(s) => crate::text::str_of(py, &s)?,
+            // The protocol 0-2 form (`_codecs.encode(text, 'latin1')`) transcoded from its
+            // UTF-8 straight into the new bytes object.
             Value::Bytes(b) => match b.as_slice() {
                 Some(s) => PyBytes::new(py, s).into_any(),
                 None => PyBytes::new_with(py, b.len(), |buf| {
-                    let mut at = 0usize;
-                    b.for_each_chunk(|c| {
-                        let end = at.saturating_add(c.len());
-                        if let Some(dst) = buf.get_mut(at..end) {
-                            dst.copy_from_slice(c);
-                        }
-                        at = end;
-                    });
-                    Ok(())
+                    if picklewarden::copy_bytes_into(&b, buf) {
+                        Ok(())
+                    } else {
+                        Err(pyo3::exceptions::PySystemError::new_err(
+                            "bytes of a length other than the document's",
+                        ))
+                    }
                 })?
                 .into_any(),
             },
@@ -248,12 +269,15 @@ impl<'py, 'd> Builder<'py, 'd> {
         self.classes.get(&format!("{m}.{n}")).cloned()
     }
 
-    /// How many times the roots and containers reach each node (saturating at 2); 0 for a
-    /// node no root reaches.
+    /// How many times the roots and containers reach each node (saturating at 2; 0 for a
+    /// node no root reaches), with [`STRUCTURED`] set on a node that is not a scalar (made
+    /// or kept in pass 1, or filled in pass 2): pass 1 then passes over a scalar reached once
+    /// without viewing it.
     fn count_refs(&mut self) {
         let doc = self.doc;
         let mut refs = vec![0u8; doc.len()];
-        let mut stack: Vec<NodeId> = Vec::new();
+        // Room for a small document's walk at once (it grows for a larger one).
+        let mut stack: Vec<NodeId> = Vec::with_capacity(doc.len().min(WALK_ROOM));
         let reach = |id: NodeId, refs: &mut Vec<u8>, stack: &mut Vec<NodeId>| {
             if id.is_shared() {
                 return;
@@ -262,7 +286,7 @@ impl<'py, 'd> Builder<'py, 'd> {
                 if *r == 0 {
                     stack.push(id);
                 }
-                *r = r.saturating_add(1).min(2);
+                *r = (*r & STRUCTURED) | (*r & COUNT).saturating_add(1).min(2);
             }
         };
         for &r in doc.roots() {
@@ -270,14 +294,19 @@ impl<'py, 'd> Builder<'py, 'd> {
         }
         while let Some(id) = stack.pop() {
             if let Some(v) = doc.get(id) {
-                v.for_each_child(|c| reach(c, &mut refs, &mut stack));
+                if !is_scalar(&v) {
+                    if let Some(r) = refs.get_mut(id.index()) {
+                        *r |= STRUCTURED;
+                    }
+                    v.for_each_child(|c| reach(c, &mut refs, &mut stack));
+                }
             }
         }
         self.refs = refs;
     }
 
     fn reached(&self, id: NodeId) -> u8 {
-        self.refs.get(id.index()).copied().unwrap_or(0)
+        self.refs.get(id.index()).map_or(0, |r| r & COUNT)
     }
 
     /// Makes the objects of every node the roots reach.
@@ -288,11 +317,12 @@ impl<'py, 'd> Builder<'py, 'd> {
             self.done = vec![Done::No; doc.len()];
         }
         // The lists, dicts, sets and records, for pass 2.
-        let mut later: Vec<NodeId> = Vec::new();
+        let mut later: Vec<NodeId> = Vec::with_capacity(doc.len().min(WALK_ROOM));
         for id in doc.ids() {
-            let reached = self.reached(id);
-            if reached == 0 {
-                continue;
+            let flags = self.refs.get(id.index()).copied().unwrap_or(0);
+            let reached = flags & COUNT;
+            if reached == 0 || (reached == 1 && flags & STRUCTURED == 0 && !self.keep_all) {
+                continue; // unreached, or a scalar made where it is used
             }
             let Some(v) = doc.get(id) else { continue };
             let o = match v {

@@ -4,6 +4,7 @@
 
 mod api;
 mod convert;
+mod text;
 
 use pyo3::prelude::*;
 use pyo3::types::PyDict;

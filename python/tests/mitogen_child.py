@@ -10,6 +10,15 @@ def pattern(n):
     return block * (n // 256) + block[: n % 256]
 
 
+def blob_chunks(n, chunk=128 * 1024):
+    """n bytes as a list of mitogen.core.Blob chunks of `chunk` bytes: Mitogen pickles a
+    reply that is not itself bytes at protocol 2, where Python 3 writes each chunk's bytes as
+    _codecs.encode(<latin-1 text>, 'latin1') (the transcoded transfer)."""
+    import mitogen.core
+    data = pattern(n)
+    return [mitogen.core.Blob(data[i:i + chunk]) for i in range(0, n, chunk)]
+
+
 def values():
     shared = [1, 2]
     return {

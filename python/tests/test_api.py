@@ -61,6 +61,42 @@ def test_bytes_protocol2_latin1():
     assert got[0] == blob and got[0] is got[1]
 
 
+def test_bytes_protocol2_every_length_and_alignment():
+    # The protocol 2 form, _codecs.encode(text, 'latin1'), is transcoded straight into the
+    # bytes object: every length up to 300 (across SSE2 blocks and words), at three offsets
+    # into a run of every byte value, and one 128 KiB Mitogen chunk.
+    raw = bytes(range(256)) * 600
+    cases = [raw[off:off + n] for n in range(301) for off in (0, 1, 127)]
+    cases.append(raw[:128 * 1024])
+    for b in cases:
+        data = pickle.dumps(b, 2)
+        got = picklewarden.loads(data)
+        assert type(got) is bytes and got == b == pickle.loads(data)
+
+
+def test_lone_surrogates_kept_short_and_long():
+    for s in ["\ud800", "a\udfffb", "x" * 5000 + "\udc80" + "\u00e9" * 5000, "\ud83d\ude00"]:
+        for proto in (0, 1, 2, 4, 5):
+            data = pickle.dumps(s, proto)
+            got = picklewarden.loads(data)
+            assert got == pickle.loads(data) == s
+
+
+def test_short_decodes_in_a_row_keep_values_and_identity():
+    # Short inputs build into the arena the thread's last short decode left: values and
+    # shared references stay right whichever input came before.
+    shared = [1, "x"]
+    inputs = [pickle.dumps(v, p) for p in (2, 4) for v in (
+        {"id": 1234, "name": "alice", "tags": ["a", "b"], "ok": True, "score": 0.5},
+        (shared, shared, {"k": shared}),
+        list(range(50)),
+        "\u00e9t\u00e9" * 30,
+    )]
+    for _ in range(3):
+        for data in inputs:
+            same_graph(picklewarden.loads(data), pickle.loads(data))
+
+
 def test_refused_error_fields():
     with pytest.raises(picklewarden.RefusedError) as e:
         picklewarden.loads(b"cos\nsystem\n(S'id'\ntR.")

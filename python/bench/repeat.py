@@ -1,0 +1,31 @@
+#!/usr/bin/env python3
+"""Decodes one input N times with one tool, for instruction counts under callgrind (the
+process with N = 0 gives the start-up to subtract):
+
+    valgrind --tool=callgrind python python/bench/repeat.py TOOL N [FILE]
+
+TOOL: picklewarden (picklewarden.loads) or pickle (pickle.loads). Without FILE, the input is
+bench.py's tiny-dict at protocol 4 (81 bytes): N calls then give the per-call fixed costs.
+"""
+
+import pickle
+import sys
+
+import picklewarden
+
+
+def main():
+    tool, n = sys.argv[1], int(sys.argv[2])
+    if len(sys.argv) > 3:
+        with open(sys.argv[3], "rb") as f:
+            data = f.read()
+    else:
+        data = pickle.dumps({"id": 1234, "name": "alice", "tags": ["a", "b"], "ok": True,
+                             "score": 0.5}, 4)
+    fn = {"picklewarden": picklewarden.loads, "pickle": pickle.loads}[tool]
+    for _ in range(n):
+        fn(data)
+
+
+if __name__ == "__main__":
+    main()
