@@ -134,6 +134,7 @@ impl<'a> Document<'a> {
     /// The value at `id` (an arena node, or a shared value), as a view that borrows the
     /// document. Ids come from this document, so the lookup cannot fail for them; an id from
     /// another document gives `None` when out of range.
+    #[inline]
     pub fn get(&self, id: NodeId) -> Option<Value<'_>> {
         self.arena.get(id)
     }

@@ -256,15 +256,27 @@ struct Cx {
 }
 
 impl Cx {
+    #[inline(always)]
     fn visit(&mut self) -> Result<(), DeError> {
         self.visits += 1;
         if self.visits > self.max_visits {
-            return Err(DeError::TooManyVisits {
-                max: self.max_visits,
-            });
+            return Err(self.too_many());
         }
         Ok(())
     }
+
+    #[cold]
+    fn too_many(&self) -> DeError {
+        DeError::TooManyVisits {
+            max: self.max_visits,
+        }
+    }
+}
+
+/// A node id the document does not hold (only a caller's [`Deserializer::at`] can give one).
+#[cold]
+fn outside() -> DeError {
+    DeError::Message("a node id outside the document".to_owned())
 }
 
 /// What a deserializer stands on: a node, or a part of a record's or global's map form.
@@ -288,11 +300,13 @@ type Entries<'de> = Vec<(&'static str, Part<'de>)>;
 
 impl<'de, 'a, 'c> At<'de, 'a, 'c> {
     /// Counts a visit to the node and gives its value.
+    #[inline(always)]
     fn value(&mut self, id: NodeId) -> Result<Value<'de>, DeError> {
         self.cx.visit()?;
-        self.doc
-            .get(id)
-            .ok_or_else(|| DeError::Message("a node id outside the document".to_owned()))
+        match self.doc.get(id) {
+            Some(v) => Ok(v),
+            None => Err(outside()),
+        }
     }
 
     /// Runs `f` with the container `id` (whose value is `value`) on the path.
