@@ -15,8 +15,11 @@
 //! serde-pickle with its default `DeOptions`. Each line gives the median time of each over the
 //! rounds, their throughput on the pickle's bytes, and picklewarden's speed as a multiple of
 //! serde-pickle's; `decode ms` is picklewarden's decode alone (to a document, no
-//! deserialization), the part of its time the walk into `T` does not account for. The folder can be moved with `PICKLEWARDEN_WORKLOADS=DIR`; a missing
-//! workload is skipped.
+//! deserialization), the part of its time the walk into `T` does not account for. For a
+//! list of bytes a `floor` line follows: the time of copying each payload out of the input
+//! into its own `Vec<u8>` alone, which any decoder into an owned type must do, and
+//! serde-pickle's time as a multiple of it (the most any decoder could reach on that row).
+//! The folder can be moved with `PICKLEWARDEN_WORKLOADS=DIR`; a missing workload is skipped.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -216,6 +219,23 @@ fn bench<T: DeserializeOwned>(
             }
         }
     }
+    // For a list of bytes, the floor of any decoder into owned `Vec<u8>`s: copying each
+    // payload out of the input once, timed alone (the decode before it is not timed).
+    let mut floor = Vec::new();
+    if side.is_empty() && ty == "Vec<Bytes>" {
+        if let Ok(doc) = picklewarden::decode(&input, policy) {
+            let slices: Vec<_> = doc
+                .root_ref()
+                .map(|r| r.items().filter_map(|b| b.as_bytes()).collect())
+                .unwrap_or_default();
+            for _ in 0..rounds {
+                let t = Instant::now();
+                let copies: Vec<Vec<u8>> = slices.iter().map(|b| b.to_vec()).collect();
+                floor.push(t.elapsed());
+                drop(black_box(copies));
+            }
+        }
+    }
     let (a, b, c) = (median(&mut ours), median(&mut theirs), median(&mut decode));
     let mbs = |d: Duration| input.len() as f64 / 1e6 / d.as_secs_f64();
     println!(
@@ -227,6 +247,15 @@ fn bench<T: DeserializeOwned>(
         b.as_secs_f64() / a.as_secs_f64(),
         c.as_secs_f64() * 1e3
     );
+    if !floor.is_empty() {
+        let f = median(&mut floor);
+        println!(
+            "{:<12} floor: copying the payloads alone {:.1} ms; serde-pickle / floor {:.2}x",
+            "",
+            f.as_secs_f64() * 1e3,
+            b.as_secs_f64() / f.as_secs_f64()
+        );
+    }
 }
 
 fn median(v: &mut [Duration]) -> Duration {
