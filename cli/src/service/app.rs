@@ -645,7 +645,11 @@ fn evaluate(
     // thread, its slot and its memory for as long as the limits allow (A48).
     let (result, report) = picklewarden::Decoder::new(input, policy)
         .deadline(deadline)
-        .decode_with_report(stream);
+        .decode_and_report(if stream {
+            picklewarden::Pickles::Stream
+        } else {
+            picklewarden::Pickles::One
+        });
     let globals: Vec<Json> = report
         .globals
         .iter()
