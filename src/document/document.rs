@@ -6,6 +6,7 @@ use super::{Arena, Node, NodeId, Value};
 /// [`Decoder::allow_trailing`](crate::Decoder::allow_trailing) (or scanned with
 /// [`Scanner::allow_trailing`](crate::Scanner::allow_trailing)), left unread.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Trailing {
     /// Absolute byte offset of the first byte after STOP.
     pub offset: u64,

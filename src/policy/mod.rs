@@ -89,6 +89,7 @@ impl Constructor {
 
 /// The ways a global may be used; a policy rule allows a subset.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Forms {
     /// REDUCE: `callable(*args)`.
     pub reduce: bool,
@@ -287,6 +288,7 @@ pub enum TextEncoding {
 /// How PERSID and BINPERSID (persistent ids, `Pickler.persistent_id` /
 /// `Unpickler.persistent_load`) are treated: the TOML setting `persistent_ids`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum PersistentIds {
     /// `"reject"` (the default): every persistent id is refused (`persistent_id_rejected`).
     #[default]
@@ -304,6 +306,7 @@ pub enum PersistentIds {
 
 /// A policy: see the module docs.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct Policy {
     /// Short name (`"data"`), shown in refusals.
     pub name: String,
@@ -359,6 +362,7 @@ fn builtin_toml(name: &str) -> Option<&'static str> {
 /// A policy file could not be read.
 #[derive(Clone, Debug, thiserror::Error)]
 #[error("policy: {0}")]
+#[non_exhaustive]
 pub struct PolicyError(pub String);
 
 impl Policy {

@@ -47,6 +47,7 @@ use sym::Sym;
 
 /// A global named in the input.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct GlobalRef {
     /// Module, as written when allowed (so one of the policy's); when refused, escaped and cut
     /// at 64 characters as error messages show it (`...` marks the cut; characters other
