@@ -33,6 +33,15 @@
 //!   Values a target ignores (`serde::de::IgnoredAny`, unknown struct fields) are skipped
 //!   unvisited.
 //!
+//! The visit budget is a bound of the walk, not one of the [`Limits`](crate::Limits): those
+//! bound the decode and are checked by it, while this one bounds a walk over a document
+//! already decoded ([`from_document`] walks one with no decode and no limits in sight), and
+//! the other writers keep sharing and need none. [`from_slice`] and [`from_slice_with`] walk
+//! with [`DEFAULT_MAX_VISITS`]; for another budget, decode with
+//! [`decode_with`](crate::decode_with) and walk with
+//! `Deserializer::new(&doc).max_visits(n).deserialize()` (docs/limits.md, "The serde walks'
+//! visit budget").
+//!
 //! serde's `Deserializer` is recursive: each container is one level of Rust calls. Its depth
 //! is bounded by the decode, not by this walk: the decode refuses a document whose longest
 //! path from the root is over [`Limits::max_nesting_depth`](crate::Limits::max_nesting_depth)
