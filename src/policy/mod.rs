@@ -234,6 +234,50 @@ impl RecordKey {
 }
 
 impl GlobalRule {
+    /// A rule allowing `module.name` with `constructor`: every form (narrowed to the
+    /// constructor's own, [`Constructor::supported_forms`], once in a policy), no argument
+    /// schema, each object a key of its own ([`RecordKey::Identity`]); what
+    /// [`PolicyBuilder::allow`] adds. Change a setting with [`GlobalRule::forms`],
+    /// [`GlobalRule::args`] or [`GlobalRule::key`].
+    ///
+    /// ```
+    /// use picklewarden::policy::{GlobalRule, RecordKey};
+    /// use picklewarden::{Constructor, Policy};
+    /// let rule = GlobalRule::new("geometry", "Point", Constructor::Record).key(RecordKey::Unhashable);
+    /// let policy = Policy::builder().name("points").allow_rule(rule).build()?;
+    /// assert_eq!(policy.rules().len(), 1);
+    /// assert_eq!(policy.rules()[0].key, RecordKey::Unhashable);
+    /// # Ok::<(), picklewarden::policy::PolicyError>(())
+    /// ```
+    pub fn new(module: &str, name: &str, constructor: Constructor) -> GlobalRule {
+        GlobalRule {
+            module: module.to_owned(),
+            name: name.to_owned(),
+            constructor,
+            forms: Forms::ALL,
+            args: None,
+            key: RecordKey::Identity,
+        }
+    }
+
+    /// Replaces the forms allowed.
+    pub fn forms(mut self, forms: Forms) -> GlobalRule {
+        self.forms = forms;
+        self
+    }
+
+    /// Sets the argument schema (for `record`).
+    pub fn args(mut self, args: ArgsSchema) -> GlobalRule {
+        self.args = Some(args);
+        self
+    }
+
+    /// Sets how the object is compared as a dict key or set item (for `record`).
+    pub fn key(mut self, key: RecordKey) -> GlobalRule {
+        self.key = key;
+        self
+    }
+
     /// Checks that a call of the given kind is allowed (INST and OBJ are the form `inst`).
     ///
     /// # Errors
