@@ -13,7 +13,7 @@
 //!   under the `data` policy; the document is dropped outside the timed region.
 //! - `typed_json`: decode, then [`picklewarden::json::to_typed_json`].
 //!
-//! - `scan`: scan-only, [`picklewarden::scan::scan`] (every check, no value built).
+//! - `scan`: scan-only, [`picklewarden::scan_with`] (every check, no value built).
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -107,9 +107,12 @@ fn typed_json(bencher: Bencher, name: &str) {
 fn scan(bencher: Bencher, name: &str) {
     let Some(input) = load(name) else { return };
     let policy = Policy::data();
-    let stream = name.contains("_stream");
+    let mut options = picklewarden::DecodeOptions::default();
+    if name.contains("_stream") {
+        options = options.stream();
+    }
     bencher.counter(BytesCount::of_slice(input)).bench(|| {
-        let report = picklewarden::scan::scan(input, &policy, policy.limits, stream);
+        let report = picklewarden::scan_with(input, &policy, &options);
         if let Err(e) = &report.result {
             eprintln!("{name}: refused: {e}");
             std::process::exit(1);

@@ -10,7 +10,7 @@
 //! ```
 //!
 //! `--mode decode` (default) builds the arena (dropped after the clock stops); `--mode json` also
-//! writes typed JSON and times both; `--mode scan` runs scan-only ([`picklewarden::scan::scan`]:
+//! writes typed JSON and times both; `--mode scan` runs scan-only ([`picklewarden::scan_with`]:
 //! every check, no values built; `nodes` is then the opcode count). `--stream` reads the file as several pickles one after another
 //! (`Decoder::decode_stream`); it is implied when the file name contains `_stream`. `--reuse`
 //! builds each run into the arena of the run before (`Document::recycle`, `Decoder::scratch`:
@@ -105,7 +105,11 @@ fn peak_rss_kib() -> u64 {
 
 /// One scan-only run; returns the number of opcodes.
 fn scan_once(input: &[u8], policy: &Policy, args: &Args) -> picklewarden::Result<u64> {
-    let report = picklewarden::scan::scan(input, policy, policy.limits, args.stream);
+    let mut options = picklewarden::DecodeOptions::default();
+    if args.stream {
+        options = options.stream();
+    }
+    let report = picklewarden::scan_with(input, policy, &options);
     report.result?;
     Ok(report.opcode_counts.iter().sum())
 }

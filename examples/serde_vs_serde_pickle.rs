@@ -4,15 +4,22 @@
 //!
 //! ```sh
 //! python3 bench/gen_workloads.py                     # once: writes target/workloads/
-//! cargo run --release --example serde_vs_serde_pickle [ROUNDS]   # default 5 rounds
+//! cargo run --release --example serde_vs_serde_pickle [ROUNDS [ROW [SIDE]]]
 //! ```
+//!
+//! ROUNDS defaults to 5. ROW keeps only the rows whose `workload type` text contains it
+//! (`"small.p4 Any"`); SIDE (`pw` or `sp`) runs only that crate, for a profiler
+//! (`valgrind --tool=callgrind`): one side's instruction count without the other's.
 //!
 //! picklewarden runs with every check and the `data` policy's limits (its default ones);
 //! serde-pickle with its default `DeOptions`. Each line gives the median time of each over the
 //! rounds, their throughput on the pickle's bytes, and picklewarden's speed as a multiple of
 //! serde-pickle's; `decode ms` is picklewarden's decode alone (to a document, no
-//! deserialization), the part of its time the walk into `T` does not account for. The folder can be moved with `PICKLEWARDEN_WORKLOADS=DIR`; a missing
-//! workload is skipped.
+//! deserialization), the part of its time the walk into `T` does not account for. For a
+//! list of bytes a `floor` line follows: the time of copying each payload out of the input
+//! into its own `Vec<u8>` alone, which any decoder into an owned type must do, and
+//! serde-pickle's time as a multiple of it (the most any decoder could reach on that row).
+//! The folder can be moved with `PICKLEWARDEN_WORKLOADS=DIR`; a missing workload is skipped.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -126,46 +133,50 @@ fn main() {
     let dir = std::env::var_os("PICKLEWARDEN_WORKLOADS")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/workloads"));
+    let row = std::env::args().nth(2).unwrap_or_default();
+    let side = std::env::args().nth(3).unwrap_or_default();
     let policy = picklewarden::Policy::data();
+    let run = |f: fn(&std::path::Path, &str, &str, usize, &picklewarden::Policy, &str),
+               name: &str,
+               ty: &str| {
+        if format!("{name} {ty}").contains(row.as_str()) {
+            f(&dir, name, ty, rounds, &policy, &side);
+        }
+    };
     println!(
         "{:<12} {:<28} {:>10} {:>10} {:>10} {:>10} {:>7} {:>10}",
         "workload", "type", "pw ms", "pw MB/s", "sp ms", "sp MB/s", "ratio", "decode ms"
     );
-    run::<Vec<HashMap<String, Any>>>(
-        &dir,
+    run(
+        bench::<Vec<HashMap<String, Any>>>,
         "small.p2",
         "Vec<HashMap<String, Any>>",
-        rounds,
-        &policy,
     );
-    run::<Vec<HashMap<String, Any>>>(
-        &dir,
+    run(
+        bench::<Vec<HashMap<String, Any>>>,
         "small.p4",
         "Vec<HashMap<String, Any>>",
-        rounds,
-        &policy,
     );
-    run::<Vec<HashMap<String, Any>>>(
-        &dir,
+    run(
+        bench::<Vec<HashMap<String, Any>>>,
         "small.p5",
         "Vec<HashMap<String, Any>>",
-        rounds,
-        &policy,
     );
-    run::<Any>(&dir, "small.p4", "Any", rounds, &policy);
-    run::<Vec<i64>>(&dir, "ints.p4", "Vec<i64>", rounds, &policy);
-    run::<Vec<String>>(&dir, "longstr.p4", "Vec<String>", rounds, &policy);
-    run::<Vec<Bytes>>(&dir, "mitogen.p2", "Vec<Bytes>", rounds, &policy);
-    run::<Vec<Bytes>>(&dir, "mitogen.p4", "Vec<Bytes>", rounds, &policy);
-    run::<Vec<Bytes>>(&dir, "mitogen.p5", "Vec<Bytes>", rounds, &policy);
+    run(bench::<Any>, "small.p4", "Any");
+    run(bench::<Vec<i64>>, "ints.p4", "Vec<i64>");
+    run(bench::<Vec<String>>, "longstr.p4", "Vec<String>");
+    run(bench::<Vec<Bytes>>, "mitogen.p2", "Vec<Bytes>");
+    run(bench::<Vec<Bytes>>, "mitogen.p4", "Vec<Bytes>");
+    run(bench::<Vec<Bytes>>, "mitogen.p5", "Vec<Bytes>");
 }
 
-fn run<T: DeserializeOwned>(
+fn bench<T: DeserializeOwned>(
     dir: &std::path::Path,
     name: &str,
     ty: &str,
     rounds: usize,
     policy: &picklewarden::Policy,
+    side: &str,
 ) {
     let path = dir.join(format!("{name}.pkl"));
     let Ok(input) = std::fs::read(&path) else {
@@ -174,31 +185,54 @@ fn run<T: DeserializeOwned>(
     };
     let (mut ours, mut theirs, mut decode) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..rounds {
-        let t = Instant::now();
+        if side.is_empty() {
+            let t = Instant::now();
+            if let Ok(doc) = picklewarden::decode(&input, policy) {
+                decode.push(t.elapsed());
+                drop(black_box(doc));
+            }
+        }
+        if side != "sp" {
+            let t = Instant::now();
+            match picklewarden::from_slice::<T>(&input, policy) {
+                Ok(v) => {
+                    ours.push(t.elapsed());
+                    drop(black_box(v));
+                }
+                Err(e) => {
+                    println!("{name:<12} picklewarden refused: {e}");
+                    return;
+                }
+            }
+        }
+        if side != "pw" {
+            let t = Instant::now();
+            match serde_pickle::from_slice::<T>(&input, serde_pickle::DeOptions::new()) {
+                Ok(v) => {
+                    theirs.push(t.elapsed());
+                    drop(black_box(v));
+                }
+                Err(e) => {
+                    println!("{name:<12} serde-pickle refused: {e}");
+                    return;
+                }
+            }
+        }
+    }
+    // For a list of bytes, the floor of any decoder into owned `Vec<u8>`s: copying each
+    // payload out of the input once, timed alone (the decode before it is not timed).
+    let mut floor = Vec::new();
+    if side.is_empty() && ty == "Vec<Bytes>" {
         if let Ok(doc) = picklewarden::decode(&input, policy) {
-            decode.push(t.elapsed());
-            drop(black_box(doc));
-        }
-        let t = Instant::now();
-        match picklewarden::from_slice::<T>(&input, policy) {
-            Ok(v) => {
-                ours.push(t.elapsed());
-                drop(black_box(v));
-            }
-            Err(e) => {
-                println!("{name:<12} picklewarden refused: {e}");
-                return;
-            }
-        }
-        let t = Instant::now();
-        match serde_pickle::from_slice::<T>(&input, serde_pickle::DeOptions::new()) {
-            Ok(v) => {
-                theirs.push(t.elapsed());
-                drop(black_box(v));
-            }
-            Err(e) => {
-                println!("{name:<12} serde-pickle refused: {e}");
-                return;
+            let slices: Vec<_> = doc
+                .root_ref()
+                .map(|r| r.items().filter_map(|b| b.as_bytes()).collect())
+                .unwrap_or_default();
+            for _ in 0..rounds {
+                let t = Instant::now();
+                let copies: Vec<Vec<u8>> = slices.iter().map(|b| b.to_vec()).collect();
+                floor.push(t.elapsed());
+                drop(black_box(copies));
             }
         }
     }
@@ -213,6 +247,15 @@ fn run<T: DeserializeOwned>(
         b.as_secs_f64() / a.as_secs_f64(),
         c.as_secs_f64() * 1e3
     );
+    if !floor.is_empty() {
+        let f = median(&mut floor);
+        println!(
+            "{:<12} floor: copying the payloads alone {:.1} ms; serde-pickle / floor {:.2}x",
+            "",
+            f.as_secs_f64() * 1e3,
+            b.as_secs_f64() / f.as_secs_f64()
+        );
+    }
 }
 
 fn median(v: &mut [Duration]) -> Duration {

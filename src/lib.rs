@@ -174,14 +174,14 @@ pub use build::{decode, Decoder};
 pub use error::{Category, Error, ErrorKind, Result};
 pub use limits::{LimitName, Limits};
 pub use opcode::Opcode;
-pub use options::{decode_with, scan_with, DecodeOptions, OutputBound, Pickles};
+pub use options::{decode_with, scan, scan_with, DecodeOptions, OutputBound, Pickles};
 #[cfg(feature = "serde")]
 pub use output::de::{from_document, from_slice, from_slice_with, DeError};
 pub use output::{canonical, json, repr};
 #[cfg(feature = "serde")]
 pub use output::{de, ser};
 pub use policy::{Constructor, Policy, PolicyBuilder};
-pub use scan::{scan, ScanReport, Scanner};
+pub use scan::{ScanReport, Scanner};
 pub use text::float_repr;
 pub use value::{
     CallKind, Document, Global, NodeId, Object, PyBytes, PyStr, Scratch, Trailing, Value,

@@ -77,14 +77,19 @@ impl<'b> DecodeOptions<'b> {
     }
 
     /// Reads a stream of pickles sharing one memo ([`Pickles::Stream`]).
-    pub fn stream(mut self) -> DecodeOptions<'b> {
-        self.pickles = Pickles::Stream;
+    pub fn stream(self) -> DecodeOptions<'b> {
+        self.pickles(Pickles::Stream)
+    }
+
+    /// One pickle or a stream.
+    pub fn pickles(mut self, pickles: Pickles) -> DecodeOptions<'b> {
+        self.pickles = pickles;
         self
     }
 
-    /// Sets or clears the deadline.
-    pub fn deadline(mut self, at: Option<Instant>) -> DecodeOptions<'b> {
-        self.deadline = at;
+    /// Sets the deadline (an `Instant`), or sets or clears it (an `Option<Instant>`).
+    pub fn deadline(mut self, at: impl Into<Option<Instant>>) -> DecodeOptions<'b> {
+        self.deadline = at.into();
         self
     }
 
@@ -130,16 +135,25 @@ pub fn decode_with<'a>(
     }
 }
 
+/// Scans `input` as one pickle under `policy` and its limits: every check a decode makes
+/// that needs no values, building none (see [`crate::scan`](mod@crate::scan)). The scan's
+/// counterpart of [`crate::decode`]; [`scan_with`] takes options.
+///
+/// ```
+/// use picklewarden::{scan, Policy};
+/// // pickle.dumps([1, "a"], protocol=2)
+/// let report = scan(b"\x80\x02]q\x00(K\x01X\x01\x00\x00\x00aq\x01e.", &Policy::data());
+/// assert!(report.result.is_ok());
+/// assert_eq!((report.protocol, report.pickles), (2, 1));
+/// ```
+pub fn scan(input: &[u8], policy: &Policy) -> ScanReport {
+    Scanner::new(input, policy).run()
+}
+
 /// Scans `input` under `policy` with `options` (validation without building values; see
 /// [`crate::scan`](mod@crate::scan)). Buffers are counted, not read.
 pub fn scan_with(input: &[u8], policy: &Policy, options: &DecodeOptions<'_>) -> ScanReport {
-    Scanner::new(input, policy)
-        .limits(options.effective_limits(policy))
-        .stream(options.pickles == Pickles::Stream)
-        .deadline(options.deadline)
-        .buffers(options.buffers.as_ref().map(Vec::len))
-        .allow_trailing(options.allow_trailing)
-        .run()
+    Scanner::new(input, policy).options(options).run()
 }
 
 impl<'a, 'p> Decoder<'a, 'p> {
@@ -151,13 +165,24 @@ impl<'a, 'p> Decoder<'a, 'p> {
         if let Some(limits) = options.limits {
             d = d.limits(limits);
         }
-        if let Some(at) = options.deadline {
-            d = d.deadline(at);
-        }
+        d = d.deadline(options.deadline);
         if let Some(buffers) = &options.buffers {
             d = d.buffers(buffers.clone());
         }
         d
+    }
+
+    /// Decodes one pickle or a stream (`pickles`), as [`Decoder::decode`] or
+    /// [`Decoder::decode_stream`], and also returns the scan pass's report: the globals named
+    /// (up to the first refusal the scan finds), the opcode counts and the protocol. The scan
+    /// runs once, as in `decode`.
+    ///
+    /// # Errors
+    /// The first refusal of the scan or the build, as `decode` returns it. The report's own
+    /// `result` is the scan's verdict alone.
+    pub fn decode_and_report(self, pickles: Pickles) -> (Result<Document<'a>>, ScanReport) {
+        #[allow(deprecated)]
+        self.decode_with_report(pickles == Pickles::Stream)
     }
 }
 
@@ -188,9 +213,10 @@ impl OutputBound {
         }
     }
 
-    /// Also gives up once `at` has passed.
-    pub fn deadline(mut self, at: Option<Instant>) -> OutputBound {
-        self.deadline = at;
+    /// Also gives up once `at` has passed (an `Instant`, or an `Option<Instant>` where `None`
+    /// is no deadline).
+    pub fn deadline(mut self, at: impl Into<Option<Instant>>) -> OutputBound {
+        self.deadline = at.into();
         self
     }
 }
@@ -200,3 +226,7 @@ impl Default for OutputBound {
         OutputBound::NONE
     }
 }
+
+#[cfg(test)]
+#[path = "options_test.rs"]
+mod tests;

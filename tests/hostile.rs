@@ -262,7 +262,16 @@ fn input_that_is_not_a_pickle_says_so() {
                 "{input:?}: {e}"
             );
             assert!(e.to_string().contains(looks_like), "{input:?}: {e}");
-            let scanned = picklewarden::scan(input, &policy, policy.limits, stream).result;
+            let scanned = picklewarden::scan_with(
+                input,
+                &policy,
+                &picklewarden::DecodeOptions::default().pickles(if stream {
+                    picklewarden::Pickles::Stream
+                } else {
+                    picklewarden::Pickles::One
+                }),
+            )
+            .result;
             assert_eq!(scanned.unwrap_err().to_string(), e.to_string());
         }
     }

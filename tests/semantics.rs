@@ -425,7 +425,7 @@ print(d.hex())
                 "{text}"
             );
             // The scan gives the same refusal.
-            let report = picklewarden::scan(bad, &policy, policy.limits, false);
+            let report = picklewarden::scan(bad, &policy);
             assert_eq!(report.result.unwrap_err().kind().name(), "invalid_ascii");
         }
     }
@@ -1133,7 +1133,7 @@ fn form_refusals_name_the_global() {
             kind.contains("module: \"mitogen.core\"") && kind.contains("name: \"CallError\""),
             "{kind}"
         );
-        let scanned = picklewarden::scan(&p, &mitogen, mitogen.limits, false).result;
+        let scanned = picklewarden::scan(&p, &mitogen).result;
         assert_eq!(scanned.unwrap_err().to_string(), e.to_string());
     }
     // A policy's names are written as they are in the input: escaped and cut.
@@ -1169,9 +1169,7 @@ print(d.hex())
         to_typed_json(&doc),
         format!("{FMT}{{\"type\":\"bytes\",\"hex\":\"616263\"}}}}")
     );
-    assert!(picklewarden::scan(&bytes, &policy, policy.limits, false)
-        .result
-        .is_ok());
+    assert!(picklewarden::scan(&bytes, &policy).result.is_ok());
     let bytearray = py(r#"
 d = b"\x80\x05\x96\x03\x00\x00\x00\x00\x00\x00\x00abc\x98."
 m = pickle.loads(d)
@@ -1198,7 +1196,7 @@ print(d.hex())
     let int = b"\x80\x05K\x01\x98.";
     assert_eq!(refusal(int, &policy).kind().name(), "type_mismatch");
     assert_eq!(
-        picklewarden::scan(int, &policy, policy.limits, false)
+        picklewarden::scan(int, &policy)
             .result
             .unwrap_err()
             .kind()
@@ -1302,7 +1300,7 @@ print(d.hex())
     // With the report (scan first), too.
     let (doc, report) = Decoder::new(&data, &policy)
         .allow_trailing(true)
-        .decode_with_report(false);
+        .decode_and_report(picklewarden::Pickles::One);
     assert!(report.result.is_ok());
     assert_eq!(doc.unwrap().trailing().map(|t| t.len), Some(3));
 }
@@ -1345,9 +1343,7 @@ print(d.hex())
         assert!(e.to_string().contains("policy \"p\""), "{e}");
         let careful = Decoder::new(input, &policy).careful_only().decode();
         assert_eq!(careful.unwrap_err().kind().name(), "callable_not_allowed");
-        let scanned = picklewarden::scan(input, &policy, policy.limits, false)
-            .result
-            .unwrap_err();
+        let scanned = picklewarden::scan(input, &policy).result.unwrap_err();
         assert_eq!(
             (scanned.kind().name(), scanned.offset()),
             ("callable_not_allowed", at)

@@ -527,3 +527,43 @@ fn enums_options_and_borrowed_strs() {
         x: 0,
     };
 }
+
+/// Strs shared through the memo, more than the walk's cache of checked strs holds, and a str
+/// with a lone surrogate among them: every place gets its own text, and the surrogate is
+/// refused wherever it is reached, however often it was met before.
+#[test]
+fn shared_strs_past_the_walks_cache_keep_their_own_text() {
+    // [s0, ..., s199, s199, ..., s0]: each str BINPUT once, then fetched again by BINGET.
+    let mut p = b"\x80\x02]q\x00(".to_vec();
+    let mut want = Vec::new();
+    for i in 0u8..200 {
+        let s = format!("s{i}");
+        p.push(b'X');
+        p.extend_from_slice(&(s.len() as u32).to_le_bytes());
+        p.extend_from_slice(s.as_bytes());
+        p.extend_from_slice(&[b'q', i.wrapping_add(1)]);
+        want.push(s);
+    }
+    for i in (0u8..200).rev() {
+        p.extend_from_slice(&[b'h', i.wrapping_add(1)]);
+        want.push(format!("s{i}"));
+    }
+    p.extend_from_slice(b"e.");
+    let got: Vec<String> = from_slice(&p, &Policy::data()).unwrap();
+    assert_eq!(got, want);
+    let borrowed = decode(&p, &Policy::data()).unwrap();
+    let got: Vec<&str> = from_document(&borrowed).unwrap();
+    assert_eq!(got, want);
+
+    // ["a", "\ud800", "\ud800"]: the lone surrogate is refused at its first and every place.
+    let p = b"\x80\x02]q\x00(X\x01\x00\x00\x00aX\x03\x00\x00\x00\xed\xa0\x80q\x01h\x01e.";
+    let doc = decode(p, &Policy::data()).unwrap();
+    assert!(matches!(
+        from_document::<Vec<String>>(&doc),
+        Err(DeError::Surrogates)
+    ));
+    assert!(matches!(
+        from_document::<(String, IgnoredAny, String)>(&doc),
+        Err(DeError::Surrogates)
+    ));
+}

@@ -808,7 +808,7 @@ pub fn build_may_refuse_after_scan(kind: &ErrorKind) -> bool {
 /// a stream, (a) a scan refusal is exactly the decoder's refusal (the decoder runs in one pass
 /// and reports the scan's refusal when there is one), (b) whenever the scan accepts, the build
 /// refuses only on grounds the scan cannot see, and (c) the one-pass decode gives what the
-/// scan followed by the build gives ([`Decoder::decode_with_report`]), and what the machine's
+/// scan followed by the build gives ([`Decoder::decode_and_report`]), and what the machine's
 /// careful path alone gives ([`Decoder::careful_only`], every opcode one at a time): the same
 /// typed JSON, or the same refusal at the same offset.
 pub fn check_scan_build_agree(data: &[u8]) {
@@ -819,7 +819,18 @@ pub fn check_scan_build_agree(data: &[u8]) {
         let default = policy.limits;
         for limits in [default, tight_limits(&default)] {
             for stream in [false, true] {
-                let report = picklewarden::scan(data, policy, limits, stream);
+                let pickles = if stream {
+                    picklewarden::Pickles::Stream
+                } else {
+                    picklewarden::Pickles::One
+                };
+                let report = picklewarden::scan_with(
+                    data,
+                    policy,
+                    &picklewarden::DecodeOptions::default()
+                        .limits(limits)
+                        .pickles(pickles),
+                );
                 let d = Decoder::new(data, policy).limits(limits);
                 let built = if stream {
                     d.decode_stream()
@@ -829,7 +840,7 @@ pub fn check_scan_build_agree(data: &[u8]) {
                 let (two_pass, _) = Decoder::new(data, policy)
                     .limits(limits)
                     .careful_only()
-                    .decode_with_report(stream);
+                    .decode_and_report(pickles);
                 match (&built, &two_pass) {
                     (Ok(one), Ok(two)) => assert_eq!(
                         picklewarden::json::to_typed_json(one),

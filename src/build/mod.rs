@@ -65,6 +65,7 @@ use crate::clock::Clock;
 use crate::error::Result;
 use crate::limits::Limits;
 use crate::opcode::Opcode;
+use crate::options::Pickles;
 use crate::policy::Policy;
 use crate::scan::{ScanReport, Scanner};
 use crate::value::{Arena, Document, Scratch};
@@ -122,8 +123,12 @@ impl<'a, 'p> Decoder<'a, 'p> {
     /// is hashed twice, no two keys compared in full twice), that is a few milliseconds late
     /// at most on inputs built to stretch it. Without it a decode is bounded by the limits
     /// alone.
-    pub fn deadline(mut self, at: Instant) -> Decoder<'a, 'p> {
-        self.deadline = Some(at);
+    ///
+    /// Takes an `Instant`, or an `Option<Instant>` where `None` is no deadline (the shape
+    /// [`Scanner::deadline`], [`DecodeOptions::deadline`](crate::DecodeOptions::deadline) and
+    /// [`OutputBound::deadline`](crate::OutputBound::deadline) take too).
+    pub fn deadline(mut self, at: impl Into<Option<Instant>>) -> Decoder<'a, 'p> {
+        self.deadline = at.into();
         self
     }
 
@@ -180,7 +185,11 @@ impl<'a, 'p> Decoder<'a, 'p> {
     fn scan(&self, stream: bool) -> ScanReport {
         Scanner::new(self.input, self.policy)
             .limits(self.limits)
-            .stream(stream)
+            .pickles(if stream {
+                Pickles::Stream
+            } else {
+                Pickles::One
+            })
             .buffers(self.buffers.as_ref().map(Vec::len))
             .deadline(self.deadline)
             .allow_trailing(self.allow_trailing)
@@ -194,6 +203,7 @@ impl<'a, 'p> Decoder<'a, 'p> {
     /// # Errors
     /// The first refusal of the scan or the build, as `decode` returns it. The report's own
     /// `result` is the scan's verdict alone.
+    #[deprecated(note = "use .decode_and_report(Pickles::One) (or Pickles::Stream)")]
     pub fn decode_with_report(self, stream: bool) -> (Result<Document<'a>>, ScanReport) {
         let report = self.scan(stream);
         if let Err(e) = &report.result {

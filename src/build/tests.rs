@@ -532,7 +532,7 @@ fn decode_with_report_gives_the_scan_globals() {
     let policy = Policy::data();
     // pickle.dumps({1}, 2): __builtin__.set via GLOBAL.
     let ok = b"\x80\x02c__builtin__\nset\nq\x00]q\x01K\x01a\x85q\x02Rq\x03.";
-    let (doc, report) = Decoder::new(ok, &policy).decode_with_report(false);
+    let (doc, report) = Decoder::new(ok, &policy).decode_and_report(crate::Pickles::One);
     let doc = doc.unwrap();
     assert!(matches!(
         doc.root().and_then(|r| doc.get(r)),
@@ -546,7 +546,7 @@ fn decode_with_report_gives_the_scan_globals() {
     assert_eq!(names, [("__builtin__", "set", true)]);
     // os.system: refused by the scan, which still names it.
     let bad = b"\x80\x02cos\nsystem\nX\x02\x00\x00\x00id\x85R.";
-    let (doc, report) = Decoder::new(bad, &policy).decode_with_report(false);
+    let (doc, report) = Decoder::new(bad, &policy).decode_and_report(crate::Pickles::One);
     assert_eq!(
         doc.err().map(|e| e.kind().name()),
         Some("global_not_allowed")
@@ -563,7 +563,7 @@ fn decode_with_report_gives_the_scan_globals() {
     };
     let (doc, report) = Decoder::new(deep, &policy)
         .limits(tight)
-        .decode_with_report(false);
+        .decode_and_report(crate::Pickles::One);
     assert_eq!(doc.err().map(|e| e.kind().name()), Some("limit_exceeded"));
     assert!(report.result.is_ok());
 }

@@ -6,6 +6,7 @@ use super::{Arena, Node, NodeId, Value};
 /// [`Decoder::allow_trailing`](crate::Decoder::allow_trailing) (or scanned with
 /// [`Scanner::allow_trailing`](crate::Scanner::allow_trailing)), left unread.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Trailing {
     /// Absolute byte offset of the first byte after STOP.
     pub offset: u64,
@@ -134,6 +135,7 @@ impl<'a> Document<'a> {
     /// The value at `id` (an arena node, or a shared value), as a view that borrows the
     /// document. Ids come from this document, so the lookup cannot fail for them; an id from
     /// another document gives `None` when out of range.
+    #[inline]
     pub fn get(&self, id: NodeId) -> Option<Value<'_>> {
         self.arena.get(id)
     }

@@ -46,6 +46,7 @@ impl CallKind {
 /// An object that the policy keeps as a record (constructor `record`): the call that made it
 /// and what was done to it afterwards, as plain data. Nothing is ever called.
 #[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct Object {
     /// How it was made.
     pub kind: CallKind,
@@ -68,6 +69,7 @@ pub struct Object {
 /// A global (class or function) named by GLOBAL, STACK_GLOBAL, INST or an extension code and
 /// allowed by the policy. Module and name are exactly as written in the stream.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Global<'a> {
     /// Module name (`"__builtin__"`, `"collections"`).
     pub module: Cow<'a, str>,

@@ -30,11 +30,19 @@ impl<'d> PyStr<'d> {
     /// The text as `&str`, or `None` when it holds a lone surrogate. The document keeps text
     /// as bytes it validated once; this validates them again (SIMD, several GB/s), since safe
     /// Rust has no other way to turn bytes into `&str`.
+    #[inline]
     pub fn as_str(&self) -> Option<&'d str> {
         if self.surrogates {
             return None;
         }
-        simdutf8::basic::from_utf8(self.bytes).ok()
+        // The decode checked the bytes; a `&str` needs the check again (no unsafe code).
+        // Short text goes straight to std's check, which simdutf8 calls for it anyway after
+        // its own dispatch.
+        if self.bytes.len() < 64 {
+            std::str::from_utf8(self.bytes).ok()
+        } else {
+            simdutf8::basic::from_utf8(self.bytes).ok()
+        }
     }
 
     /// Whether the text holds a lone surrogate (and so has no `&str`).

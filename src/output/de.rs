@@ -33,6 +33,15 @@
 //!   Values a target ignores (`serde::de::IgnoredAny`, unknown struct fields) are skipped
 //!   unvisited.
 //!
+//! The visit budget is a bound of the walk, not one of the [`Limits`](crate::Limits): those
+//! bound the decode and are checked by it, while this one bounds a walk over a document
+//! already decoded ([`from_document`] walks one with no decode and no limits in sight), and
+//! the other writers keep sharing and need none. [`from_slice`] and [`from_slice_with`] walk
+//! with [`DEFAULT_MAX_VISITS`]; for another budget, decode with
+//! [`decode_with`](crate::decode_with) and walk with
+//! `Deserializer::new(&doc).max_visits(n).deserialize()` (docs/limits.md, "The serde walks'
+//! visit budget").
+//!
 //! serde's `Deserializer` is recursive: each container is one level of Rust calls. Its depth
 //! is bounded by the decode, not by this walk: the decode refuses a document whose longest
 //! path from the root is over [`Limits::max_nesting_depth`](crate::Limits::max_nesting_depth)
@@ -55,7 +64,7 @@ use serde::Deserialize;
 use crate::limits::DEFAULT_MAX_NESTING_DEPTH;
 use crate::options::DecodeOptions;
 use crate::output::serde_path::OnPath;
-use crate::value::{Document, NodeId, Object, Value};
+use crate::value::{Document, NodeId, Object, PyStr, Value};
 use crate::Policy;
 
 /// Default for [`Deserializer::max_visits`]: 64 Mi values, as many as a decode may create
@@ -236,6 +245,7 @@ impl<'de, 'a> Deserializer<'de, 'a> {
             .root
             .ok_or_else(|| DeError::Message("the document has no value".to_owned()))?;
         let mut cx = Cx {
+            strs: [(NO_STR, ""); STR_SLOTS],
             visits: 0,
             max_visits: self.max_visits,
             path: OnPath::new(self.doc.len(), self.max_depth),
@@ -249,22 +259,60 @@ impl<'de, 'a> Deserializer<'de, 'a> {
 }
 
 /// The walk's state: values visited, containers on the current path.
-struct Cx {
+struct Cx<'de> {
+    /// The last str seen in each of [`STR_SLOTS`] slots (by node id), with its `&str`: a str
+    /// shared through the memo (a dict key written once and fetched by BINGET at every
+    /// record) is checked as UTF-8 once, not at every place it is reached.
+    strs: [(u32, &'de str); STR_SLOTS],
     visits: u64,
     max_visits: u64,
     path: OnPath,
 }
 
-impl Cx {
+/// Slots of [`Cx::strs`] (a power of two: the slot is the id's low bits).
+const STR_SLOTS: usize = 64;
+/// An empty slot of [`Cx::strs`]: no str has this id (it is past every arena index).
+const NO_STR: u32 = u32::MAX;
+
+impl<'de> Cx<'de> {
+    /// The `&str` of the str `s` of node `id` (checked once per slot fill).
+    #[inline(always)]
+    fn str_of(&mut self, id: NodeId, s: PyStr<'de>) -> Result<&'de str, DeError> {
+        let key = id.0;
+        let slot = self.strs.get_mut(key as usize % STR_SLOTS);
+        if let Some(&mut (k, t)) = slot {
+            if k == key {
+                return Ok(t);
+            }
+        }
+        let t = s.as_str().ok_or(DeError::Surrogates)?;
+        if let Some(slot) = self.strs.get_mut(key as usize % STR_SLOTS) {
+            *slot = (key, t);
+        }
+        Ok(t)
+    }
+
+    #[inline(always)]
     fn visit(&mut self) -> Result<(), DeError> {
         self.visits += 1;
         if self.visits > self.max_visits {
-            return Err(DeError::TooManyVisits {
-                max: self.max_visits,
-            });
+            return Err(self.too_many());
         }
         Ok(())
     }
+
+    #[cold]
+    fn too_many(&self) -> DeError {
+        DeError::TooManyVisits {
+            max: self.max_visits,
+        }
+    }
+}
+
+/// A node id the document does not hold (only a caller's [`Deserializer::at`] can give one).
+#[cold]
+fn outside() -> DeError {
+    DeError::Message("a node id outside the document".to_owned())
 }
 
 /// What a deserializer stands on: a node, or a part of a record's or global's map form.
@@ -280,7 +328,7 @@ enum Part<'de> {
 struct At<'de, 'a, 'c> {
     doc: &'de Document<'a>,
     part: Part<'de>,
-    cx: &'c mut Cx,
+    cx: &'c mut Cx<'de>,
 }
 
 /// The map form of a global or a record: keys and their parts.
@@ -288,11 +336,13 @@ type Entries<'de> = Vec<(&'static str, Part<'de>)>;
 
 impl<'de, 'a, 'c> At<'de, 'a, 'c> {
     /// Counts a visit to the node and gives its value.
+    #[inline(always)]
     fn value(&mut self, id: NodeId) -> Result<Value<'de>, DeError> {
         self.cx.visit()?;
-        self.doc
-            .get(id)
-            .ok_or_else(|| DeError::Message("a node id outside the document".to_owned()))
+        match self.doc.get(id) {
+            Some(v) => Ok(v),
+            None => Err(outside()),
+        }
     }
 
     /// Runs `f` with the container `id` (whose value is `value`) on the path.
@@ -300,7 +350,7 @@ impl<'de, 'a, 'c> At<'de, 'a, 'c> {
         &mut self,
         id: NodeId,
         value: Value<'de>,
-        f: impl FnOnce(&mut Cx) -> Result<R, DeError>,
+        f: impl FnOnce(&mut Cx<'de>) -> Result<R, DeError>,
     ) -> Result<R, DeError> {
         self.cx.path.enter(id, &value)?;
         let r = f(self.cx);
@@ -358,10 +408,7 @@ impl<'de, 'a, 'c> At<'de, 'a, 'c> {
             }
             Value::Float(x) => visitor.visit_f64(x),
             Value::Complex(re, im) => visitor.visit_seq(Floats([re, im], 0)),
-            Value::Str(s) => match s.as_str() {
-                Some(s) => visitor.visit_borrowed_str(s),
-                None => Err(DeError::Surrogates),
-            },
+            Value::Str(s) => visitor.visit_borrowed_str(self.cx.str_of(id, s)?),
             Value::Bytes(b) => match b.as_slice() {
                 Some(b) => visitor.visit_borrowed_bytes(b),
                 None => visitor.visit_byte_buf(b.to_vec()),
@@ -572,7 +619,7 @@ impl<'de> de::Deserializer<'de> for At<'de, '_, '_> {
 struct Seq<'de, 'a, 'c> {
     doc: &'de Document<'a>,
     items: &'de [NodeId],
-    cx: &'c mut Cx,
+    cx: &'c mut Cx<'de>,
 }
 
 impl<'de> SeqAccess<'de> for Seq<'de, '_, '_> {
@@ -626,7 +673,7 @@ struct Map<'de, 'a, 'c> {
     doc: &'de Document<'a>,
     pairs: &'de [(NodeId, NodeId)],
     value: Option<NodeId>,
-    cx: &'c mut Cx,
+    cx: &'c mut Cx<'de>,
 }
 
 impl<'de> MapAccess<'de> for Map<'de, '_, '_> {
@@ -671,7 +718,7 @@ struct Fields<'de, 'a, 'c> {
     doc: &'de Document<'a>,
     entries: std::vec::IntoIter<(&'static str, Part<'de>)>,
     value: Option<Part<'de>>,
-    cx: &'c mut Cx,
+    cx: &'c mut Cx<'de>,
 }
 
 impl<'de> MapAccess<'de> for Fields<'de, '_, '_> {
@@ -717,7 +764,7 @@ struct Variant<'de, 'a, 'c> {
     doc: &'de Document<'a>,
     tag: Part<'de>,
     content: Content,
-    cx: &'c mut Cx,
+    cx: &'c mut Cx<'de>,
 }
 
 impl<'de, 'a, 'c> EnumAccess<'de> for Variant<'de, 'a, 'c> {

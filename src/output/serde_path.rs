@@ -48,6 +48,7 @@ impl OnPath {
     }
 
     /// Opens the container `id` (whose value is `value`).
+    #[inline]
     pub(crate) fn enter(&mut self, id: NodeId, value: &Value<'_>) -> Result<(), DeError> {
         if self.depth >= self.max_depth {
             return Err(DeError::TooDeep {
@@ -76,6 +77,7 @@ impl OnPath {
     }
 
     /// Closes the container `id` opened by [`OnPath::enter`].
+    #[inline]
     pub(crate) fn leave(&mut self, id: NodeId, value: &Value<'_>) {
         self.depth = self.depth.saturating_sub(1);
         if Self::marks(value) {

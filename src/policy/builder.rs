@@ -59,14 +59,7 @@ impl PolicyBuilder {
     /// ([`Constructor::supported_forms`]); a record with no argument schema, each object a key
     /// of its own ([`RecordKey::Identity`]).
     pub fn allow(self, module: &str, name: &str, constructor: Constructor) -> PolicyBuilder {
-        self.allow_rule(GlobalRule {
-            module: module.to_owned(),
-            name: name.to_owned(),
-            constructor,
-            forms: Forms::ALL,
-            args: None,
-            key: RecordKey::Identity,
-        })
+        self.allow_rule(GlobalRule::new(module, name, constructor))
     }
 
     /// Allows a global with every setting given. [`PolicyBuilder::build`] refuses a rule a

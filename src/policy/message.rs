@@ -105,6 +105,7 @@ impl PayloadRule {
 
 /// One standard handle (below [`FIRST_REPLY_HANDLE`]) a child may send to.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct HandleRule {
     /// Mitogen's name for it (`"GET_MODULE"`), shown in refusals.
     pub name: String,
@@ -116,6 +117,7 @@ pub struct HandleRule {
 /// docs. A policy file without the section gets [`MessagePolicy::mitogen`], so a frame checker
 /// never runs without one.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct MessagePolicy {
     /// The standard handles a child may send to, by number; every other handle below
     /// [`FIRST_REPLY_HANDLE`] is refused (`handle_not_allowed`).

@@ -89,6 +89,7 @@ impl Constructor {
 
 /// The ways a global may be used; a policy rule allows a subset.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Forms {
     /// REDUCE: `callable(*args)`.
     pub reduce: bool,
@@ -233,6 +234,50 @@ impl RecordKey {
 }
 
 impl GlobalRule {
+    /// A rule allowing `module.name` with `constructor`: every form (narrowed to the
+    /// constructor's own, [`Constructor::supported_forms`], once in a policy), no argument
+    /// schema, each object a key of its own ([`RecordKey::Identity`]); what
+    /// [`PolicyBuilder::allow`] adds. Change a setting with [`GlobalRule::forms`],
+    /// [`GlobalRule::args`] or [`GlobalRule::key`].
+    ///
+    /// ```
+    /// use picklewarden::policy::{GlobalRule, RecordKey};
+    /// use picklewarden::{Constructor, Policy};
+    /// let rule = GlobalRule::new("geometry", "Point", Constructor::Record).key(RecordKey::Unhashable);
+    /// let policy = Policy::builder().name("points").allow_rule(rule).build()?;
+    /// assert_eq!(policy.rules().len(), 1);
+    /// assert_eq!(policy.rules()[0].key, RecordKey::Unhashable);
+    /// # Ok::<(), picklewarden::policy::PolicyError>(())
+    /// ```
+    pub fn new(module: &str, name: &str, constructor: Constructor) -> GlobalRule {
+        GlobalRule {
+            module: module.to_owned(),
+            name: name.to_owned(),
+            constructor,
+            forms: Forms::ALL,
+            args: None,
+            key: RecordKey::Identity,
+        }
+    }
+
+    /// Replaces the forms allowed.
+    pub fn forms(mut self, forms: Forms) -> GlobalRule {
+        self.forms = forms;
+        self
+    }
+
+    /// Sets the argument schema (for `record`).
+    pub fn args(mut self, args: ArgsSchema) -> GlobalRule {
+        self.args = Some(args);
+        self
+    }
+
+    /// Sets how the object is compared as a dict key or set item (for `record`).
+    pub fn key(mut self, key: RecordKey) -> GlobalRule {
+        self.key = key;
+        self
+    }
+
     /// Checks that a call of the given kind is allowed (INST and OBJ are the form `inst`).
     ///
     /// # Errors
@@ -287,6 +332,7 @@ pub enum TextEncoding {
 /// How PERSID and BINPERSID (persistent ids, `Pickler.persistent_id` /
 /// `Unpickler.persistent_load`) are treated: the TOML setting `persistent_ids`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum PersistentIds {
     /// `"reject"` (the default): every persistent id is refused (`persistent_id_rejected`).
     #[default]
@@ -304,6 +350,7 @@ pub enum PersistentIds {
 
 /// A policy: see the module docs.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct Policy {
     /// Short name (`"data"`), shown in refusals.
     pub name: String,
@@ -359,6 +406,7 @@ fn builtin_toml(name: &str) -> Option<&'static str> {
 /// A policy file could not be read.
 #[derive(Clone, Debug, thiserror::Error)]
 #[error("policy: {0}")]
+#[non_exhaustive]
 pub struct PolicyError(pub String);
 
 impl Policy {

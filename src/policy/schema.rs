@@ -6,6 +6,7 @@ use crate::value::{Arena, NodeId, Value};
 
 /// The type an argument must have.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum ArgType {
     /// Anything.
     Any,
@@ -54,6 +55,7 @@ impl ArgType {
 
 /// One positional argument's constraints.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ArgSpec {
     /// Required type.
     pub ty: ArgType,
@@ -72,6 +74,7 @@ pub struct ArgSpec {
 /// The accepted positional arguments of a record call: between `min_args` and `args.len()`
 /// arguments, each matching its spec.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ArgsSchema {
     /// Specs of the positional arguments, in order.
     pub args: Vec<ArgSpec>,

@@ -23,7 +23,8 @@
 //!
 //! ```text
 //! scan/
-//!   mod.rs       Scanner, ScanReport, GlobalRef and scan(): the public entry points
+//!   mod.rs       Scanner, ScanReport, GlobalRef: the public entry points (picklewarden::scan
+//!                and scan_with, in src/options.rs, run a Scanner)
 //!   sym.rs       the symbols and the scan's value operations of the interpreter (Vm)
 //!   run.rs       runs of scalar opcodes read a chunk at a time
 //! ```
@@ -37,6 +38,7 @@ use crate::clock::Clock;
 use crate::error::{Error, ErrorKind, Result};
 use crate::limits::{LimitName, Limits};
 use crate::memo::Memo;
+use crate::options::{DecodeOptions, Pickles};
 use crate::policy::Policy;
 use crate::reader::Reader;
 use crate::value::{NodeId, Trailing};
@@ -45,6 +47,7 @@ use sym::Sym;
 
 /// A global named in the input.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct GlobalRef {
     /// Module, as written when allowed (so one of the policy's); when refused, escaped and cut
     /// at 64 characters as error messages show it (`...` marks the cut; characters other
@@ -115,17 +118,45 @@ impl<'a, 'p> Scanner<'a, 'p> {
         self
     }
 
-    /// Scans several pickles one after another sharing one memo.
-    pub fn stream(mut self, stream: bool) -> Scanner<'a, 'p> {
-        self.stream = stream;
+    /// Scans one pickle ([`Pickles::One`], the default) or several one after another sharing
+    /// one memo ([`Pickles::Stream`]).
+    pub fn pickles(mut self, pickles: Pickles) -> Scanner<'a, 'p> {
+        self.stream = pickles == Pickles::Stream;
         self
     }
 
+    /// Scans several pickles one after another sharing one memo when `stream`.
+    #[deprecated(
+        note = "use .pickles(Pickles::Stream) (or Pickles::One), or .options(&DecodeOptions)"
+    )]
+    pub fn stream(self, stream: bool) -> Scanner<'a, 'p> {
+        self.pickles(if stream {
+            Pickles::Stream
+        } else {
+            Pickles::One
+        })
+    }
+
     /// Refuses the scan ([`ErrorKind::DeadlineExceeded`]) once `at` has passed, as
-    /// [`crate::Decoder::deadline`] does; `None` for no deadline.
-    pub fn deadline(mut self, at: Option<Instant>) -> Scanner<'a, 'p> {
-        self.deadline = at;
+    /// [`Decoder::deadline`](crate::Decoder::deadline) does: an `Instant`, or an
+    /// `Option<Instant>` where `None` is no deadline.
+    pub fn deadline(mut self, at: impl Into<Option<Instant>>) -> Scanner<'a, 'p> {
+        self.deadline = at.into();
         self
+    }
+
+    /// Applies `options`: limits (when given), one pickle or a stream, deadline, the number
+    /// of out-of-band buffers (counted, not read) and trailing bytes; as
+    /// [`Decoder::options`](crate::Decoder::options).
+    pub fn options(self, options: &DecodeOptions<'_>) -> Scanner<'a, 'p> {
+        let s = match options.limits {
+            Some(limits) => self.limits(limits),
+            None => self,
+        };
+        s.pickles(options.pickles)
+            .deadline(options.deadline)
+            .buffers(options.buffers.as_ref().map(Vec::len))
+            .allow_trailing(options.allow_trailing)
     }
 
     /// The number of out-of-band buffers the build pass will be given (NEXT_BUFFER).
@@ -155,10 +186,17 @@ impl<'a, 'p> Scanner<'a, 'p> {
 
 /// Scans `input` under `policy` with `limits` (one pickle, or a stream of pickles sharing one
 /// memo when `stream`).
+#[deprecated(
+    note = "use picklewarden::scan(input, policy), or picklewarden::scan_with(input, policy, &DecodeOptions::default().limits(limits).stream())"
+)]
 pub fn scan(input: &[u8], policy: &Policy, limits: Limits, stream: bool) -> ScanReport {
     Scanner::new(input, policy)
         .limits(limits)
-        .stream(stream)
+        .pickles(if stream {
+            Pickles::Stream
+        } else {
+            Pickles::One
+        })
         .run()
 }
 

@@ -1,6 +1,5 @@
 //! Unit tests of the scan.
 
-use super::*;
 use crate::policy::Policy;
 
 /// A refused global's names are kept as the error shows them, so a report (and the
@@ -11,7 +10,7 @@ fn refused_global_names_are_cut_for_display() {
     let mut input = b"c".to_vec();
     input.extend(std::iter::repeat_n(1u8, 1 << 20));
     input.extend_from_slice(b"\nx\n.");
-    let report = scan(&input, &policy, policy.limits, false);
+    let report = crate::scan(&input, &policy);
     assert_eq!(
         report.result.unwrap_err().kind().name(),
         "global_not_allowed"
@@ -22,7 +21,7 @@ fn refused_global_names_are_cut_for_display() {
     assert_eq!(g.module, format!("{}...", "\\u{1}".repeat(64)));
     assert_eq!(g.name, "x");
     // An allowed global is kept as written.
-    let ok = scan(b"c__builtin__\nset\n)\x85R.", &policy, policy.limits, false);
+    let ok = crate::scan(b"c__builtin__\nset\n)\x85R.", &policy);
     assert!(ok.result.is_ok());
     let g = ok.globals.first().unwrap();
     assert_eq!(

@@ -37,7 +37,11 @@ pub(crate) fn run(opts: &Opts) -> Result<Result<(), Error>, Fatal> {
     let input = read_input(common.input()?, limits.max_input_bytes)?;
     let report = picklewarden::Scanner::new(&input, &policy)
         .limits(limits)
-        .stream(common.stream)
+        .pickles(if common.stream {
+            picklewarden::Pickles::Stream
+        } else {
+            picklewarden::Pickles::One
+        })
         .buffers((!common.buffers.is_empty()).then_some(common.buffers.len()))
         .allow_trailing(common.allow_trailing)
         .run();

@@ -645,7 +645,11 @@ fn evaluate(
     // thread, its slot and its memory for as long as the limits allow (A48).
     let (result, report) = picklewarden::Decoder::new(input, policy)
         .deadline(deadline)
-        .decode_with_report(stream);
+        .decode_and_report(if stream {
+            picklewarden::Pickles::Stream
+        } else {
+            picklewarden::Pickles::One
+        });
     let globals: Vec<Json> = report
         .globals
         .iter()
@@ -690,17 +694,15 @@ fn evaluate(
                             "pickle",
                             Some(base64::engine::general_purpose::STANDARD.encode(p)),
                         )),
-                        Err(
-                            e @ (Unwritable::Record
-                            | Unwritable::Stream
-                            | Unwritable::Protocol { .. }),
-                        ) => {
+                        Err(Unwritable::TooLarge(_) | Unwritable::Deadline) => {
+                            Some(("pickle", None))
+                        }
+                        // Record, Stream, Protocol, and any reason a later version adds
+                        // (Unwritable is non_exhaustive): no pickle, with the reason.
+                        Err(e) => {
                             body.insert("output_error".to_owned(), json!("no_canonical_pickle"));
                             body.insert("output_reason".to_owned(), json!(e.to_string()));
                             None
-                        }
-                        Err(Unwritable::TooLarge(_) | Unwritable::Deadline) => {
-                            Some(("pickle", None))
                         }
                     }
                 }

@@ -108,6 +108,7 @@ pub const PROTOCOL: u8 = 5;
 
 /// The form of a canonical pickle.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Protocol {
     /// Protocol 5, the form the module documentation gives ([`to_pickle`]).
     #[default]
@@ -143,6 +144,7 @@ impl Protocol {
 
 /// Why a document has no canonical pickle, or why writing it stopped.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum Unwritable {
     /// The document holds a record object that cannot be written back as the call that made
     /// it: one changed after the call (BUILD, APPEND or SETITEM on it: the record keeps only
