@@ -26,7 +26,8 @@ pub enum Format {
     /// The legacy torch format (before 1.6): five pickles one after another (magic number,
     /// protocol version, sys_info, the object, the storage keys), then the raw storages.
     TorchLegacy,
-    /// The older tar layout of torch (`sys_info`, `pickle`, `storages`, `tensors`).
+    /// The older tar layout of torch (`sys_info`, `pickle`, `storages`, `tensors`), detected as
+    /// Python's `tarfile` detects a tar (a first header block whose checksum matches).
     TorchTar,
     /// A NumPy `.npy` file.
     Npy,
@@ -249,11 +250,12 @@ pub fn detect(bytes: &[u8]) -> Format {
     if bytes.starts_with(b"PK\x03\x04") || bytes.starts_with(b"PK\x05\x06") {
         return super::torch::zip_kind(bytes);
     }
+    // Before every other format: torch.load tries tarfile first on anything not a zip.
+    if super::torch_tar::is_tar(bytes) {
+        return Format::TorchTar;
+    }
     if bytes.starts_with(b"\x93NUMPY") {
         return Format::Npy;
-    }
-    if bytes.get(257..262) == Some(b"ustar") {
-        return Format::TorchTar;
     }
     if let Some(c) = Compression::sniff(bytes) {
         return Format::Joblib(c);
@@ -285,12 +287,7 @@ pub fn scan_bytes(bytes: &[u8], options: &ScanOptions) -> FileReport {
             super::torch::scan_zip(Cursor::new(bytes), &mut report);
         }
         Format::TorchLegacy => super::torch::scan_legacy(bytes, &mut report),
-        Format::TorchTar => report.incomplete(
-            "not_understood",
-            "the torch tar layout (torch before 0.4) is not read",
-            "",
-            None,
-        ),
+        Format::TorchTar => super::torch_tar::scan_tar(bytes, &mut report),
         Format::Npy => super::numpy::scan_npy(bytes, "", &mut report),
         Format::Npz => super::numpy::scan_npz(Cursor::new(bytes), &mut report),
         Format::Joblib(c) => super::joblib::scan(bytes, c, &mut report),

@@ -484,7 +484,7 @@ fn check_storages(
 
 /// Every `_rebuild_tensor*` and `_rebuild_qtensor` call of the document: its storage a
 /// persistent id, its offset, size and stride non-negative ints, its extent inside the storage.
-fn check_views(
+pub(crate) fn check_views(
     doc: &Document<'_>,
     storages: &HashMap<NodeId, (u64, u64)>,
     referenced: &HashSet<NodeId>,
