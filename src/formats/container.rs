@@ -291,12 +291,19 @@ pub fn scan_bytes(bytes: &[u8], options: &ScanOptions) -> FileReport {
         Format::Npy => super::numpy::scan_npy(bytes, "", &mut report),
         Format::Npz => super::numpy::scan_npz(Cursor::new(bytes), &mut report),
         Format::Joblib(c) => super::joblib::scan(bytes, c, &mut report),
-        Format::Zip => report.incomplete(
-            "not_understood",
-            "a zip archive that is neither a torch checkpoint nor an npz",
-            "",
-            None,
-        ),
+        Format::Zip => {
+            match super::zip_check::check(&mut Cursor::new(bytes), options.limits.max_entries) {
+                // A zip whose records disagree (or that the zip crate cannot open) is refused for
+                // what is wrong with it, whatever it holds.
+                Err((kind, category, why)) => report.refuse(kind, category, why, "", None),
+                Ok(_) => report.incomplete(
+                    "not_understood",
+                    "a zip archive that is neither a torch checkpoint nor an npz",
+                    "",
+                    None,
+                ),
+            }
+        }
         Format::Pickle => {
             report.pickle("", bytes, false);
         }

@@ -33,6 +33,7 @@ pub mod safetensors;
 pub mod tensors;
 pub mod torch;
 mod torch_tar;
+mod zip_check;
 
 #[cfg(test)]
 mod tests;

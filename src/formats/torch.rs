@@ -19,7 +19,7 @@
 //! built on it (`torch._utils._rebuild_tensor`, `_v2`, `_v3`, `_rebuild_qtensor`) inside it.
 
 use std::collections::{HashMap, HashSet};
-use std::io::{Cursor, Read, Seek, SeekFrom};
+use std::io::{Cursor, Read, Seek};
 
 use crate::value::{Document, NodeId, Value};
 
@@ -127,21 +127,6 @@ pub(crate) fn zip_kind_of<R: Read + Seek>(archive: &zip::ZipArchive<R>) -> Forma
     }
 }
 
-/// The number of entries the end of central directory record declares (`None` when it cannot
-/// be found or is a ZIP64 placeholder), to catch names listed twice, which a name-keyed reader
-/// would keep once.
-fn declared_entries<R: Read + Seek>(reader: &mut R) -> Option<u64> {
-    let len = reader.seek(SeekFrom::End(0)).ok()?;
-    let tail_len = len.min(22 + 65535);
-    reader.seek(SeekFrom::Start(len - tail_len)).ok()?;
-    let mut tail = Vec::new();
-    reader.take(tail_len).read_to_end(&mut tail).ok()?;
-    let at = tail.windows(4).rposition(|w| w == b"PK\x05\x06")?;
-    let count = tail.get(at + 10..at + 12)?;
-    let n = u16::from_le_bytes([*count.first()?, *count.get(1)?]);
-    (n != 0xFFFF).then_some(u64::from(n))
-}
-
 /// One storage of a checkpoint: its key and size in bytes.
 struct Storages {
     sizes: HashMap<String, u64>,
@@ -149,37 +134,10 @@ struct Storages {
 
 /// Checks a torch zip checkpoint (or TorchScript archive). Reads the central directory and the
 /// pickles, never the storages (their sizes come from the directory).
-pub(crate) fn scan_zip<R: Read + Seek>(mut reader: R, report: &mut Report<'_>) {
-    let declared = declared_entries(&mut reader);
-    let mut archive = match zip::ZipArchive::new(reader) {
-        Ok(a) => a,
-        Err(e) => {
-            return report.refuse("zip_malformed", "malformed", e.to_string(), "", None);
-        }
+pub(crate) fn scan_zip<R: Read + Seek>(reader: R, report: &mut Report<'_>) {
+    let Some(mut archive) = super::zip_check::open(reader, report) else {
+        return;
     };
-    let count = archive.len() as u64;
-    if count > report.limits.max_entries {
-        return report.refuse(
-            "container_limit",
-            "limit_exceeded",
-            format!(
-                "{count} zip entries, more than max_entries {}",
-                report.limits.max_entries
-            ),
-            "",
-            None,
-        );
-    }
-    if declared.is_some_and(|n| n != count) {
-        return report.refuse(
-            "zip_duplicate_entry",
-            "malformed",
-            "the central directory lists a name more than once (readers differ on which entry \
-             they read)",
-            "",
-            None,
-        );
-    }
     let names: Vec<String> = archive
         .file_names_raw()
         .map(|n| String::from_utf8_lossy(n).into_owned())

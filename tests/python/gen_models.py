@@ -41,6 +41,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import torch_tar  # noqa: E402
+import zip_quirks  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_OUT = os.path.join(HERE, "..", "corpus", "models")
@@ -221,6 +222,9 @@ def main():
     rewrite_zip(good, out_path(root, "hostile", "two_top_folders.pt"), two_tops)
     entry("hostile", "two_top_folders.pt", "torch-zip", "refused", "zip_layout",
           "a second top folder with its own data.pkl")
+
+    # Zip records that disagree (tests/python/zip_quirks.py).
+    zip_quirks.make(root, entry, out_path, evil)
 
     # A view whose extent leaves its storage: hand-written data.pkl over a real storage.
     def view_out(name, data):
