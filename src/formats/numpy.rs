@@ -349,10 +349,7 @@ pub(crate) fn scan_npy(bytes: &[u8], entry: &str, report: &mut Report<'_>) {
 }
 
 /// Checks an `.npz` file: every member an `.npy`.
-pub(crate) fn scan_npz<R: Read + Seek>(reader: R, report: &mut Report<'_>) {
-    let Some(mut archive) = super::zip_check::open(reader, report) else {
-        return;
-    };
+pub(crate) fn scan_npz<R: Read + Seek>(mut archive: zip::ZipArchive<R>, report: &mut Report<'_>) {
     let count = archive.len();
     for i in 0..count {
         let limits = report.limits;

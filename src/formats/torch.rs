@@ -19,7 +19,7 @@
 //! built on it (`torch._utils._rebuild_tensor`, `_v2`, `_v3`, `_rebuild_qtensor`) inside it.
 
 use std::collections::{HashMap, HashSet};
-use std::io::{Cursor, Read, Seek};
+use std::io::{Read, Seek};
 
 use crate::value::{Document, NodeId, Value};
 
@@ -95,19 +95,11 @@ pub fn dtype_itemsize(name: &str) -> Option<u64> {
     })
 }
 
-/// What a zip archive is: a torch checkpoint (every entry under one top folder, with
-/// `data.pkl`), a TorchScript archive (with `constants.pkl` too), an npz (every entry a
+/// What a zip archive is from its entry names: a torch checkpoint (an entry
+/// `<top>/data.pkl`), a TorchScript archive (`<top>/constants.pkl` too), an npz (every entry a
 /// `.npy`), or another zip.
-pub(crate) fn zip_kind(bytes: &[u8]) -> Format {
-    match zip::ZipArchive::new(Cursor::new(bytes)) {
-        Ok(archive) => zip_kind_of(&archive),
-        Err(_) => Format::Zip,
-    }
-}
-
-/// [`zip_kind`] of an open archive.
-pub(crate) fn zip_kind_of<R: Read + Seek>(archive: &zip::ZipArchive<R>) -> Format {
-    let names: Vec<&[u8]> = archive.file_names_raw().collect();
+pub(crate) fn zip_kind_names<'a>(names: impl Iterator<Item = &'a [u8]>) -> Format {
+    let names: Vec<&[u8]> = names.collect();
     if !names.is_empty() && names.iter().all(|n| n.ends_with(b".npy")) {
         return Format::Npz;
     }
@@ -132,12 +124,10 @@ struct Storages {
     sizes: HashMap<String, u64>,
 }
 
-/// Checks a torch zip checkpoint (or TorchScript archive). Reads the central directory and the
-/// pickles, never the storages (their sizes come from the directory).
-pub(crate) fn scan_zip<R: Read + Seek>(reader: R, report: &mut Report<'_>) {
-    let Some(mut archive) = super::zip_check::open(reader, report) else {
-        return;
-    };
+/// Checks a torch zip checkpoint (or TorchScript archive), opened by
+/// [`super::zip_check::open`]. Reads the central directory and the pickles, never the storages
+/// (their sizes come from the directory).
+pub(crate) fn scan_zip<R: Read + Seek>(mut archive: zip::ZipArchive<R>, report: &mut Report<'_>) {
     let names: Vec<String> = archive
         .file_names_raw()
         .map(|n| String::from_utf8_lossy(n).into_owned())

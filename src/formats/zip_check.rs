@@ -351,19 +351,13 @@ fn check_local<R: Read + Seek>(
     Ok(())
 }
 
-/// Opens a zip archive for a container reader: [`check`] first, then the zip crate, whose
+/// Opens a zip archive whose records [`check`] accepted (`entries`) with the zip crate, whose
 /// listing must be the one checked (same names in the same order). `None` once refused.
 pub(crate) fn open<R: Read + Seek>(
-    mut reader: R,
+    reader: R,
+    entries: &[CentralEntry],
     report: &mut super::container::Report<'_>,
 ) -> Option<zip::ZipArchive<R>> {
-    let entries = match check(&mut reader, report.limits.max_entries) {
-        Ok(e) => e,
-        Err((kind, category, why)) => {
-            report.refuse(kind, category, why, "", None);
-            return None;
-        }
-    };
     let archive = match zip::ZipArchive::new(reader) {
         Ok(a) => a,
         Err(e) => {
@@ -375,7 +369,7 @@ pub(crate) fn open<R: Read + Seek>(
         || archive.offset() != 0
         || !archive
             .file_names_raw()
-            .zip(&entries)
+            .zip(entries)
             .all(|(n, e)| n == e.name.as_slice())
     {
         report.refuse(
