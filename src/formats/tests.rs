@@ -230,6 +230,8 @@ fn convert_views_to_safetensors() {
 /// Fuzz finds of the `containers` target (tests/corpus/models/regression, the selector byte
 /// taken off): read without a panic, never clean. crash-b60a4547...: an xz stream whose index
 /// made lzma-rs 0.3 overflow an add (the reason it was replaced by lzma-rust2).
+/// crash-d9f6a089...zip: a ZIP64 record whose size field overflowed the
+/// add that locates its end (src/formats/zip_check.rs).
 #[test]
 fn container_regressions() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus/models/regression");

@@ -138,7 +138,10 @@ pub(crate) fn check<R: Read + Seek>(
         let record_at = u64_at(&loc, 8);
         let record = read_at(r, record_at, 56)?;
         if !record.starts_with(ZIP64_EOCD)
-            || record_at.checked_add(12 + u64_at(&record, 4)) != Some(eocd_at - 20)
+            || u64_at(&record, 4)
+                .checked_add(12)
+                .and_then(|n| record_at.checked_add(n))
+                != Some(eocd_at - 20)
         {
             return Err(refuse(
                 "zip_count_mismatch",
