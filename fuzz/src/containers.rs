@@ -43,7 +43,7 @@ pub fn container_input(data: &[u8]) -> Vec<u8> {
 fn tar_input(rest: &[u8]) -> Vec<u8> {
     let mut b = rest.to_vec();
     let mut pos = 0usize;
-    while let Some(block) = b.get_mut(pos..pos + 512) {
+    while let Some(block) = pos.checked_add(512).and_then(|end| b.get_mut(pos..end)) {
         if block.iter().all(|&x| x == 0) {
             break;
         }
