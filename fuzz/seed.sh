@@ -42,6 +42,13 @@ for f in "$root"/tests/corpus/models/good/* "$root"/tests/corpus/models/hostile/
     name=$(sha1sum "$f" | cut -c1-40)
     { printf '\000'; cat "$f"; } > "corpus/containers/$name"
 done
+# torch tars behind the tar selector (10), trailing zero blocks cut (the harness adds them),
+# so that they fit libFuzzer's -max_len.
+for f in "$root"/tests/corpus/models/good/tar_* "$root"/tests/corpus/models/hostile/tar_*; do
+    [ -f "$f" ] || continue
+    name=$(sha1sum "$f" | cut -c1-40)
+    { printf '\012'; python3 -c 'import sys; d=open(sys.argv[1],"rb").read().rstrip(b"\0"); n=-(-len(d)//512)*512; sys.stdout.buffer.write(d.ljust(n, b"\0"))' "$f"; } > "corpus/containers/tar-$name"
+done
 for t in decode scan_build_agree structured mitogen_frames containers; do
     echo "fuzz/corpus/$t: $(ls "corpus/$t" | wc -l) files"
 done

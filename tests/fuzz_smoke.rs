@@ -14,6 +14,9 @@
 )]
 
 #[allow(unreachable_pub, dead_code, missing_docs)]
+#[path = "../fuzz/src/containers.rs"]
+mod containers;
+#[allow(unreachable_pub, dead_code, missing_docs)]
 #[path = "../fuzz/src/gen.rs"]
 mod gen;
 #[allow(unreachable_pub, dead_code, missing_docs)]
@@ -325,4 +328,48 @@ fn depth_oracle_counts_a_complex_as_a_scalar() {
     let doc = picklewarden::decode(&p, &picklewarden::Policy::data()).unwrap();
     assert_eq!(harness::nesting_depth(&doc), 12);
     harness::check_decode(&p);
+}
+
+/// The `containers` target over the model corpus: each file behind the "no magic" selector,
+/// and each torch tar (trailing zeros cut, as fuzz/seed.sh seeds it) behind the tar selector,
+/// which must rebuild a tar the reader reads as the original; then pseudo-random mutations of
+/// those tar inputs, which must not panic.
+#[test]
+fn containers_target_reads_the_models_and_the_tar_layout() {
+    use picklewarden::formats::container::{scan_bytes, Format, ScanOptions};
+    let mut tars = Vec::new();
+    for dir in ["tests/corpus/models/good", "tests/corpus/models/hostile"] {
+        for f in files(&root().join(dir)) {
+            let bytes = read(&f);
+            let mut input = vec![0u8];
+            input.extend_from_slice(&bytes);
+            containers::check_containers(&input);
+            let whole = scan_bytes(&bytes, &ScanOptions::default());
+            if whole.format == Format::TorchTar {
+                let end = bytes
+                    .iter()
+                    .rposition(|&b| b != 0)
+                    .map_or(0, |p| (p / 512 + 1) * 512);
+                let mut input = vec![containers::TAR_SELECTOR];
+                input.extend_from_slice(&bytes[..end]);
+                let shaped = scan_bytes(
+                    &containers::container_input(&input),
+                    &ScanOptions::default(),
+                );
+                assert_eq!(shaped.format, Format::TorchTar, "{}", f.display());
+                assert_eq!(shaped.verdict, whole.verdict, "{}", f.display());
+                tars.push(input);
+            }
+        }
+    }
+    assert!(tars.len() >= 4, "{} tar fixtures", tars.len());
+    let mut rng = XorShift(0x7a5f_00d1);
+    for _ in 0..300 {
+        let mut input = tars[rng.below(tars.len())].clone();
+        for _ in 0..1 + rng.below(4) {
+            let at = 1 + rng.below(input.len() - 1);
+            input[at] = rng.next() as u8;
+        }
+        containers::check_containers(&input);
+    }
 }

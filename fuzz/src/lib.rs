@@ -3,5 +3,6 @@
 //! runs the target bodies under plain `cargo test`.
 #![forbid(unsafe_code)]
 
+pub mod containers;
 pub mod gen;
 pub mod harness;

@@ -6,6 +6,7 @@
 //! denied by the policy; `incomplete` when part of the file is not understood (an unknown zip
 //! entry, TorchScript code, an unsupported compression), which is never reported clean.
 
+use std::borrow::Cow;
 use std::collections::HashSet;
 use std::io::{Cursor, Read, Seek, SeekFrom};
 
@@ -13,6 +14,7 @@ use crate::policy::Policy;
 use crate::{Category, Document, Error, Scanner};
 
 use super::globals::globals_after;
+use super::zip_check::{CentralEntry, Refusal};
 
 /// What a file's content says it is ([`detect`]); never decided by its name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -26,7 +28,8 @@ pub enum Format {
     /// The legacy torch format (before 1.6): five pickles one after another (magic number,
     /// protocol version, sys_info, the object, the storage keys), then the raw storages.
     TorchLegacy,
-    /// The older tar layout of torch (`sys_info`, `pickle`, `storages`, `tensors`).
+    /// The older tar layout of torch (`sys_info`, `pickle`, `storages`, `tensors`), detected as
+    /// Python's `tarfile` detects a tar (a first header block whose checksum matches).
     TorchTar,
     /// A NumPy `.npy` file.
     Npy,
@@ -247,13 +250,14 @@ pub struct ScanOptions {
 /// Tells what `bytes` holds from its first bytes (and, for a zip, its entry names).
 pub fn detect(bytes: &[u8]) -> Format {
     if bytes.starts_with(b"PK\x03\x04") || bytes.starts_with(b"PK\x05\x06") {
-        return super::torch::zip_kind(bytes);
+        return zip_format(&mut Cursor::new(bytes), &ModelLimits::default()).0;
+    }
+    // Before every other format: torch.load tries tarfile first on anything not a zip.
+    if super::torch_tar::is_tar(bytes) {
+        return Format::TorchTar;
     }
     if bytes.starts_with(b"\x93NUMPY") {
         return Format::Npy;
-    }
-    if bytes.get(257..262) == Some(b"ustar") {
-        return Format::TorchTar;
     }
     if let Some(c) = Compression::sniff(bytes) {
         return Format::Joblib(c);
@@ -271,37 +275,83 @@ pub fn detect(bytes: &[u8]) -> Format {
     Format::Pickle
 }
 
-/// The verdict on one file's bytes: its format detected, its pickles checked under the
-/// format's built-in policy (or `options.policy`), its structure checked.
-pub fn scan_bytes(bytes: &[u8], options: &ScanOptions) -> FileReport {
-    let format = detect(bytes);
-    let policy = match &options.policy {
-        Some(p) => p.clone(),
-        None => Policy::builtin(format.default_policy()).unwrap_or_else(Policy::strict),
+/// The policy a file of `format` is checked under: `options.policy`, or the format's built-in
+/// one (parsed once for the process); `strict` should a built-in policy not parse.
+fn policy_for(format: Format, options: &ScanOptions) -> Cow<'_, Policy> {
+    match &options.policy {
+        Some(p) => Cow::Borrowed(p),
+        None => match Policy::builtin_ref(format.default_policy()) {
+            Ok(Some(p)) => Cow::Borrowed(p),
+            _ => Cow::Owned(Policy::strict()),
+        },
+    }
+}
+
+/// A zip's format from the names of its checked central directory; when the records are
+/// refused, from the names the zip crate lists (or [`Format::Zip`]), so that the refusal is
+/// reported under the format the file claims.
+fn zip_format<R: Read + Seek>(
+    reader: &mut R,
+    limits: &ModelLimits,
+) -> (Format, Result<Vec<CentralEntry>, Refusal>) {
+    let checked = super::zip_check::check(reader, limits.max_entries);
+    let format = match &checked {
+        Ok(entries) => super::torch::zip_kind_names(entries.iter().map(|e| e.name.as_slice())),
+        Err(_) => match zip::ZipArchive::new(&mut *reader) {
+            Ok(a) => super::torch::zip_kind_names(a.file_names_raw()),
+            Err(_) => Format::Zip,
+        },
     };
+    (format, checked)
+}
+
+/// The verdict on a zip archive: its records checked (src/formats/zip_check.rs), then its
+/// entries read through the central directory by the reader of its format.
+fn scan_zip_file<R: Read + Seek>(mut reader: R, options: &ScanOptions) -> FileReport {
+    let (format, checked) = zip_format(&mut reader, &options.limits);
+    let policy = policy_for(format, options);
     let mut report = Report::new(format, &policy, options.limits);
-    match format {
-        Format::TorchZip | Format::TorchScript => {
-            super::torch::scan_zip(Cursor::new(bytes), &mut report);
-        }
-        Format::TorchLegacy => super::torch::scan_legacy(bytes, &mut report),
-        Format::TorchTar => report.incomplete(
-            "not_understood",
-            "the torch tar layout (torch before 0.4) is not read",
-            "",
-            None,
-        ),
-        Format::Npy => super::numpy::scan_npy(bytes, "", &mut report),
-        Format::Npz => super::numpy::scan_npz(Cursor::new(bytes), &mut report),
-        Format::Joblib(c) => super::joblib::scan(bytes, c, &mut report),
-        Format::Zip => report.incomplete(
+    match checked {
+        Err((kind, category, why)) => report.refuse(kind, category, why, "", None),
+        Ok(_) if format == Format::Zip => report.incomplete(
             "not_understood",
             "a zip archive that is neither a torch checkpoint nor an npz",
             "",
             None,
         ),
+        Ok(entries) => {
+            if let Some(archive) = super::zip_check::open(reader, &entries, &mut report) {
+                if format == Format::Npz {
+                    super::numpy::scan_npz(archive, &mut report);
+                } else {
+                    super::torch::scan_zip(archive, &mut report);
+                }
+            }
+        }
+    }
+    report.finish()
+}
+
+/// The verdict on one file's bytes: its format detected, its pickles checked under the
+/// format's built-in policy (or `options.policy`), its structure checked.
+pub fn scan_bytes(bytes: &[u8], options: &ScanOptions) -> FileReport {
+    if bytes.starts_with(b"PK\x03\x04") || bytes.starts_with(b"PK\x05\x06") {
+        return scan_zip_file(Cursor::new(bytes), options);
+    }
+    let format = detect(bytes);
+    let policy = policy_for(format, options);
+    let mut report = Report::new(format, &policy, options.limits);
+    match format {
+        Format::TorchLegacy => super::torch::scan_legacy(bytes, &mut report),
+        Format::TorchTar => super::torch_tar::scan_tar(bytes, &mut report),
+        Format::Npy => super::numpy::scan_npy(bytes, "", &mut report),
+        Format::Joblib(c) => super::joblib::scan(bytes, c, &mut report),
         Format::Pickle => {
             report.pickle("", bytes, false);
+        }
+        // Zip formats are read above.
+        Format::TorchZip | Format::TorchScript | Format::Npz | Format::Zip => {
+            return scan_zip_file(Cursor::new(bytes), options);
         }
     }
     report.finish()
@@ -321,26 +371,8 @@ pub fn scan_reader<R: Read + Seek>(
     let mut head = Vec::new();
     (&mut reader).take(4).read_to_end(&mut head)?;
     reader.seek(SeekFrom::Start(0))?;
-    if head.starts_with(b"PK\x03\x04") {
-        if let Ok(archive) = zip::ZipArchive::new(&mut reader) {
-            let format = super::torch::zip_kind_of(&archive);
-            drop(archive);
-            reader.seek(SeekFrom::Start(0))?;
-            if format != Format::Zip {
-                let policy = match &options.policy {
-                    Some(p) => p.clone(),
-                    None => Policy::builtin(format.default_policy()).unwrap_or_else(Policy::strict),
-                };
-                let mut report = Report::new(format, &policy, options.limits);
-                if format == Format::Npz {
-                    super::numpy::scan_npz(reader, &mut report);
-                } else {
-                    super::torch::scan_zip(reader, &mut report);
-                }
-                return Ok(report.finish());
-            }
-        }
-        reader.seek(SeekFrom::Start(0))?;
+    if head.starts_with(b"PK\x03\x04") || head.starts_with(b"PK\x05\x06") {
+        return Ok(scan_zip_file(reader, options));
     }
     let mut bytes = Vec::new();
     reader

@@ -28,16 +28,29 @@ pub(crate) fn read_bounded(
     compressed_len: u64,
     limits: &ModelLimits,
 ) -> Result<Vec<u8>, Failure> {
-    let mut out = Vec::new();
-    let mut chunk = [0u8; 64 * 1024];
+    // Read straight into `out`, in steps that start small and double up to 64 KiB: a zip
+    // entry of a few bytes (`byteorder`, `version`) does not pay for zeroing a large buffer.
+    let mut out: Vec<u8> = Vec::new();
+    let mut step = 4096usize;
     loop {
-        let n = match reader.read(&mut chunk) {
-            Ok(0) => return Ok(out),
+        let len = out.len();
+        out.try_reserve(step)
+            .map_err(|_| Failure::Limit("out of memory for the decompressed data".into()))?;
+        out.resize(len + step, 0);
+        let read = reader.read(out.get_mut(len..).unwrap_or_default());
+        let n = match read {
             Ok(n) => n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {
+                out.truncate(len);
+                continue;
+            }
             Err(e) => return Err(Failure::Malformed(e.to_string())),
         };
-        let total = out.len() as u64 + n as u64;
+        out.truncate(len + n);
+        if n == 0 {
+            return Ok(out);
+        }
+        let total = out.len() as u64;
         if total > limits.max_decompressed_bytes {
             return Err(Failure::Limit(format!(
                 "more than {} bytes decompressed (max_decompressed_bytes)",
@@ -51,9 +64,7 @@ pub(crate) fn read_bounded(
                 limits.max_ratio
             )));
         }
-        out.try_reserve(n)
-            .map_err(|_| Failure::Limit("out of memory for the decompressed data".into()))?;
-        out.extend_from_slice(chunk.get(..n).unwrap_or_default());
+        step = (step * 2).min(64 * 1024);
     }
 }
 

@@ -11,7 +11,8 @@
 //! - [`container`]: detection ([`container::detect`]), the verdict of one file
 //!   ([`container::scan_bytes`]): [`container::FileReport`].
 //! - [`torch`]: torch zip checkpoints (`torch.save` since 1.6), TorchScript archives, the
-//!   legacy format (before 1.6); storage references checked, tensors listed.
+//!   legacy format (before 1.6) and the older tar layout (`torch_tar`); storage references
+//!   checked, tensors listed.
 //! - [`numpy`]: `.npy` (object arrays carry a pickle after the header) and `.npz`.
 //! - [`tensors`]: the tensors of a torch checkpoint (name, dtype, shape, stride, storage
 //!   offset, storage key, byte range), for Rust programs that read checkpoints.
@@ -31,6 +32,8 @@ pub mod numpy;
 pub mod safetensors;
 pub mod tensors;
 pub mod torch;
+mod torch_tar;
+mod zip_check;
 
 #[cfg(test)]
 mod tests;

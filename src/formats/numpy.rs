@@ -349,24 +349,8 @@ pub(crate) fn scan_npy(bytes: &[u8], entry: &str, report: &mut Report<'_>) {
 }
 
 /// Checks an `.npz` file: every member an `.npy`.
-pub(crate) fn scan_npz<R: Read + Seek>(reader: R, report: &mut Report<'_>) {
-    let mut archive = match zip::ZipArchive::new(reader) {
-        Ok(a) => a,
-        Err(e) => return report.refuse("zip_malformed", "malformed", e.to_string(), "", None),
-    };
+pub(crate) fn scan_npz<R: Read + Seek>(mut archive: zip::ZipArchive<R>, report: &mut Report<'_>) {
     let count = archive.len();
-    if count as u64 > report.limits.max_entries {
-        return report.refuse(
-            "container_limit",
-            "limit_exceeded",
-            format!(
-                "{count} zip entries, more than max_entries {}",
-                report.limits.max_entries
-            ),
-            "",
-            None,
-        );
-    }
     for i in 0..count {
         let limits = report.limits;
         let (name, data) = {

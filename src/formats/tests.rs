@@ -29,7 +29,16 @@ fn prefixes_of_good_files_are_never_clean() {
         let full = scan_bytes(&bytes, &ScanOptions::default());
         assert_eq!(full.verdict, Verdict::Clean, "{}", f.display());
         let step = if bytes.len() < 1024 { 1 } else { 13 };
+        // A tar's zero padding after its two end-of-archive blocks is not part of the archive:
+        // prefixes cut inside it are the same archive.
+        let tar_end = (full.format == Format::TorchTar).then(|| {
+            let last = bytes.iter().rposition(|&b| b != 0).unwrap_or(0);
+            (last / 512 + 1) * 512 + 1024
+        });
         for len in (0..bytes.len()).step_by(step) {
+            if tar_end.is_some_and(|e| len >= e) {
+                break;
+            }
             let r = scan_bytes(
                 bytes.get(..len).unwrap_or_default(),
                 &ScanOptions::default(),
@@ -221,6 +230,8 @@ fn convert_views_to_safetensors() {
 /// Fuzz finds of the `containers` target (tests/corpus/models/regression, the selector byte
 /// taken off): read without a panic, never clean. crash-b60a4547...: an xz stream whose index
 /// made lzma-rs 0.3 overflow an add (the reason it was replaced by lzma-rust2).
+/// crash-d9f6a089...zip: a ZIP64 record whose size field overflowed the
+/// add that locates its end (src/formats/zip_check.rs).
 #[test]
 fn container_regressions() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus/models/regression");

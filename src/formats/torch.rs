@@ -19,7 +19,7 @@
 //! built on it (`torch._utils._rebuild_tensor`, `_v2`, `_v3`, `_rebuild_qtensor`) inside it.
 
 use std::collections::{HashMap, HashSet};
-use std::io::{Cursor, Read, Seek, SeekFrom};
+use std::io::{Read, Seek};
 
 use crate::value::{Document, NodeId, Value};
 
@@ -95,19 +95,11 @@ pub fn dtype_itemsize(name: &str) -> Option<u64> {
     })
 }
 
-/// What a zip archive is: a torch checkpoint (every entry under one top folder, with
-/// `data.pkl`), a TorchScript archive (with `constants.pkl` too), an npz (every entry a
+/// What a zip archive is from its entry names: a torch checkpoint (an entry
+/// `<top>/data.pkl`), a TorchScript archive (`<top>/constants.pkl` too), an npz (every entry a
 /// `.npy`), or another zip.
-pub(crate) fn zip_kind(bytes: &[u8]) -> Format {
-    match zip::ZipArchive::new(Cursor::new(bytes)) {
-        Ok(archive) => zip_kind_of(&archive),
-        Err(_) => Format::Zip,
-    }
-}
-
-/// [`zip_kind`] of an open archive.
-pub(crate) fn zip_kind_of<R: Read + Seek>(archive: &zip::ZipArchive<R>) -> Format {
-    let names: Vec<&[u8]> = archive.file_names_raw().collect();
+pub(crate) fn zip_kind_names<'a>(names: impl Iterator<Item = &'a [u8]>) -> Format {
+    let names: Vec<&[u8]> = names.collect();
     if !names.is_empty() && names.iter().all(|n| n.ends_with(b".npy")) {
         return Format::Npz;
     }
@@ -127,59 +119,15 @@ pub(crate) fn zip_kind_of<R: Read + Seek>(archive: &zip::ZipArchive<R>) -> Forma
     }
 }
 
-/// The number of entries the end of central directory record declares (`None` when it cannot
-/// be found or is a ZIP64 placeholder), to catch names listed twice, which a name-keyed reader
-/// would keep once.
-fn declared_entries<R: Read + Seek>(reader: &mut R) -> Option<u64> {
-    let len = reader.seek(SeekFrom::End(0)).ok()?;
-    let tail_len = len.min(22 + 65535);
-    reader.seek(SeekFrom::Start(len - tail_len)).ok()?;
-    let mut tail = Vec::new();
-    reader.take(tail_len).read_to_end(&mut tail).ok()?;
-    let at = tail.windows(4).rposition(|w| w == b"PK\x05\x06")?;
-    let count = tail.get(at + 10..at + 12)?;
-    let n = u16::from_le_bytes([*count.first()?, *count.get(1)?]);
-    (n != 0xFFFF).then_some(u64::from(n))
-}
-
 /// One storage of a checkpoint: its key and size in bytes.
 struct Storages {
     sizes: HashMap<String, u64>,
 }
 
-/// Checks a torch zip checkpoint (or TorchScript archive). Reads the central directory and the
-/// pickles, never the storages (their sizes come from the directory).
-pub(crate) fn scan_zip<R: Read + Seek>(mut reader: R, report: &mut Report<'_>) {
-    let declared = declared_entries(&mut reader);
-    let mut archive = match zip::ZipArchive::new(reader) {
-        Ok(a) => a,
-        Err(e) => {
-            return report.refuse("zip_malformed", "malformed", e.to_string(), "", None);
-        }
-    };
-    let count = archive.len() as u64;
-    if count > report.limits.max_entries {
-        return report.refuse(
-            "container_limit",
-            "limit_exceeded",
-            format!(
-                "{count} zip entries, more than max_entries {}",
-                report.limits.max_entries
-            ),
-            "",
-            None,
-        );
-    }
-    if declared.is_some_and(|n| n != count) {
-        return report.refuse(
-            "zip_duplicate_entry",
-            "malformed",
-            "the central directory lists a name more than once (readers differ on which entry \
-             they read)",
-            "",
-            None,
-        );
-    }
+/// Checks a torch zip checkpoint (or TorchScript archive), opened by
+/// [`super::zip_check::open`]. Reads the central directory and the pickles, never the storages
+/// (their sizes come from the directory).
+pub(crate) fn scan_zip<R: Read + Seek>(mut archive: zip::ZipArchive<R>, report: &mut Report<'_>) {
     let names: Vec<String> = archive
         .file_names_raw()
         .map(|n| String::from_utf8_lossy(n).into_owned())
@@ -484,7 +432,7 @@ fn check_storages(
 
 /// Every `_rebuild_tensor*` and `_rebuild_qtensor` call of the document: its storage a
 /// persistent id, its offset, size and stride non-negative ints, its extent inside the storage.
-fn check_views(
+pub(crate) fn check_views(
     doc: &Document<'_>,
     storages: &HashMap<NodeId, (u64, u64)>,
     referenced: &HashSet<NodeId>,

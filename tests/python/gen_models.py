@@ -9,7 +9,7 @@ MANIFEST.tsv: a header line, then one tab-separated line per file:
     file  format  verdict  kind  description
 
 - ``format``: what `picklewarden scan` must detect from the content (never the name):
-  ``torch-zip``, ``torch-legacy``, ``torchscript``, ``npy``, ``npz``, ``joblib``, ``pickle``;
+  ``torch-zip``, ``torch-legacy``, ``torch-tar``, ``torchscript``, ``npy``, ``npz``, ``joblib``, ``pickle``;
 - ``verdict``: ``clean``, ``refused`` or ``incomplete``;
 - ``kind``: for ``refused``, the refusal kind (``ErrorKind::name()`` or a container kind such as
   ``storage_size_mismatch``); ``-`` otherwise;
@@ -38,6 +38,10 @@ from collections import OrderedDict
 import joblib
 import numpy as np
 import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import torch_tar  # noqa: E402
+import zip_quirks  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_OUT = os.path.join(HERE, "..", "corpus", "models")
@@ -166,6 +170,9 @@ def main():
     torch_save(root, "good", "legacy_views.pt", views, "torch-legacy", "clean", "-",
                "legacy format with views sharing a storage", legacy=True)
 
+    # ---- the older torch tar layout (tests/python/torch_tar.py) ----
+    torch_tar.make(root, entry, out_path)
+
     # ---- torch: hostile ----
     torch_save(root, "hostile", "torch_os_system.pt", {"w": torch.ones(2), "x": RunsCode()},
                "torch-zip", "refused", "global_not_allowed", "posix.system REDUCE inside data.pkl")
@@ -215,6 +222,9 @@ def main():
     rewrite_zip(good, out_path(root, "hostile", "two_top_folders.pt"), two_tops)
     entry("hostile", "two_top_folders.pt", "torch-zip", "refused", "zip_layout",
           "a second top folder with its own data.pkl")
+
+    # Zip records that disagree (tests/python/zip_quirks.py).
+    zip_quirks.make(root, entry, out_path, evil)
 
     # A view whose extent leaves its storage: hand-written data.pkl over a real storage.
     def view_out(name, data):
