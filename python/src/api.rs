@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use picklewarden::policy::{Constructor, Forms, GlobalRule, Python2Str, RecordKey, TextEncoding};
+use picklewarden::policy::{Constructor, Forms, GlobalRule, Python2Str, TextEncoding};
 use picklewarden::{Decoder, Document, Error, ErrorKind, LimitName, Limits, Policy};
 use pyo3::exceptions::{PyKeyError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -179,14 +179,7 @@ impl PyPolicy {
                 f
             }
         };
-        let rule = GlobalRule {
-            module,
-            name,
-            constructor,
-            forms,
-            args: None,
-            key: RecordKey::Identity,
-        };
+        let rule = GlobalRule::new(&module, &name, constructor).forms(forms);
         let this = slf.get();
         let mut guard = match this.inner.lock() {
             Ok(g) => g,
@@ -492,14 +485,7 @@ fn with_classes<'k>(policy: &Arc<Policy>, keys: impl Iterator<Item = &'k String>
             let (module, name) = (key.get(..i), key.get(i + 1..));
             if let (Some(m), Some(n)) = (module, name) {
                 if !m.is_empty() && !n.is_empty() && policy.find(m, n).is_none() {
-                    extra.push(GlobalRule {
-                        module: m.to_owned(),
-                        name: n.to_owned(),
-                        constructor: Constructor::Record,
-                        forms: Forms::ALL,
-                        args: None,
-                        key: RecordKey::Identity,
-                    });
+                    extra.push(GlobalRule::new(m, n, Constructor::Record));
                 }
             }
         }
@@ -647,7 +633,11 @@ pub(crate) fn scan<'py>(
         loop {
             let report = picklewarden::Scanner::new(bytes, &policy)
                 .limits(limits)
-                .stream(stream)
+                .pickles(if stream {
+                    picklewarden::Pickles::Stream
+                } else {
+                    picklewarden::Pickles::One
+                })
                 .buffers(nbuf)
                 .run();
             rounds += 1;
@@ -664,14 +654,7 @@ pub(crate) fn scan<'py>(
             };
             match next {
                 Some((m, n)) => {
-                    policy.allow(GlobalRule {
-                        module: m.clone(),
-                        name: n.clone(),
-                        constructor: Constructor::Record,
-                        forms: Forms::ALL,
-                        args: None,
-                        key: RecordKey::Identity,
-                    });
+                    policy.allow(GlobalRule::new(&m, &n, Constructor::Record));
                     refused_names.push((m, n));
                 }
                 None => return (report, refused_names),

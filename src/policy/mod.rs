@@ -174,6 +174,7 @@ impl Forms {
 
 /// One allowed global.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct GlobalRule {
     /// Module name, exact.
     pub module: String,
