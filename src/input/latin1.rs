@@ -29,7 +29,7 @@ pub(crate) fn pack(text: &[u8], len: usize) -> Vec<u8> {
 /// copied; the protocol 0-2 form, `_codecs.encode(text, 'latin1')`, is transcoded from its
 /// UTF-8 text straight into `out` (the text was checked when it was decoded, and its Latin-1
 /// length counted then, so nothing is checked or counted again here). About 3 GB/s on SSE2
-/// (bench/NOTES.md), against the 4 KiB pieces of [`PyBytes::for_each_chunk`], which count
+/// (bench/NOTES.md), against the 4 KiB pieces of [`PyBytes::for_each_chunk`](crate::value::PyBytes::for_each_chunk), which count
 /// each piece's length first.
 ///
 /// Returns `false`, leaving `out` as it was, when `out.len()` is not `bytes.len()`.

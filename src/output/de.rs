@@ -52,8 +52,6 @@
 //! limits than the walk is given is refused, not walked deeper. Each level costs the stack
 //! frames of the target type's visitor: a thread with a small stack should lower the depth.
 
-use std::fmt;
-
 use num_traits::ToPrimitive;
 use serde::de::{
     self, DeserializeOwned, DeserializeSeed, EnumAccess, IntoDeserializer, MapAccess, SeqAccess,
@@ -67,6 +65,8 @@ use crate::output::serde_path::OnPath;
 use crate::value::{Document, NodeId, Object, PyStr, Value};
 use crate::Policy;
 
+pub use super::de_error::DeError;
+
 /// Default for [`Deserializer::max_visits`]: 64 Mi values, as many as a decode may create
 /// under the default [`Limits::max_nodes`](crate::Limits::max_nodes), so a document without
 /// shared containers always fits.
@@ -74,81 +74,6 @@ pub const DEFAULT_MAX_VISITS: u64 = 64 * 1024 * 1024;
 
 /// The struct name [`Record`] declares; a struct of that name reads a record's map form.
 pub const RECORD_STRUCT: &str = "picklewarden::Record";
-
-/// Why a deserialization failed.
-#[derive(Clone, Debug)]
-#[non_exhaustive]
-pub enum DeError {
-    /// The decode refused the input (only from [`from_slice`]): the same error
-    /// [`decode`](crate::decode) gives.
-    Decode(crate::Error),
-    /// A container was met again on its own path: the value holds itself.
-    Cycle {
-        /// The container's Python type name.
-        type_name: &'static str,
-    },
-    /// More values were visited than [`Deserializer::max_visits`] allows (shared values count
-    /// once per place they are reached).
-    TooManyVisits {
-        /// The budget.
-        max: u64,
-    },
-    /// The walk went deeper than [`Deserializer::max_depth`] containers.
-    TooDeep {
-        /// The bound.
-        max: u64,
-    },
-    /// An int that does not fit 128 bits (signed or unsigned).
-    IntTooBig {
-        /// Its size in bits.
-        bits: u64,
-    },
-    /// A str with lone surrogates, which is not UTF-8.
-    Surrogates,
-    /// The target type refused the value (a type mismatch, a missing field, an int out of its
-    /// range...): serde's message.
-    Message(String),
-}
-
-impl fmt::Display for DeError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            DeError::Decode(e) => e.fmt(f),
-            DeError::Cycle { type_name } => {
-                write!(f, "a {type_name} holds itself (a cycle), which a tree cannot hold")
-            }
-            DeError::TooManyVisits { max } => write!(
-                f,
-                "more than {max} values visited (shared values count at every place they are reached)"
-            ),
-            DeError::TooDeep { max } => write!(f, "nested deeper than {max} containers"),
-            DeError::IntTooBig { bits } => write!(f, "an int of {bits} bits does not fit 128 bits"),
-            DeError::Surrogates => f.write_str("a str with lone surrogates is not UTF-8"),
-            DeError::Message(m) => f.write_str(m),
-        }
-    }
-}
-
-impl std::error::Error for DeError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            DeError::Decode(e) => Some(e),
-            _ => None,
-        }
-    }
-}
-
-impl de::Error for DeError {
-    fn custom<T: fmt::Display>(msg: T) -> DeError {
-        DeError::Message(msg.to_string())
-    }
-}
-
-impl From<crate::Error> for DeError {
-    fn from(e: crate::Error) -> DeError {
-        DeError::Decode(e)
-    }
-}
 
 /// Decodes `bytes` under `policy` (its limits, one pickle, no trailing bytes) and
 /// deserializes the value into `T`, with the walk bounded by the policy's

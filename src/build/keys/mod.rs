@@ -20,6 +20,7 @@ mod content;
 mod datetime;
 mod eq;
 mod num;
+mod pyhash;
 pub(crate) mod reader;
 
 use std::cell::RefCell;
@@ -34,7 +35,7 @@ use crate::value::{Arena, Node, NodeId, Object, PyBytes, Value};
 use datetime::key_of;
 pub(crate) use num::bigint_to_f64;
 use num::{num_eq, num_of};
-use reader::{
+use pyhash::{
     bigint_hash, complex_hash, float_hash, int_hash, FrozenSetHash, TupleHash, HASH_NONE,
 };
 

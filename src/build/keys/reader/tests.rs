@@ -3,6 +3,8 @@
 
 use std::process::Command;
 
+use num_bigint::BigInt;
+
 use super::*;
 use crate::{Decoder, ErrorKind, Policy};
 
