@@ -74,6 +74,7 @@ impl Format {
 
 /// The compressions joblib writes (`joblib/compressor.py`), told apart by their magic bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Compression {
     /// Not compressed.
     None,
@@ -129,6 +130,9 @@ impl Compression {
 }
 
 /// A file's verdict.
+///
+/// Exhaustive on purpose: the three verdicts are the scan's contract (and its exit codes), so a
+/// new one must make every caller decide, not fall into a catch-all arm.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Verdict {
     /// Every part a loader acts on was understood and allowed.
@@ -152,6 +156,7 @@ impl Verdict {
 
 /// One global a pickle of the file names.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct GlobalUse {
     /// Where the pickle is: the zip entry (`archive/data.pkl`), `pickle 4` for the fourth
     /// pickle of a legacy torch file, or empty for the file itself.
@@ -173,6 +178,7 @@ pub struct GlobalUse {
 
 /// Why a file is refused or incomplete.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Finding {
     /// The refusal kind: an [`crate::ErrorKind::name`] for a pickle's refusal, or a
     /// container kind (`zip_malformed`, `zip_duplicate_entry`, `zip_layout`, `storage_missing`,
@@ -191,6 +197,7 @@ pub struct Finding {
 
 /// The report of one file.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct FileReport {
     /// What the content is.
     pub format: Format,
@@ -239,12 +246,32 @@ impl Default for ModelLimits {
 
 /// How [`scan_bytes`] reads a file.
 #[derive(Clone, Debug, Default)]
+#[non_exhaustive]
 pub struct ScanOptions {
     /// The policy for every pickle, in place of the format's built-in one
     /// ([`Format::default_policy`]).
     pub policy: Option<Policy>,
     /// Container bounds.
     pub limits: ModelLimits,
+}
+
+impl ScanOptions {
+    /// Each format's built-in policy and the default [`ModelLimits`].
+    pub fn new() -> ScanOptions {
+        ScanOptions::default()
+    }
+
+    /// Uses `policy` for every pickle, in place of the format's built-in one.
+    pub fn policy(mut self, policy: Option<Policy>) -> ScanOptions {
+        self.policy = policy;
+        self
+    }
+
+    /// Sets the container bounds.
+    pub fn limits(mut self, limits: ModelLimits) -> ScanOptions {
+        self.limits = limits;
+        self
+    }
 }
 
 /// Tells what `bytes` holds from its first bytes (and, for a zip, its entry names).

@@ -13,6 +13,7 @@ use super::tensors::{list_tensors, TensorInfo};
 
 /// Why a checkpoint was not converted.
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum ConvertError {
     /// The scan did not find the file clean (or it is not a torch zip checkpoint).
     Refused(Box<FileReport>),

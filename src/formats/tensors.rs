@@ -12,6 +12,7 @@ use crate::value::{Document, NodeId, Value};
 
 /// One tensor of a checkpoint.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct TensorInfo {
     /// Its key path from the top: dict keys (and list indices) joined with `.`
     /// (`model.0.weight`); a tensor reached twice is listed once, under its first path.

@@ -5,6 +5,7 @@
 /// How an opcode's argument is encoded in the stream, as `Lib/pickletools.py` names the
 /// argument descriptors.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Arg {
     /// No argument.
     None,
@@ -52,6 +53,7 @@ impl Arg {
 /// One opcode of the pickle virtual machine.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[repr(u8)]
+#[non_exhaustive]
 pub enum Opcode {
     /// `INT` ('I', protocol 0): Push an integer or bool.
     Int = 73,

@@ -7,6 +7,7 @@
 pub mod canonical;
 #[cfg(feature = "serde")]
 pub mod de;
+#[cfg(feature = "serde")]
 mod de_error;
 pub mod json;
 pub mod repr;

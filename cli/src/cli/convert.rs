@@ -43,6 +43,8 @@ pub(crate) fn run(opts: &Opts) -> ExitCode {
             let code = match e {
                 ConvertError::Refused(_) | ConvertError::Unsupported(_) => 1,
                 ConvertError::Io(_) => 2,
+                // A failure this tool does not know: not converted, reported as refused.
+                _ => 1,
             };
             fail(
                 code,

@@ -82,10 +82,9 @@ fn scan_all(opts: &Opts) -> Result<ExitCode, Fatal> {
         None => None,
         Some(name) => Some(load_policy(name)?),
     };
-    let options = ScanOptions {
-        policy,
-        limits: ModelLimits::default(),
-    };
+    let options = ScanOptions::new()
+        .policy(policy)
+        .limits(ModelLimits::default());
     let files = collect(&opts.paths)?;
     let outcomes = scan_parallel(&files, opts, &options);
     let mut out = io::stdout().lock();

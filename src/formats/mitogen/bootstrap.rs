@@ -32,6 +32,9 @@ pub struct Handshake {
 }
 
 /// What [`Handshake::feed`] found.
+///
+/// Exhaustive on purpose: a new state of the handshake must make every caller decide where
+/// the bytes go, not fall into a catch-all arm.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Step {
     /// Still in the handshake: all of the piece is handshake text.

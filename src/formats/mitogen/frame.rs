@@ -8,6 +8,7 @@ use crate::policy::Policy;
 
 /// One whole frame cut from a stream: header and payload, as received.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct Frame {
     /// Absolute offset of the header in the stream.
     pub offset: u64,

@@ -5,6 +5,7 @@ use super::{FrameError, HEADER_LEN, IS_DEAD, RAW_LEGACY_HANDLES};
 
 /// The payload encoding of a message (`Message.ENC_MGC`, `ENC_PKL`, `ENC_BIN`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Enc {
     /// 0x4d49 (`ENC_MGC`): the implicit legacy encoding, pickled except on
     /// [`RAW_LEGACY_HANDLES`].
@@ -37,6 +38,10 @@ impl Enc {
 }
 
 /// A message header (26 bytes, big-endian `>hLLLLLL`).
+///
+/// Not `#[non_exhaustive]`: the fields are those of Mitogen's wire header
+/// (`Message.HEADER_FMT`), and callers build headers by struct literal (tests, fuzzing); a new
+/// field comes only with a new wire format.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Header {
     /// Payload encoding.
@@ -57,6 +62,7 @@ pub struct Header {
 
 /// How a payload is to be read, from its header.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum PayloadKind {
     /// Pickles one after another sharing one memo (possibly none).
     Pickles,

@@ -10,6 +10,9 @@ use crate::policy::Policy;
 use crate::value::{Arena, Document, Scratch};
 
 /// The decoded content of one payload.
+///
+/// Exhaustive on purpose: a message content the caller does not handle must not be passed on by
+/// a catch-all arm; a new kind (a new Mitogen encoding) is a breaking change.
 #[derive(Debug)]
 pub enum Content<'a> {
     /// The values of the pickles in the payload (a stream document, possibly with no root).

@@ -355,6 +355,7 @@ fn resource_request(doc: &Document<'_>, packages: &[String]) -> Result<(), Strin
 
 /// What a refusal does to the stream.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Disposition {
     /// The refused frame fails only its own call ([`refusal_notices`]); the child stays
     /// connected, as stock Mitogen's parent stays connected when its unpickler or a handler's
