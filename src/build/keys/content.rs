@@ -53,30 +53,7 @@ impl<S: BuildHasher> KeyOps<'_, '_, S> {
     /// first argument's hash, which must be a scalar's (else `Unhashable`, so that no walk
     /// goes through records).
     fn content_one_per_argument(&self, o: &Object) -> Result<u64, Unhashable> {
-        let a = self.resolve(self.first_argument(o)?)?;
-        let ha = match self.node(a) {
-            Some(
-                Value::None
-                | Value::Bool(_)
-                | Value::Int(_)
-                | Value::BigInt(_)
-                | Value::Float(_)
-                | Value::Complex(..)
-                | Value::Str(_)
-                | Value::Bytes(_)
-                | Value::Global(_),
-            ) => self.content_scalar(a)?.ok_or(Unhashable)?,
-            _ => return Err(Unhashable),
-        };
-        let mut h = self.content_hasher();
-        h.write_u8(12);
-        if let Some(Value::Global(g)) = self.node(o.callable) {
-            let (module, name) = g.python3_name();
-            module.hash(&mut h);
-            name.hash(&mut h);
-        }
-        h.write_u64(ha);
-        Ok(h.finish())
+        self.one_per_argument(o, self.content_hasher(), Self::content_scalar)
     }
 
     /// The content hash of a hashable value, or `Unhashable`.

@@ -270,6 +270,18 @@ impl<S: BuildHasher> KeyOps<'_, '_, S> {
     /// first argument's hash, which must be a scalar's (else `Unhashable`, so that no walk
     /// goes through records).
     fn hash_one_per_argument(&self, o: &Object) -> Result<u64, Unhashable> {
+        self.one_per_argument(o, self.state.build_hasher(), Self::hash_scalar)
+    }
+
+    /// A [`RecordKey::OnePerFirstArgument`] record hashed into `h`: its global's name and
+    /// `scalar`'s hash of its first argument, which must be a scalar (else `Unhashable`). The
+    /// shared body of [`KeyOps::hash`]'s and [`KeyOps::content_hash`]'s record keys.
+    fn one_per_argument<H: Hasher>(
+        &self,
+        o: &Object,
+        mut h: H,
+        scalar: impl Fn(&Self, NodeId) -> Result<Option<u64>, Unhashable>,
+    ) -> Result<u64, Unhashable> {
         let a = self.resolve(self.first_argument(o)?)?;
         let ha = match self.node(a) {
             Some(
@@ -282,10 +294,9 @@ impl<S: BuildHasher> KeyOps<'_, '_, S> {
                 | Value::Str(_)
                 | Value::Bytes(_)
                 | Value::Global(_),
-            ) => self.hash_scalar(a)?.ok_or(Unhashable)?,
+            ) => scalar(self, a)?.ok_or(Unhashable)?,
             _ => return Err(Unhashable),
         };
-        let mut h = self.state.build_hasher();
         h.write_u8(12);
         if let Some(Value::Global(g)) = self.node(o.callable) {
             let (module, name) = g.python3_name();
