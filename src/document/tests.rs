@@ -36,6 +36,16 @@ fn ids_hold_ints_of_31_bits_and_the_singletons() {
         NodeId::bool(false).shared_value(),
         Some(Value::Bool(false))
     ));
+    assert!(matches!(
+        NodeId::EMPTY_STR.shared_value(),
+        Some(Value::Str(s)) if s.as_bytes().is_empty()
+    ));
+    assert!(matches!(
+        NodeId::EMPTY_BYTES.shared_value(),
+        Some(Value::Bytes(b)) if b.is_empty()
+    ));
+    assert!(NodeId::EMPTY_STR.is_shared() && NodeId::EMPTY_BYTES.is_shared());
+    assert!(!NodeId::EMPTY_BYTES.is_held_int());
     assert!(!NodeId(SHARED_BASE - 1).is_shared());
     assert_eq!(NodeId(SHARED_BASE - 1).shared_value().map(|_| ()), None);
 }
