@@ -764,27 +764,3 @@ fn a_decode_sees_nothing_of_the_one_before() {
         assert_eq!(items[2], doc.root().unwrap());
     }
 }
-
-/// Every empty text is the one shared `''` and every empty bytes the one `b''`, from each
-/// opcode that reads them (fast loop and careful path alike), as in CPython, where
-/// `pickle.loads` of this list gives four times one object and three times another.
-#[test]
-fn empty_texts_and_bytes_are_one_shared_value_each() {
-    let mut p = b"\x80\x04](X\x00\x00\x00\x00\x8c\x00\x8d".to_vec();
-    p.extend_from_slice(&[0; 8]);
-    p.extend_from_slice(b"V\nC\x00B\x00\x00\x00\x00\x8e");
-    p.extend_from_slice(&[0; 8]);
-    p.extend_from_slice(b"e.");
-    let doc = decode(&p, &Policy::data()).unwrap();
-    let root = doc.root().unwrap();
-    let Some(Value::List(items)) = doc.get(root) else {
-        panic!("not a list")
-    };
-    let want = [[NodeId::EMPTY_STR; 4].as_slice(), &[NodeId::EMPTY_BYTES; 3]].concat();
-    assert_eq!(items, want.as_slice());
-    assert!(matches!(doc.get(NodeId::EMPTY_STR), Some(Value::Str(s)) if s.as_bytes().is_empty()));
-    assert!(matches!(doc.get(NodeId::EMPTY_BYTES), Some(Value::Bytes(b)) if b.is_empty()));
-    // The list is the one arena node; the seven values still count against max_nodes.
-    assert_eq!(doc.len(), 1);
-    assert_eq!(doc.value_count(), 8);
-}

@@ -26,12 +26,13 @@ impl NodeId {
     /// The id of `None`.
     pub(crate) const NONE: NodeId = NodeId(SHARED_BASE);
 
-    /// The id of the empty `str`: one value for every empty text the input spells as
-    /// BINUNICODE, SHORT_BINUNICODE or BINUNICODE8, as CPython's `''` is one object.
+    /// The id of the empty `str`: one value for every empty text of the document (from any
+    /// text opcode, Python 2 strings read as text included), as CPython's `''` is one object.
     pub(crate) const EMPTY_STR: NodeId = NodeId(EMPTY_STR_ID);
 
-    /// The id of the empty `bytes`: one value for every empty SHORT_BINBYTES, BINBYTES or
-    /// BINBYTES8, as CPython 3's `b''` is one object.
+    /// The id of the empty `bytes`: one value for every empty bytes of the document (from
+    /// any bytes opcode, Python 2 strings read as bytes, `bytes()` and `_codecs.encode('',
+    /// 'latin1')`), as CPython 3's `b''` is one object.
     pub(crate) const EMPTY_BYTES: NodeId = NodeId(EMPTY_BYTES_ID);
 
     /// An id that names no value (past every arena index, below the shared ids): an unset
@@ -45,16 +46,15 @@ impl NodeId {
     }
 
     /// Whether this is one of the values every document shares instead of storing them in its
-    /// arena: `None`, `False`, `True`, the empty `str` and `bytes` read from their opcodes
-    /// (see [`NodeId::EMPTY_STR`]), and the ints from -2**30 to 2**30 - 1, held in the id
+    /// arena: `None`, `False`, `True`, the empty `str` and `bytes` (see
+    /// [`NodeId::EMPTY_STR`]), and the ints from -2**30 to 2**30 - 1, held in the id
     /// itself (a list of five million such ints costs no arena node per item). Equal ones are
     /// one id. CPython preallocates and shares `None`, `False`, `True`, `''`, `b''` and the
     /// ints -5 to 256; other equal ints are separate objects there, which no output of
     /// picklewarden can tell apart (typed JSON and the canonical pickle never refer to a
     /// shared id, they write its value each time). CPython also shares `()` and
     /// one-character Latin-1 strings; those are arena nodes here, one per occurrence (equal
-    /// in value; typed JSON allows either), as are the empty texts and bytes made otherwise
-    /// (from escapes, Python 2 strings, `_codecs.encode`).
+    /// in value; typed JSON allows either).
     pub fn is_shared(self) -> bool {
         self.0 >= SHARED_BASE
     }
