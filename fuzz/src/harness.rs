@@ -350,13 +350,20 @@ fn check_canonical_at(
             to != (&*g.module, &*g.name)
         })
     });
+    let needs_call = |v: Option<Value<'_>>| {
+        matches!(
+            v,
+            Some(Value::Bytes(_) | Value::ByteArray(_) | Value::Set(_) | Value::FrozenSet(_))
+        )
+    };
+    // Every value, the shared ones (`b''` is one, not an arena node) as their containers'
+    // children and as roots.
     let called = v2
-        && doc.nodes().any(|v| {
-            matches!(
-                v,
-                Value::Bytes(_) | Value::ByteArray(_) | Value::Set(_) | Value::FrozenSet(_)
-            )
-        });
+        && (doc.nodes().any(|v| {
+            let mut hit = needs_call(Some(v));
+            v.for_each_child(|c| hit |= needs_call(doc.get(c)));
+            hit
+        }) || doc.roots().iter().any(|&r| needs_call(doc.get(r))));
     let out = match canonical::to_pickle_bounded(doc, protocol, OutputBound::NONE) {
         Ok(out) => out,
         Err(canonical::Unwritable::Stream) => {

@@ -426,6 +426,27 @@ impl<'a, 'p> Machine<'a, 'p> {
                         break;
                     };
                     let (start, len) = (next - text.len(), text.len());
+                    if len == 0 {
+                        // The one empty str or bytes of every document (`''` and `b''` are
+                        // single objects in CPython): no node.
+                        if !(self.value_room(0) && self.stack_room()) {
+                            break;
+                        }
+                        self.created += 1;
+                        self.alloc += NODE_BYTES;
+                        self.stack.push(if op == SHORT_BINBYTES {
+                            NodeId::EMPTY_BYTES
+                        } else {
+                            NodeId::EMPTY_STR
+                        });
+                        pos = next;
+                        if let Some(next) = self.memoize_next(input, pos, end, budget) {
+                            pos = next;
+                            budget -= 1;
+                        }
+                        budget -= 1;
+                        continue;
+                    }
                     let (Ok(start32), Ok(len32)) = (u32::try_from(start), u32::try_from(len))
                     else {
                         break;

@@ -174,6 +174,10 @@ pub(super) fn int_blocks(
     let mut pos = run.pos;
     let mut vals = [0i64; INT_BLOCK];
     let mut ids = [NodeId(0); INT_BLOCK];
+    // The last position a window may start at (it then ends at `end`).
+    let Some(last) = end.checked_sub(INT_WINDOW) else {
+        return run;
+    };
     loop {
         let base = nodes.len();
         let ops_left = usize::try_from(room.ops.saturating_sub(run.count)).unwrap_or(usize::MAX);
@@ -191,9 +195,9 @@ pub(super) fn int_blocks(
             // No int opcode is longer than the window, so one that starts a window before
             // `end` also ends before it.
             let window = input
-                .get(pos..pos.saturating_add(INT_WINDOW))
-                .filter(|_| pos + INT_WINDOW <= end)
-                .and_then(|w| <&[u8; INT_WINDOW]>::try_from(w).ok());
+                .get(pos..)
+                .filter(|_| pos <= last)
+                .and_then(<[u8]>::first_chunk::<INT_WINDOW>);
             let Some(&[b, len, p0, p1, p2, p3, p4, p5, p6, p7]) = window else {
                 stopped = true;
                 break;

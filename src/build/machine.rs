@@ -2,11 +2,12 @@
 //! errors at the current opcode.
 
 use std::borrow::Cow;
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::hash::RandomState;
 use std::mem;
 
 use super::budget::{FAT_BYTES, ITEM_BYTES, KEYED_BYTES, NODE_BYTES};
+use super::called::CalledWith;
 use super::depth::Heights;
 use super::keys::reader::{MixState, ReaderCell};
 use super::keys::{HashCache, KeyIndex};
@@ -48,9 +49,9 @@ pub(super) struct Machine<'a, 'p> {
     /// The containers a record's arguments reached when it was made (the record objects
     /// among them included): a later APPEND, SETITEM, ADDITEMS or BUILD on one of them changes
     /// what CPython's call received, which the record does not show
-    /// ([`Document::records_replayable`]). Hashed with a seeded mix rather than SipHash (a few instructions an id); seeded at the
-    /// first insertion, so a decode without records draws no seed.
-    pub(super) called_with: HashSet<NodeId, MixState>,
+    /// ([`Document::records_replayable`]). The first few in an array, the rest hashed with a
+    /// seeded mix rather than SipHash ([`CalledWith`]).
+    pub(super) called_with: CalledWith,
     /// No record of the document can be written back as the call that made it: one was made by
     /// INST or OBJ (which CPython runs as `cls.__new__(cls)` when there is no argument, not as
     /// a REDUCE), or a value in [`Machine::called_with`] changed after the call.
@@ -164,7 +165,7 @@ impl<'a, 'p> Machine<'a, 'p> {
             pickle_start: 0,
             changed_earlier: false,
             pickle_starts: Vec::new(),
-            called_with: HashSet::default(),
+            called_with: CalledWith::default(),
             records_unreplayable: false,
         }
     }
@@ -213,7 +214,7 @@ impl<'a, 'p> Machine<'a, 'p> {
     #[cold]
     #[inline(never)]
     pub(super) fn touch_call_argument(&mut self, target: NodeId) {
-        if self.called_with.contains(&target) {
+        if self.called_with.contains(target) {
             self.records_unreplayable = true;
         }
     }
@@ -224,11 +225,6 @@ impl<'a, 'p> Machine<'a, 'p> {
     /// it or one below it. So every node is walked at most once in a whole decode, and the
     /// walk uses an explicit stack.
     pub(super) fn note_call_arguments(&mut self, args: NodeId) -> Result<()> {
-        if self.called_with.capacity() == 0 {
-            // Empty: nothing was hashed with the unseeded state. Room for a call's few
-            // containers (a Mitogen call holds about ten) without regrowths.
-            self.called_with = HashSet::with_capacity_and_hasher(16, MixState::random());
-        }
         let mut todo = mem::take(&mut self.call_walk);
         todo.clear();
         todo.push(args);
@@ -422,8 +418,12 @@ impl<'a, 'p> Machine<'a, 'p> {
 
     /// A str whose `surrogatepass` UTF-8 is `bytes` (validated by the caller; `surrogates`
     /// when it holds a lone surrogate): offsets into the input when it is there, else a copy
-    /// charged `extra` bytes.
+    /// charged `extra` bytes. The empty text is [`NodeId::EMPTY_STR`], as every empty str
+    /// CPython makes is its one `''`.
     pub(super) fn str_node(&mut self, text: Text<'a>, extra: u64) -> Result<NodeId> {
+        if text.bytes.is_empty() {
+            return self.shared(NodeId::EMPTY_STR, extra);
+        }
         if let Cow::Borrowed(b) = text.bytes {
             if let Some((start, len)) = self.arena.offsets(b) {
                 let n = if text.surrogates {
@@ -443,8 +443,12 @@ impl<'a, 'p> Machine<'a, 'p> {
         )
     }
 
-    /// Bytes: offsets into the input when they are there, else kept as they are.
+    /// Bytes: offsets into the input when they are there, else kept as they are. Empty bytes
+    /// are [`NodeId::EMPTY_BYTES`], as every empty bytes CPython 3 makes is its one `b''`.
     pub(super) fn bytes_node(&mut self, b: Cow<'a, [u8]>, extra: u64) -> Result<NodeId> {
+        if b.is_empty() {
+            return self.shared(NodeId::EMPTY_BYTES, extra);
+        }
         if let Cow::Borrowed(b) = b {
             if let Some((start, len)) = self.arena.offsets(b) {
                 return self.node(Node::Bytes { start, len }, extra);

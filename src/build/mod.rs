@@ -46,6 +46,7 @@
 //! ```
 
 mod budget;
+mod called;
 mod constructors;
 mod depth;
 mod fast;

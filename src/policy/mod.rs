@@ -7,6 +7,7 @@
 //! both spellings where both are wanted).
 
 mod builder;
+mod lookup;
 pub mod message;
 mod schema;
 mod toml_file;
@@ -371,7 +372,7 @@ pub struct Policy {
     /// `filter` and `guard` ([`crate::mitogen::StreamCheck`]), not by decoding alone.
     pub mitogen: MessagePolicy,
     rules: Vec<GlobalRule>,
-    lookup: HashMap<String, HashMap<String, usize>>,
+    lookup: lookup::GlobalTable,
 }
 
 /// Names of the built-in policies, each shipped as `policy/NAME.toml`.
@@ -422,7 +423,7 @@ impl Policy {
             persistent_ids: PersistentIds::Reject,
             mitogen: MessagePolicy::mitogen(),
             rules: Vec::new(),
-            lookup: HashMap::new(),
+            lookup: lookup::GlobalTable::new(),
         }
     }
 
@@ -507,23 +508,25 @@ impl Policy {
     /// Adds (or replaces) an allowed global.
     pub fn allow(&mut self, mut rule: GlobalRule) {
         rule.forms = rule.forms.intersect(rule.constructor.supported_forms());
-        let names = self.lookup.entry(rule.module.clone()).or_default();
-        match names.get(&rule.name) {
-            Some(&i) => {
+        match self.find(&rule.module, &rule.name) {
+            Some(i) => {
                 if let Some(slot) = self.rules.get_mut(i) {
                     *slot = rule;
                 }
             }
             None => {
-                names.insert(rule.name.clone(), self.rules.len());
+                let i = self.rules.len();
                 self.rules.push(rule);
+                if let Some(r) = self.rules.last() {
+                    self.lookup.insert(&self.rules, &r.module, &r.name, i);
+                }
             }
         }
     }
 
     /// The rule index allowing `(module, name)`, if any (exact match, as written).
     pub fn find(&self, module: &str, name: &str) -> Option<usize> {
-        self.lookup.get(module)?.get(name).copied()
+        self.lookup.find(&self.rules, module, name)
     }
 
     /// The rule index allowing `(module, name)`, or the refusal naming them (escaped for

@@ -87,11 +87,34 @@ pub struct ArgsSchema {
 #[derive(Debug, Default)]
 pub(crate) struct Checked {
     /// The (dict, key type) pairs whose keys all matched (the build seals a checked dict, so
-    /// it cannot have changed).
+    /// it cannot have changed): the first [`RECENT_KEYS`] in `recent_keys` (a Mitogen call's
+    /// one or two keyword dicts, checked without hashing or allocating), the rest in `keys`.
+    recent_keys: [Option<(NodeId, ArgType)>; RECENT_KEYS],
     keys: HashSet<(NodeId, ArgType)>,
     /// Texts longer in bytes than a `max_len` they were checked against: their code points,
     /// counted once (texts do not change), up to one past the largest `max_len` asked.
     chars: HashMap<NodeId, (u64, u64)>,
+}
+
+/// How many checked (dict, key type) pairs [`Checked`] keeps before its hash set.
+const RECENT_KEYS: usize = 4;
+
+impl Checked {
+    /// Whether the keys of `dict` were found to be all of type `ty`.
+    fn keys_checked(&self, dict: NodeId, ty: ArgType) -> bool {
+        self.recent_keys.contains(&Some((dict, ty)))
+            || (!self.keys.is_empty() && self.keys.contains(&(dict, ty)))
+    }
+
+    /// Notes that the keys of `dict` are all of type `ty`.
+    fn note_keys(&mut self, dict: NodeId, ty: ArgType) {
+        match self.recent_keys.iter_mut().find(|slot| slot.is_none()) {
+            Some(slot) => *slot = Some((dict, ty)),
+            None => {
+                self.keys.insert((dict, ty));
+            }
+        }
+    }
 }
 
 impl ArgsSchema {
@@ -224,7 +247,7 @@ impl ArgSpec {
             }
         }
         if let (Value::Dict(d), Some(kt)) = (v, self.keys) {
-            if checked.keys.contains(&(id, kt)) {
+            if checked.keys_checked(id, kt) {
                 return Ok(());
             }
             for &(k, _) in d {
@@ -233,7 +256,7 @@ impl ArgSpec {
                     return Err(format!("dict key of type {}", kv.type_name()));
                 }
             }
-            checked.keys.insert((id, kt));
+            checked.note_keys(id, kt);
         }
         Ok(())
     }
@@ -264,5 +287,22 @@ mod tests {
         assert_eq!(c.chars(id, text.as_bytes(), 12), 10);
         // Surrogates (surrogatepass UTF-8, 3 bytes each) count one each.
         assert_eq!(c.chars(NodeId(8), b"\xed\xa0\x80\xed\xa0\x80a", 2), 3);
+    }
+
+    /// Checked dicts are found again past the first few kept without hashing, and an
+    /// unchecked one or another key type is not.
+    #[test]
+    fn checked_dict_keys_are_found_past_the_recent_ones() {
+        let mut c = Checked::default();
+        for i in 0..10 {
+            assert!(!c.keys_checked(NodeId(i), ArgType::Str));
+            c.note_keys(NodeId(i), ArgType::Str);
+        }
+        assert_eq!(c.keys.len(), 10 - RECENT_KEYS);
+        for i in 0..10 {
+            assert!(c.keys_checked(NodeId(i), ArgType::Str), "{i}");
+            assert!(!c.keys_checked(NodeId(i), ArgType::Int), "{i}");
+        }
+        assert!(!c.keys_checked(NodeId(10), ArgType::Str));
     }
 }
