@@ -389,13 +389,15 @@ pub(crate) struct Options<'py> {
     policy: Arc<Policy>,
     limits: Limits,
     buffers: Option<Vec<Input<'py>>>,
-    classes: HashMap<String, Bound<'py, PyAny>>,
+    /// `None` without `classes=` (no map made: a `HashMap` seeds its hasher from a
+    /// thread-local on every `new`).
+    classes: Option<HashMap<String, Bound<'py, PyAny>>>,
 }
 
 impl<'py> Options<'py> {
-    /// The caller's classes by dotted name (`classes=`).
-    pub(crate) fn classes(&self) -> &HashMap<String, Bound<'py, PyAny>> {
-        &self.classes
+    /// The caller's classes by dotted name (`classes=`), `None` when none were given.
+    pub(crate) fn classes(&self) -> Option<&HashMap<String, Bound<'py, PyAny>>> {
+        self.classes.as_ref().filter(|m| !m.is_empty())
     }
 
     pub(crate) fn new(
@@ -426,8 +428,9 @@ impl<'py> Options<'py> {
                 Some(out)
             }
         };
-        let mut map = HashMap::new();
+        let mut map = None;
         if let Some(c) = classes {
+            let map = map.insert(HashMap::new());
             for (k, v) in c.iter() {
                 let key = if let Ok((m, n)) = k.extract::<(String, String)>() {
                     format!("{m}.{n}")
