@@ -598,13 +598,19 @@ pub(crate) fn check<'py>(
     let policy: &Policy = &opts.policy;
     let buffers = &opts.buffers;
     let d = decoder(bytes, policy, opts.limits, buffers);
-    let result = py.detach(move || {
+    let run = move || {
         if stream {
             d.decode_stream().map(|doc| doc.roots().len())
         } else {
             d.decode().map(|doc| doc.roots().len())
         }
-    });
+    };
+    // The GIL released for a long input only, as `loads` does.
+    let result = if bytes.len() >= DETACH_BYTES {
+        py.detach(run)
+    } else {
+        run()
+    };
     match result {
         Ok(n) => Ok((true, None, n)),
         Err(e) => Ok((false, Some(refused_error(py, &e)?), 0)),
