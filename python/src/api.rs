@@ -389,13 +389,15 @@ pub(crate) struct Options<'py> {
     policy: Arc<Policy>,
     limits: Limits,
     buffers: Option<Vec<Input<'py>>>,
-    classes: HashMap<String, Bound<'py, PyAny>>,
+    /// `None` without `classes=` (no map made: a `HashMap` seeds its hasher from a
+    /// thread-local on every `new`).
+    classes: Option<HashMap<String, Bound<'py, PyAny>>>,
 }
 
 impl<'py> Options<'py> {
-    /// The caller's classes by dotted name (`classes=`).
-    pub(crate) fn classes(&self) -> &HashMap<String, Bound<'py, PyAny>> {
-        &self.classes
+    /// The caller's classes by dotted name (`classes=`), `None` when none were given.
+    pub(crate) fn classes(&self) -> Option<&HashMap<String, Bound<'py, PyAny>>> {
+        self.classes.as_ref().filter(|m| !m.is_empty())
     }
 
     pub(crate) fn new(
@@ -426,8 +428,9 @@ impl<'py> Options<'py> {
                 Some(out)
             }
         };
-        let mut map = HashMap::new();
+        let mut map = None;
         if let Some(c) = classes {
+            let map = map.insert(HashMap::new());
             for (k, v) in c.iter() {
                 let key = if let Ok((m, n)) = k.extract::<(String, String)>() {
                     format!("{m}.{n}")
@@ -595,13 +598,19 @@ pub(crate) fn check<'py>(
     let policy: &Policy = &opts.policy;
     let buffers = &opts.buffers;
     let d = decoder(bytes, policy, opts.limits, buffers);
-    let result = py.detach(move || {
+    let run = move || {
         if stream {
             d.decode_stream().map(|doc| doc.roots().len())
         } else {
             d.decode().map(|doc| doc.roots().len())
         }
-    });
+    };
+    // The GIL released for a long input only, as `loads` does.
+    let result = if bytes.len() >= DETACH_BYTES {
+        py.detach(run)
+    } else {
+        run()
+    };
     match result {
         Ok(n) => Ok((true, None, n)),
         Err(e) => Ok((false, Some(refused_error(py, &e)?), 0)),

@@ -74,7 +74,8 @@ pub(crate) struct Builder<'py, 'd> {
     /// How many times each node is reached from a container or a root ([`COUNT`]: 0, 1, or
     /// 2 for more), and whether it is a scalar ([`STRUCTURED`] clear).
     refs: Vec<u8>,
-    classes: &'d HashMap<String, Bound<'py, PyAny>>,
+    /// The caller's classes (`classes=`), `None` when none were given.
+    classes: Option<&'d HashMap<String, Bound<'py, PyAny>>>,
     /// Classes mode: every node is made in pass 1 and completed in post-order.
     keep_all: bool,
     done: Vec<Done>,
@@ -99,7 +100,7 @@ impl<'py, 'd> Builder<'py, 'd> {
             objs,
             refs: Vec::new(),
             classes,
-            keep_all: !classes.is_empty(),
+            keep_all: classes.is_some(),
             done: Vec::new(),
             rebuild: None,
         })
@@ -258,22 +259,21 @@ impl<'py, 'd> Builder<'py, 'd> {
 
     /// The caller's class for a global, by its name as written or as CPython 3 finds it.
     fn class_of(&self, g: &picklewarden::Global<'_>) -> Option<Bound<'py, PyAny>> {
-        if self.classes.is_empty() {
-            return None;
-        }
+        let classes = self.classes?;
         let written = format!("{}.{}", g.module, g.name);
-        if let Some(c) = self.classes.get(&written) {
+        if let Some(c) = classes.get(&written) {
             return Some(c.clone());
         }
         let (m, n) = g.python3_name();
-        self.classes.get(&format!("{m}.{n}")).cloned()
+        classes.get(&format!("{m}.{n}")).cloned()
     }
 
     /// How many times the roots and containers reach each node (saturating at 2; 0 for a
     /// node no root reaches), with [`STRUCTURED`] set on a node that is not a scalar (made
     /// or kept in pass 1, or filled in pass 2): pass 1 then passes over a scalar reached once
-    /// without viewing it.
-    fn count_refs(&mut self) {
+    /// without viewing it. Returns the walk's stack, empty, for pass 2's list to reuse its
+    /// room (one allocation a build less).
+    fn count_refs(&mut self) -> Vec<NodeId> {
         let doc = self.doc;
         let mut refs = vec![0u8; doc.len()];
         // Room for a small document's walk at once (it grows for a larger one).
@@ -303,6 +303,7 @@ impl<'py, 'd> Builder<'py, 'd> {
             }
         }
         self.refs = refs;
+        stack
     }
 
     fn reached(&self, id: NodeId) -> u8 {
@@ -312,12 +313,12 @@ impl<'py, 'd> Builder<'py, 'd> {
     /// Makes the objects of every node the roots reach.
     pub(crate) fn build_all(&mut self) -> PyResult<()> {
         let doc = self.doc;
-        self.count_refs();
+        let mut later = self.count_refs();
         if self.keep_all {
             self.done = vec![Done::No; doc.len()];
         }
-        // The lists, dicts, sets and records, for pass 2.
-        let mut later: Vec<NodeId> = Vec::with_capacity(doc.len().min(WALK_ROOM));
+        // The lists, dicts, sets and records, for pass 2 (in the walk's emptied stack).
+        later.clear();
         for id in doc.ids() {
             let flags = self.refs.get(id.index()).copied().unwrap_or(0);
             let reached = flags & COUNT;
