@@ -9,14 +9,14 @@
 //!   ([`picklewarden::canonical`]) as base64 text (RFC 4648, with padding).
 //! - `GET /v1/policies`, `GET /healthz`, `GET /metrics`.
 //!
-//! Memory and time of a request (see `request::run`): buffer budget for its whole body (`max_buffered`
-//! bytes across requests), the body within `body_timeout`, admission (at most `concurrency +
-//! queue` requests with their body waiting for or holding a decode slot, 503 beyond), a decode
-//! slot (`concurrency`), the decode, then
-//! output budget for its response text (`max_pending_output` bytes across responses), held
-//! until hyper has taken the last frame of the response. The deadline covers everything up to
-//! the response; writing it is bounded by the connection's `send_timeout` (a write without
-//! progress) and by `send_timeout` + its length / `min_send_rate` in all (see [`Held`](response::Held)).
+//! Memory and time of a request (see `request::run`): buffer budget for its whole body
+//! (`max_buffered` bytes across requests), the body within `body_timeout`, admission (at most
+//! `concurrency + queue` requests with their body waiting for or holding a decode slot, 503
+//! beyond), a decode slot (`concurrency`), the decode, then output budget for its response
+//! text (`max_pending_output` bytes across responses), held until hyper has taken the last
+//! frame of the response. The deadline covers everything up to the response; writing it is
+//! bounded by the connection's `send_timeout` (a write without progress) and by
+//! `send_timeout` + its length / `min_send_rate` in all (see [`Held`](response::Held)).
 //!
 //! This file holds the state, the router, the parsing of a request's parameters and the small
 //! endpoints; [`request`] takes a body through its budgets and slots, [`evaluate`] decodes it

@@ -13,11 +13,11 @@
 //!    (abstract Unix sockets and signals, ABI 6 and later), with no rule at all: no file can be
 //!    opened, no TCP port bound or connected. It must be *fully* enforced, or `apply` fails.
 //! 4. **seccomp** (seccomp(2)): an allowlist of the syscalls the server needs (see
-//!    [`allowlist`](seccomp::allowlist)); every other syscall fails with `EPERM` (not a kill: a syscall missing from
-//!    the list must not crash a running server, and a denial must be observable). A second,
-//!    earlier filter makes `clone3` fail with `ENOSYS`, because seccomp cannot read the flags
-//!    inside `clone3`'s argument structure; glibc then falls back to `clone`, whose flags the
-//!    allowlist checks.
+//!    [`allowlist`](seccomp::allowlist)); every other syscall fails with `EPERM` (not a kill: a
+//!    syscall missing from the list must not crash a running server, and a denial must be
+//!    observable). A second, earlier filter makes `clone3` fail with `ENOSYS`, because seccomp
+//!    cannot read the flags inside `clone3`'s argument structure; glibc then falls back to
+//!    `clone`, whose flags the allowlist checks.
 //!
 //! **Threads.** landlock(7) and seccomp(2) restrict the calling thread and the threads it creates
 //! later, not the threads that already exist. So [`apply`] must be called on the main thread
