@@ -151,6 +151,10 @@ pub(super) const INT_BLOCK: usize = 64;
 /// length byte and 8 payload bytes (for BININT1/2/BININT the payload starts a byte earlier).
 pub(super) const INT_WINDOW: usize = 10;
 
+/// The bytes a block of [`int_blocks`] may read: [`INT_BLOCK`] opcodes of at most
+/// [`INT_WINDOW`] bytes each.
+pub(super) const INT_BLOCK_BYTES: usize = INT_BLOCK * INT_WINDOW;
+
 /// How [`int_blocks`] reads an opcode, by its byte: the row of [`INT_SHAPES`] it reads is
 /// `row | (the byte after it & len_mask)`, so that LONG1 (row 0, `len_mask` 0xFF) has a row
 /// for each length byte, the others one each.
@@ -278,8 +282,9 @@ static INT_SHAPES: [IntShape; 512] = int_shapes();
 /// ([`IntOp`], [`IntShape`]), and the choices left are `select_unpredictable` (a conditional
 /// move).
 ///
-/// Each opcode is read from a window of [`INT_WINDOW`] bytes that ends at or before `end`, so
-/// the run stops short of the last bytes before `end` (the caller's loop reads those). Values
+/// A block starts only where [`INT_BLOCK_BYTES`] bytes are left before `end`, and reads each
+/// opcode from a window of [`INT_WINDOW`] bytes within those, so the run stops short of the
+/// last bytes before `end` (the caller's loop, [`int_steps`], reads those). Values
 /// and ids are gathered in blocks of [`INT_BLOCK`]: every value is written to the block's next
 /// free slot, which only a value outside the shared range keeps, and the block's nodes are
 /// appended to the arena, and its ids pushed on the stack, at the block's end. A block never
@@ -312,29 +317,25 @@ pub(super) fn int_blocks(
         if room.bytes - run.charged < block as u64 * (NODE_BYTES + 8) {
             return run;
         }
-        let (mut n, mut fresh, mut payload) = (0usize, 0u32, 0u64);
-        let mut stopped = false;
+        // The block's bytes: as many as its opcodes could take at most, all before `end`.
+        let Some(chunk) = hay.get(pos..).and_then(<[u8]>::first_chunk::<INT_BLOCK_BYTES>) else {
+            return run;
+        };
+        let (mut n, mut fresh, mut payload, mut off) = (0usize, 0u32, 0u64, 0usize);
         // The arena index of the block's first new node (below `ARENA_END`, by `block`).
         let first = base as u32;
         while n < block {
-            // No int opcode is longer than the window, so one whose window fits before
-            // `end` also ends before it.
-            let window = hay.get(pos..).and_then(<[u8]>::first_chunk::<INT_WINDOW>);
-            let Some(w) = window else {
-                stopped = true;
+            // No int opcode is longer than the window, so one whose window is in the block's
+            // bytes ends in them too (and every window of the block's opcodes is).
+            let Some(w) = chunk.get(off..).and_then(<[u8]>::first_chunk::<INT_WINDOW>) else {
                 break;
             };
             let [b, len, ..] = *w;
             let op = ops.get(usize::from(b)).copied().unwrap_or(NOT_INT);
             let row = usize::from(op.row | u16::from(len & op.len_mask)) & 511;
-            let Some(&shape) = INT_SHAPES.get(row) else {
-                stopped = true;
+            let Some(&shape) = INT_SHAPES.get(row).filter(|s| s.int) else {
                 break;
             };
-            if !shape.int {
-                stopped = true;
-                break;
-            }
             // The 8 bytes after the opcode, and after LONG1's length byte.
             let after_op = w.get(1..).and_then(<[u8]>::first_chunk::<8>);
             let after_len = w.last_chunk::<8>();
@@ -356,8 +357,9 @@ pub(super) fn int_blocks(
             }
             n += 1;
             payload += u64::from(shape.payload);
-            pos += usize::from(shape.step);
+            off += usize::from(shape.step);
         }
+        pos += off;
         nodes.extend(
             vals.iter()
                 .take(fresh as usize)
@@ -367,7 +369,8 @@ pub(super) fn int_blocks(
         run.count += n as u64;
         run.charged += n as u64 * NODE_BYTES + payload;
         run.pos = pos;
-        if stopped || n == 0 {
+        // A block stopped short stopped at an opcode it does not read.
+        if n < block || n == 0 {
             return run;
         }
     }
