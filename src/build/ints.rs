@@ -155,29 +155,29 @@ pub(super) const INT_WINDOW: usize = 10;
 /// [`INT_WINDOW`] bytes each.
 pub(super) const INT_BLOCK_BYTES: usize = INT_BLOCK * INT_WINDOW;
 
-/// How [`int_blocks`] reads an opcode, by its byte: the row of [`INT_SHAPES`] it reads is
-/// `row | (the byte after it & len_mask)`, so that LONG1 (row 0, `len_mask` 0xFF) has a row
-/// for each length byte, the others one each.
+/// How [`int_blocks`] reads an opcode, by its byte. Its payload is `len_mask & the byte
+/// after it` bytes long (LONG1's length byte; 0 for the others, whose payload is not
+/// charged), it takes `step` bytes more, and the [`IntShape`] of its value is at row
+/// `row | payload` of [`INT_SHAPES`], so that LONG1 (row 0) has a row for each length byte.
+/// What the next opcode's position depends on (`step`, `len_mask`) is in this table, one
+/// load from the opcode's byte: that position is the chain every opcode waits on.
 #[derive(Clone, Copy)]
 pub(super) struct IntOp {
     row: u16,
     len_mask: u8,
+    step: u8,
 }
 
-/// How [`int_blocks`] makes an int of an opcode and its length byte: the value is the
-/// payload's first 8 bytes (after the length byte when `long`, else after the opcode), masked
-/// with `mask`, then sign-extended from bit `63 - shift` (`(w & mask) << shift >> shift`,
-/// arithmetic): BININT1 and BININT2 zero-extended, BININT and LONG1 two's complement, as
-/// CPython's `load_binint*` and `_PyLong_FromByteArray(..., little_endian=1, is_signed=1)`
-/// read them. The opcode takes `step` bytes with its arguments and charges `payload` bytes
-/// besides its node (LONG1's payload, as `Machine::node` charges it). `int` is false for
+/// How [`int_blocks`] makes an int: the value is the payload's first 8 bytes (after the
+/// length byte when `long`, else after the opcode), masked with `mask`, then sign-extended
+/// from bit `63 - shift` (`(w & mask) << shift >> shift`, arithmetic): BININT1 and BININT2
+/// zero-extended, BININT and LONG1 two's complement, as CPython's `load_binint*` and
+/// `_PyLong_FromByteArray(..., little_endian=1, is_signed=1)` read them. `int` is false for
 /// what stops the run: an opcode not of the run, a LONG1 longer than 8 bytes.
 #[derive(Clone, Copy)]
 pub(super) struct IntShape {
     mask: u64,
     shift: u8,
-    step: u8,
-    payload: u8,
     long: bool,
     int: bool,
 }
@@ -192,37 +192,21 @@ const ROW_NOT_INT: u16 = 259;
 const NOT_INT: IntOp = IntOp {
     row: ROW_NOT_INT,
     len_mask: 0,
+    step: 1,
 };
 
 /// The [`IntOp`] of every byte: BININT1, BININT2, BININT, and LONG1 when `long1`.
 const fn int_ops(long1: bool) -> [IntOp; 256] {
     let mut t = [NOT_INT; 256];
-    let mut b = 0;
-    while b < 256 {
-        t[b] = if b == Opcode::Binint1 as usize {
-            IntOp {
-                row: ROW_BININT1,
-                len_mask: 0,
-            }
-        } else if b == Opcode::Binint2 as usize {
-            IntOp {
-                row: ROW_BININT2,
-                len_mask: 0,
-            }
-        } else if b == Opcode::Binint as usize {
-            IntOp {
-                row: ROW_BININT,
-                len_mask: 0,
-            }
-        } else if b == Opcode::Long1 as usize && long1 {
-            IntOp {
-                row: 0,
-                len_mask: 0xFF,
-            }
-        } else {
-            NOT_INT
+    t[Opcode::Binint1 as usize] = fixed_op(ROW_BININT1, 2);
+    t[Opcode::Binint2 as usize] = fixed_op(ROW_BININT2, 3);
+    t[Opcode::Binint as usize] = fixed_op(ROW_BININT, 5);
+    if long1 {
+        t[Opcode::Long1 as usize] = IntOp {
+            row: 0,
+            len_mask: 0xFF,
+            step: 2,
         };
-        b += 1;
     }
     t
 }
@@ -233,8 +217,6 @@ const fn int_shapes() -> [IntShape; 512] {
     const STOP: IntShape = IntShape {
         mask: 0,
         shift: 0,
-        step: 0,
-        payload: 0,
         long: false,
         int: false,
     };
@@ -244,26 +226,31 @@ const fn int_shapes() -> [IntShape; 512] {
         t[len] = IntShape {
             mask: if len == 0 { 0 } else { u64::MAX },
             shift: ((64 - 8 * len) & 63) as u8,
-            step: 2 + len as u8,
-            payload: len as u8,
             long: true,
             int: true,
         };
         len += 1;
     }
-    t[ROW_BININT1 as usize] = fixed(0xFF, 0, 2);
-    t[ROW_BININT2 as usize] = fixed(0xFFFF, 0, 3);
-    t[ROW_BININT as usize] = fixed(u64::MAX, 32, 5);
+    t[ROW_BININT1 as usize] = fixed_shape(0xFF, 0);
+    t[ROW_BININT2 as usize] = fixed_shape(0xFFFF, 0);
+    t[ROW_BININT as usize] = fixed_shape(u64::MAX, 32);
     t
 }
 
-/// The [`IntShape`] of BININT1, BININT2 or BININT.
-const fn fixed(mask: u64, shift: u8, step: u8) -> IntShape {
+/// The [`IntOp`] of BININT1, BININT2 or BININT: no length byte.
+const fn fixed_op(row: u16, step: u8) -> IntOp {
+    IntOp {
+        row,
+        len_mask: 0,
+        step,
+    }
+}
+
+/// The [`IntShape`] of BININT1, BININT2 or BININT: the payload right after the opcode.
+const fn fixed_shape(mask: u64, shift: u8) -> IntShape {
     IntShape {
         mask,
         shift,
-        step,
-        payload: 0,
         long: false,
         int: true,
     }
@@ -332,7 +319,8 @@ pub(super) fn int_blocks(
             };
             let [b, len, ..] = *w;
             let op = ops.get(usize::from(b)).copied().unwrap_or(NOT_INT);
-            let row = usize::from(op.row | u16::from(len & op.len_mask)) & 511;
+            let long_len = len & op.len_mask;
+            let row = usize::from(op.row | u16::from(long_len)) & 511;
             let Some(&shape) = INT_SHAPES.get(row).filter(|s| s.int) else {
                 break;
             };
@@ -356,8 +344,8 @@ pub(super) fn int_blocks(
                 *slot = NodeId(id);
             }
             n += 1;
-            payload += u64::from(shape.payload);
-            off += usize::from(shape.step);
+            payload += u64::from(long_len);
+            off += usize::from(op.step) + usize::from(long_len);
         }
         pos += off;
         nodes.extend(
