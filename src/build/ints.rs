@@ -256,6 +256,14 @@ const fn fixed_shape(mask: u64, shift: u8) -> IntShape {
     }
 }
 
+// `int_blocks` tells LONG1 from the other int opcodes by its high bit.
+const _: () = assert!(
+    Opcode::Long1 as u8 >= 0x80
+        && (Opcode::Binint1 as u8) < 0x80
+        && (Opcode::Binint2 as u8) < 0x80
+        && (Opcode::Binint as u8) < 0x80
+);
+
 /// [`int_ops`] without LONG1 and with it, and [`int_shapes`].
 static INT_OPS: [[IntOp; 256]; 2] = [int_ops(false), int_ops(true)];
 static INT_SHAPES: [IntShape; 512] = int_shapes();
@@ -345,7 +353,12 @@ pub(super) fn int_blocks(
             }
             n += 1;
             payload += u64::from(long_len);
-            off += usize::from(op.step) + usize::from(long_len);
+            // The next opcode's position is the chain each opcode waits on: LONG1's length
+            // byte is added from the opcode's byte alone (LONG1 is the one int opcode with
+            // its high bit set; what else has it stops the block above), while the table
+            // load of `step` is under way.
+            off += usize::from(len & ((b as i8 >> 7) as u8));
+            off += usize::from(op.step);
         }
         pos += off;
         nodes.extend(
