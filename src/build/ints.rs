@@ -155,6 +155,10 @@ pub(super) const INT_WINDOW: usize = 10;
 /// [`INT_WINDOW`] bytes each.
 pub(super) const INT_BLOCK_BYTES: usize = INT_BLOCK * INT_WINDOW;
 
+/// The bytes of a shorter block near the end of the frame or input, where fewer than
+/// [`INT_BLOCK_BYTES`] are left: 8 opcodes.
+pub(super) const INT_TAIL_BYTES: usize = 8 * INT_WINDOW;
+
 /// How [`int_blocks`] reads an opcode, by its byte. Its payload is `len_mask & the byte
 /// after it` bytes long (LONG1's length byte; 0 for the others, whose payload is not
 /// charged), it takes `step` bytes more, and the [`IntShape`] of its value is at row
@@ -196,6 +200,8 @@ const NOT_INT: IntOp = IntOp {
 };
 
 /// The [`IntOp`] of every byte: BININT1, BININT2, BININT, and LONG1 when `long1`.
+// Evaluated at compile time only (into statics): an index out of bounds fails the build.
+#[allow(clippy::indexing_slicing)]
 const fn int_ops(long1: bool) -> [IntOp; 256] {
     let mut t = [NOT_INT; 256];
     t[Opcode::Binint1 as usize] = fixed_op(ROW_BININT1, 2);
@@ -213,6 +219,8 @@ const fn int_ops(long1: bool) -> [IntOp; 256] {
 
 /// The rows of [`IntShape`]: LONG1 of each length byte (rows 0 to 255, ints up to 8 bytes),
 /// BININT1, BININT2, BININT, and stops (512 rows, so a row masked with 511 is one).
+// Evaluated at compile time only (into statics): an index out of bounds fails the build.
+#[allow(clippy::indexing_slicing)]
 const fn int_shapes() -> [IntShape; 512] {
     const STOP: IntShape = IntShape {
         mask: 0,
@@ -277,9 +285,10 @@ static INT_SHAPES: [IntShape; 512] = int_shapes();
 /// ([`IntOp`], [`IntShape`]), and the choices left are `select_unpredictable` (a conditional
 /// move).
 ///
-/// A block starts only where [`INT_BLOCK_BYTES`] bytes are left before `end`, and reads each
-/// opcode from a window of [`INT_WINDOW`] bytes within those, so the run stops short of the
-/// last bytes before `end` (the caller's loop, [`int_steps`], reads those). Values
+/// A block ([`int_block`]) reads the [`INT_BLOCK_BYTES`] bytes from its start (near `end`, a
+/// block of 8 opcodes the [`INT_TAIL_BYTES`] from its start), each opcode from a window of
+/// [`INT_WINDOW`] bytes within those, so the run stops short of the last bytes before `end`
+/// (the caller's loop, [`int_steps`], reads those). Values
 /// and ids are gathered in blocks of [`INT_BLOCK`]: every value is written to the block's next
 /// free slot, which only a value outside the shared range keeps, and the block's nodes are
 /// appended to the arena, and its ids pushed on the stack, at the block's end. A block never
@@ -312,54 +321,31 @@ pub(super) fn int_blocks(
         if room.bytes - run.charged < block as u64 * (NODE_BYTES + 8) {
             return run;
         }
-        // The block's bytes: as many as its opcodes could take at most, all before `end`.
-        let Some(chunk) = hay.get(pos..).and_then(<[u8]>::first_chunk::<INT_BLOCK_BYTES>) else {
-            return run;
-        };
-        let (mut n, mut fresh, mut payload, mut off) = (0usize, 0u32, 0u64, 0usize);
         // The arena index of the block's first new node (below `ARENA_END`, by `block`).
         let first = base as u32;
-        while n < block {
-            // No int opcode is longer than the window, so one whose window is in the block's
-            // bytes ends in them too (and every window of the block's opcodes is).
-            let Some(w) = chunk.get(off..).and_then(<[u8]>::first_chunk::<INT_WINDOW>) else {
-                break;
-            };
-            let [b, len, ..] = *w;
-            let op = ops.get(usize::from(b)).copied().unwrap_or(NOT_INT);
-            let long_len = len & op.len_mask;
-            let row = usize::from(op.row | u16::from(long_len)) & 511;
-            let Some(&shape) = INT_SHAPES.get(row).filter(|s| s.int) else {
-                break;
-            };
-            // The 8 bytes after the opcode, and after LONG1's length byte.
-            let after_op = w.get(1..).and_then(<[u8]>::first_chunk::<8>);
-            let after_len = w.last_chunk::<8>();
-            let word = select_unpredictable(
-                shape.long,
-                after_len.map_or(0, |c| u64::from_le_bytes(*c)),
-                after_op.map_or(0, |c| u64::from_le_bytes(*c)),
-            );
-            let shift = u32::from(shape.shift);
-            let x = (((word & shape.mask) << shift) as i64) >> shift;
-            let (held_id, held) = NodeId::int_bits(x);
-            let id = select_unpredictable(held, held_id, first + fresh);
-            if let Some(slot) = vals.get_mut(fresh as usize % INT_BLOCK) {
-                *slot = x;
-            }
-            fresh += u32::from(!held);
-            if let Some(slot) = ids.get_mut(n % INT_BLOCK) {
-                *slot = NodeId(id);
-            }
-            n += 1;
-            payload += u64::from(long_len);
-            // The next opcode's position is the chain each opcode waits on: LONG1's length
-            // byte is added from the opcode's byte alone (LONG1 is the one int opcode with
-            // its high bit set; what else has it stops the block above), while the table
-            // load of `step` is under way.
-            off += usize::from(len & ((b as i8 >> 7) as u8));
-            off += usize::from(op.step);
-        }
+        // The block's bytes: as many as its opcodes could take at most, all before `end`;
+        // near `end`, a shorter block in fewer bytes.
+        let rest = hay.get(pos..).unwrap_or_default();
+        let (block, read) = if let Some(chunk) = rest.first_chunk::<INT_BLOCK_BYTES>() {
+            (
+                block,
+                int_block(chunk, ops, block, first, &mut vals, &mut ids),
+            )
+        } else if let Some(chunk) = rest.first_chunk::<INT_TAIL_BYTES>() {
+            let block = block.min(INT_TAIL_BYTES / INT_WINDOW);
+            (
+                block,
+                int_block(chunk, ops, block, first, &mut vals, &mut ids),
+            )
+        } else {
+            return run;
+        };
+        let BlockRead {
+            n,
+            fresh,
+            payload,
+            off,
+        } = read;
         pos += off;
         nodes.extend(
             vals.iter()
@@ -374,6 +360,77 @@ pub(super) fn int_blocks(
         if n < block || n == 0 {
             return run;
         }
+    }
+}
+
+/// What [`int_block`] read: `n` opcodes (their ids in `ids[..n]`), `fresh` new nodes (their
+/// values in `vals[..fresh]`), `payload` bytes of LONG1 to charge, `off` bytes taken.
+struct BlockRead {
+    n: usize,
+    fresh: u32,
+    payload: u64,
+    off: usize,
+}
+
+/// One block of [`int_blocks`]: at most `block` opcodes (no more than `BYTES /
+/// INT_WINDOW`, so that every window is in `chunk`) from the start of `chunk`, until one
+/// that is not of the run. New nodes get the arena indices from `first` on.
+#[inline(always)]
+fn int_block<const BYTES: usize>(
+    chunk: &[u8; BYTES],
+    ops: &[IntOp; 256],
+    block: usize,
+    first: u32,
+    vals: &mut [i64; INT_BLOCK],
+    ids: &mut [NodeId; INT_BLOCK],
+) -> BlockRead {
+    let (mut n, mut fresh, mut payload, mut off) = (0usize, 0u32, 0u64, 0usize);
+    while n < block {
+        // No int opcode is longer than the window, so one whose window is in the block's
+        // bytes ends in them too (and every window of the block's opcodes is).
+        let Some(w) = chunk.get(off..).and_then(<[u8]>::first_chunk::<INT_WINDOW>) else {
+            break;
+        };
+        let [b, len, ..] = *w;
+        let op = ops.get(usize::from(b)).copied().unwrap_or(NOT_INT);
+        let long_len = len & op.len_mask;
+        let row = usize::from(op.row | u16::from(long_len)) & 511;
+        let Some(&shape) = INT_SHAPES.get(row).filter(|s| s.int) else {
+            break;
+        };
+        // The 8 bytes after the opcode, and after LONG1's length byte.
+        let after_op = w.get(1..).and_then(<[u8]>::first_chunk::<8>);
+        let after_len = w.last_chunk::<8>();
+        let word = select_unpredictable(
+            shape.long,
+            after_len.map_or(0, |c| u64::from_le_bytes(*c)),
+            after_op.map_or(0, |c| u64::from_le_bytes(*c)),
+        );
+        let shift = u32::from(shape.shift);
+        let x = (((word & shape.mask) << shift) as i64) >> shift;
+        let (held_id, held) = NodeId::int_bits(x);
+        let id = select_unpredictable(held, held_id, first + fresh);
+        if let Some(slot) = vals.get_mut(fresh as usize % INT_BLOCK) {
+            *slot = x;
+        }
+        fresh += u32::from(!held);
+        if let Some(slot) = ids.get_mut(n % INT_BLOCK) {
+            *slot = NodeId(id);
+        }
+        n += 1;
+        payload += u64::from(long_len);
+        // The next opcode's position is the chain each opcode waits on: LONG1's length
+        // byte is added from the opcode's byte alone (LONG1 is the one int opcode with
+        // its high bit set; what else has it stops the block above), while the table
+        // load of `step` is under way.
+        off += usize::from(len & ((b as i8 >> 7) as u8));
+        off += usize::from(op.step);
+    }
+    BlockRead {
+        n,
+        fresh,
+        payload,
+        off,
     }
 }
 
