@@ -1,5 +1,7 @@
 //! Runs of int opcodes (BININT1, BININT2, BININT, LONG1 of up to 8 bytes) read in one go.
 
+use std::hint::select_unpredictable;
+
 use super::budget::NODE_BYTES;
 use super::machine::Machine;
 use crate::opcode::{Opcode, BININT_ARG};
@@ -149,20 +151,151 @@ pub(super) const INT_BLOCK: usize = 64;
 /// length byte and 8 payload bytes (for BININT1/2/BININT the payload starts a byte earlier).
 pub(super) const INT_WINDOW: usize = 10;
 
-/// The fast part of [`int_run`], for a run longer than [`INT_BLOCK_AFTER`]: the same opcodes, the same stopping rules and the same
-/// nodes, ids and charges, but each opcode read without a branch that depends on which int
-/// opcode it is or on whether its value is shared. On a list of mixed ints those branches
-/// mispredict on a third or more of the opcodes (which opcode comes next, and whether the
-/// value fits in 31 bits, is as random as the data).
+/// The bytes a block of [`int_blocks`] may read: [`INT_BLOCK`] opcodes of at most
+/// [`INT_WINDOW`] bytes each.
+pub(super) const INT_BLOCK_BYTES: usize = INT_BLOCK * INT_WINDOW;
+
+/// The bytes of a shorter block near the end of the frame or input, where fewer than
+/// [`INT_BLOCK_BYTES`] are left: 8 opcodes.
+pub(super) const INT_TAIL_BYTES: usize = 8 * INT_WINDOW;
+
+/// How [`int_blocks`] reads an opcode, by its byte. Its payload is `len_mask & the byte
+/// after it` bytes long (LONG1's length byte; 0 for the others, whose payload is not
+/// charged), it takes `step` bytes more, and the [`IntShape`] of its value is at row
+/// `row | payload` of [`INT_SHAPES`], so that LONG1 (row 0) has a row for each length byte.
+/// What the next opcode's position depends on (`step`, `len_mask`) is in this table, one
+/// load from the opcode's byte: that position is the chain every opcode waits on.
+#[derive(Clone, Copy)]
+pub(super) struct IntOp {
+    row: u16,
+    len_mask: u8,
+    step: u8,
+}
+
+/// How [`int_blocks`] makes an int: the value is the payload's first 8 bytes (after the
+/// length byte when `long`, else after the opcode), masked with `mask`, then sign-extended
+/// from bit `63 - shift` (`(w & mask) << shift >> shift`, arithmetic): BININT1 and BININT2
+/// zero-extended, BININT and LONG1 two's complement, as CPython's `load_binint*` and
+/// `_PyLong_FromByteArray(..., little_endian=1, is_signed=1)` read them. `int` is false for
+/// what stops the run: an opcode not of the run, a LONG1 longer than 8 bytes.
+#[derive(Clone, Copy)]
+pub(super) struct IntShape {
+    mask: u64,
+    shift: u8,
+    long: bool,
+    int: bool,
+}
+
+/// The row of [`INT_SHAPES`] of BININT1, BININT2, BININT, and of what is no int opcode.
+const ROW_BININT1: u16 = 256;
+const ROW_BININT2: u16 = 257;
+const ROW_BININT: u16 = 258;
+const ROW_NOT_INT: u16 = 259;
+
+/// The [`IntOp`] of an opcode [`int_blocks`] stops before.
+const NOT_INT: IntOp = IntOp {
+    row: ROW_NOT_INT,
+    len_mask: 0,
+    step: 1,
+};
+
+/// The [`IntOp`] of every byte: BININT1, BININT2, BININT, and LONG1 when `long1`.
+// Evaluated at compile time only (into statics): an index out of bounds fails the build.
+#[allow(clippy::indexing_slicing)]
+const fn int_ops(long1: bool) -> [IntOp; 256] {
+    let mut t = [NOT_INT; 256];
+    t[Opcode::Binint1 as usize] = fixed_op(ROW_BININT1, 2);
+    t[Opcode::Binint2 as usize] = fixed_op(ROW_BININT2, 3);
+    t[Opcode::Binint as usize] = fixed_op(ROW_BININT, 5);
+    if long1 {
+        t[Opcode::Long1 as usize] = IntOp {
+            row: 0,
+            len_mask: 0xFF,
+            step: 2,
+        };
+    }
+    t
+}
+
+/// The rows of [`IntShape`]: LONG1 of each length byte (rows 0 to 255, ints up to 8 bytes),
+/// BININT1, BININT2, BININT, and stops (512 rows, so a row masked with 511 is one).
+// Evaluated at compile time only (into statics): an index out of bounds fails the build.
+#[allow(clippy::indexing_slicing)]
+const fn int_shapes() -> [IntShape; 512] {
+    const STOP: IntShape = IntShape {
+        mask: 0,
+        shift: 0,
+        long: false,
+        int: false,
+    };
+    let mut t = [STOP; 512];
+    let mut len = 0;
+    while len <= 8 {
+        t[len] = IntShape {
+            mask: if len == 0 { 0 } else { u64::MAX },
+            shift: ((64 - 8 * len) & 63) as u8,
+            long: true,
+            int: true,
+        };
+        len += 1;
+    }
+    t[ROW_BININT1 as usize] = fixed_shape(0xFF, 0);
+    t[ROW_BININT2 as usize] = fixed_shape(0xFFFF, 0);
+    t[ROW_BININT as usize] = fixed_shape(u64::MAX, 32);
+    t
+}
+
+/// The [`IntOp`] of BININT1, BININT2 or BININT: no length byte.
+const fn fixed_op(row: u16, step: u8) -> IntOp {
+    IntOp {
+        row,
+        len_mask: 0,
+        step,
+    }
+}
+
+/// The [`IntShape`] of BININT1, BININT2 or BININT: the payload right after the opcode.
+const fn fixed_shape(mask: u64, shift: u8) -> IntShape {
+    IntShape {
+        mask,
+        shift,
+        long: false,
+        int: true,
+    }
+}
+
+// `int_blocks` tells LONG1 from the other int opcodes by its high bit.
+const _: () = assert!(
+    Opcode::Long1 as u8 >= 0x80
+        && (Opcode::Binint1 as u8) < 0x80
+        && (Opcode::Binint2 as u8) < 0x80
+        && (Opcode::Binint as u8) < 0x80
+);
+
+/// [`int_ops`] without LONG1 and with it, and [`int_shapes`].
+static INT_OPS: [[IntOp; 256]; 2] = [int_ops(false), int_ops(true)];
+static INT_SHAPES: [IntShape; 512] = int_shapes();
+
+/// The fast part of [`int_run`], for a run longer than [`INT_BLOCK_AFTER`]: the same opcodes,
+/// the same stopping rules and the same nodes, ids and charges, but each opcode read without
+/// a branch that depends on which int opcode it is or on whether its value is shared. On a
+/// list of mixed ints those branches mispredict on a third or more of the opcodes (which
+/// opcode comes next, and whether the value fits in 31 bits, is as random as the data). What
+/// differs between the opcodes is looked up by the opcode's byte and the next one
+/// ([`IntOp`], [`IntShape`]), and the choices left are `select_unpredictable` (a conditional
+/// move).
 ///
-/// Each opcode is read from a window of [`INT_WINDOW`] bytes that ends at or before `end`, so
-/// the run stops short of the last bytes before `end` (the caller's loop reads those). Values
+/// A block ([`int_block`]) reads the [`INT_BLOCK_BYTES`] bytes from its start (near `end`, a
+/// block of 8 opcodes the [`INT_TAIL_BYTES`] from its start), each opcode from a window of
+/// [`INT_WINDOW`] bytes within those, so the run stops short of the last bytes before `end`
+/// (the caller's loop, [`int_steps`], reads those). Values
 /// and ids are gathered in blocks of [`INT_BLOCK`]: every value is written to the block's next
 /// free slot, which only a value outside the shared range keeps, and the block's nodes are
 /// appended to the arena, and its ids pushed on the stack, at the block's end. A block never
 /// holds more new nodes than the arena has room for or than arena ids remain, so the arena
 /// does not grow; and a block starts only when the allocation budget covers its most costly
-/// case (every opcode a LONG1 of 8 bytes), so it checks no charge of its own.
+/// case (every opcode a LONG1 of 8 bytes), so it checks no charge of its own: what it
+/// charges (a node's size an opcode, and LONG1's payload bytes) is added up at its end.
 pub(super) fn int_blocks(
     input: &[u8],
     end: usize,
@@ -174,10 +307,9 @@ pub(super) fn int_blocks(
     let mut pos = run.pos;
     let mut vals = [0i64; INT_BLOCK];
     let mut ids = [NodeId(0); INT_BLOCK];
-    // The last position a window may start at (it then ends at `end`).
-    let Some(last) = end.checked_sub(INT_WINDOW) else {
-        return run;
-    };
+    let [no_long1, with_long1] = &INT_OPS;
+    let ops = if room.long1 { with_long1 } else { no_long1 };
+    let hay = input.get(..end).unwrap_or(input);
     loop {
         let base = nodes.len();
         let ops_left = usize::try_from(room.ops.saturating_sub(run.count)).unwrap_or(usize::MAX);
@@ -189,76 +321,116 @@ pub(super) fn int_blocks(
         if room.bytes - run.charged < block as u64 * (NODE_BYTES + 8) {
             return run;
         }
-        let (mut n, mut fresh) = (0usize, 0usize);
-        let mut stopped = false;
-        while n < block {
-            // No int opcode is longer than the window, so one that starts a window before
-            // `end` also ends before it.
-            let window = input
-                .get(pos..)
-                .filter(|_| pos <= last)
-                .and_then(<[u8]>::first_chunk::<INT_WINDOW>);
-            let Some(&[b, len, p0, p1, p2, p3, p4, p5, p6, p7]) = window else {
-                stopped = true;
-                break;
-            };
-            let arg = BININT_ARG.get(usize::from(b)).copied().unwrap_or(0);
-            let long = b == Opcode::Long1.byte() && room.long1;
-            // Payload size in bytes and where it starts: BININT1/2/BININT after the opcode,
-            // LONG1 after its length byte.
-            let size = if long {
-                usize::from(len)
-            } else {
-                usize::from(arg.saturating_sub(1))
-            };
-            let next = pos + 1 + usize::from(long) + size;
-            let extra = if long { u64::from(len) } else { 0 };
-            let cost = NODE_BYTES + extra;
-            if (arg == 0 && !long) || size > 8 {
-                stopped = true;
-                break;
-            }
-            let word = u64::from_le_bytes([p0, p1, p2, p3, p4, p5, p6, p7]);
-            let raw = if long {
-                word
-            } else {
-                (word << 8) | u64::from(len)
-            };
-            // The low `size` bytes, sign-extended for BININT and LONG1 (two's complement, as
-            // `load_binint` and `_PyLong_FromByteArray` read them), zero-extended for
-            // BININT1 and BININT2. `size` is 0 only for LONG1's empty payload, which is 0.
-            let shift = (64 - 8 * size as u32) & 63;
-            let up = raw << shift;
-            let signed = long || b == Opcode::Binint.byte();
-            let x = if signed {
-                (up as i64) >> shift
-            } else {
-                (up >> shift) as i64
-            };
-            let x = if size == 0 { 0 } else { x };
-            // The id without a branch: the int held in its id or the next arena index, by mask.
-            let (held_id, held) = NodeId::int_bits(x);
-            let keep = u32::from(!held);
-            let mask = keep.wrapping_sub(1);
-            let id = (held_id & mask) | ((base + fresh) as u32 & !mask);
-            if let Some(slot) = vals.get_mut(fresh % INT_BLOCK) {
-                *slot = x;
-            }
-            fresh += keep as usize;
-            if let Some(slot) = ids.get_mut(n % INT_BLOCK) {
-                *slot = NodeId(id);
-            }
-            n += 1;
-            run.charged += cost;
-            pos = next;
-        }
-        nodes.extend(vals.iter().take(fresh).map(|&x| Node::Int(Word::int(x))));
+        // The arena index of the block's first new node (below `ARENA_END`, by `block`).
+        let first = base as u32;
+        // The block's bytes: as many as its opcodes could take at most, all before `end`;
+        // near `end`, a shorter block in fewer bytes.
+        let rest = hay.get(pos..).unwrap_or_default();
+        let (block, read) = if let Some(chunk) = rest.first_chunk::<INT_BLOCK_BYTES>() {
+            (
+                block,
+                int_block(chunk, ops, block, first, &mut vals, &mut ids),
+            )
+        } else if let Some(chunk) = rest.first_chunk::<INT_TAIL_BYTES>() {
+            let block = block.min(INT_TAIL_BYTES / INT_WINDOW);
+            (
+                block,
+                int_block(chunk, ops, block, first, &mut vals, &mut ids),
+            )
+        } else {
+            return run;
+        };
+        let BlockRead {
+            n,
+            fresh,
+            payload,
+            off,
+        } = read;
+        pos += off;
+        nodes.extend(
+            vals.iter()
+                .take(fresh as usize)
+                .map(|&x| Node::Int(Word::int(x))),
+        );
         stack.extend_from_slice(ids.get(..n).unwrap_or_default());
         run.count += n as u64;
+        run.charged += n as u64 * NODE_BYTES + payload;
         run.pos = pos;
-        if stopped || n == 0 {
+        // A block stopped short stopped at an opcode it does not read.
+        if n < block || n == 0 {
             return run;
         }
+    }
+}
+
+/// What [`int_block`] read: `n` opcodes (their ids in `ids[..n]`), `fresh` new nodes (their
+/// values in `vals[..fresh]`), `payload` bytes of LONG1 to charge, `off` bytes taken.
+struct BlockRead {
+    n: usize,
+    fresh: u32,
+    payload: u64,
+    off: usize,
+}
+
+/// One block of [`int_blocks`]: at most `block` opcodes (no more than `BYTES /
+/// INT_WINDOW`, so that every window is in `chunk`) from the start of `chunk`, until one
+/// that is not of the run. New nodes get the arena indices from `first` on.
+#[inline(always)]
+fn int_block<const BYTES: usize>(
+    chunk: &[u8; BYTES],
+    ops: &[IntOp; 256],
+    block: usize,
+    first: u32,
+    vals: &mut [i64; INT_BLOCK],
+    ids: &mut [NodeId; INT_BLOCK],
+) -> BlockRead {
+    let (mut n, mut fresh, mut payload, mut off) = (0usize, 0u32, 0u64, 0usize);
+    while n < block {
+        // No int opcode is longer than the window, so one whose window is in the block's
+        // bytes ends in them too (and every window of the block's opcodes is).
+        let Some(w) = chunk.get(off..).and_then(<[u8]>::first_chunk::<INT_WINDOW>) else {
+            break;
+        };
+        let [b, len, ..] = *w;
+        let op = ops.get(usize::from(b)).copied().unwrap_or(NOT_INT);
+        let long_len = len & op.len_mask;
+        let row = usize::from(op.row | u16::from(long_len)) & 511;
+        let Some(&shape) = INT_SHAPES.get(row).filter(|s| s.int) else {
+            break;
+        };
+        // The 8 bytes after the opcode, and after LONG1's length byte.
+        let after_op = w.get(1..).and_then(<[u8]>::first_chunk::<8>);
+        let after_len = w.last_chunk::<8>();
+        let word = select_unpredictable(
+            shape.long,
+            after_len.map_or(0, |c| u64::from_le_bytes(*c)),
+            after_op.map_or(0, |c| u64::from_le_bytes(*c)),
+        );
+        let shift = u32::from(shape.shift);
+        let x = (((word & shape.mask) << shift) as i64) >> shift;
+        let (held_id, held) = NodeId::int_bits(x);
+        let id = select_unpredictable(held, held_id, first + fresh);
+        if let Some(slot) = vals.get_mut(fresh as usize % INT_BLOCK) {
+            *slot = x;
+        }
+        fresh += u32::from(!held);
+        if let Some(slot) = ids.get_mut(n % INT_BLOCK) {
+            *slot = NodeId(id);
+        }
+        n += 1;
+        payload += u64::from(long_len);
+        // The next opcode's position is the chain each opcode waits on: LONG1's length
+        // byte is added from the opcode's byte alone (LONG1 is the one int opcode with
+        // its high bit set; what else has it stops the block above), while the table
+        // load of `step` is under way.
+        off += usize::from(len & ((b as i8 >> 7) as u8));
+        off += usize::from(op.step);
+    }
+    BlockRead {
+        n,
+        fresh,
+        payload,
+        off,
     }
 }
 
