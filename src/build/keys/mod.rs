@@ -17,6 +17,7 @@
 //! explicit stack.
 
 mod content;
+pub(crate) mod entries;
 mod datetime;
 mod eq;
 mod num;
