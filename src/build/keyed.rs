@@ -7,7 +7,10 @@ use std::mem;
 
 use super::budget::KEYED_BYTES;
 use super::keys::reader::{counted, Container, Key};
-use super::keys::{index_insert, KeyIndex, KeyOps, Over, CACHED_TEXT_BYTES};
+use super::keys::{
+    index_insert, KeyIndex, KeyOps, Over, Unhashable, CACHED_TEXT_BYTES,
+    INDEX_BY_CPYTHON_COLLISIONS,
+};
 use super::machine::{internal, Machine};
 use crate::error::{ErrorKind, Result};
 use crate::limits::LimitName;
@@ -203,7 +206,7 @@ impl<'a, 'p> Machine<'a, 'p> {
             // Leaving the small form: index the items so far (all hashable).
             index.reserve(d.len() + pairs, |e| e.0);
             for (pos, e) in d.iter().enumerate() {
-                let h = ops.content_hash(e.0).map_err(unhashable)?;
+                let (h, _) = self.index_hash(&ops, e.0).map_err(unhashable)?;
                 index_insert(index, h, pos as u32);
             }
         } else {
@@ -212,8 +215,7 @@ impl<'a, 'p> Machine<'a, 'p> {
         for (i, pair) in flat.chunks_exact(2).enumerate() {
             self.keys_deadline(i)?;
             let &[k, v] = pair else { continue };
-            let h = ops.content_hash(k).map_err(unhashable)?;
-            let hk = self.model_hash(&ops, k);
+            let (h, hk) = self.index_hash(&ops, k).map_err(unhashable)?;
             let items = &d;
             let equal = match ops.find(index, h, k, |pos| items.get(pos as usize).map(|e| e.0)) {
                 Some(pos) => d.get_mut(pos as usize).map(|slot| {
@@ -229,6 +231,28 @@ impl<'a, 'p> Machine<'a, 'p> {
             self.model_key(&ops, container, k, equal, hk)?;
         }
         Ok(())
+    }
+
+    /// The hash of `k` in a dict's or set's index ([`KeyIndex`]), and `k`'s
+    /// [`KeyOps::hash`] (CPython's) for the model of the reader's work when the model counts
+    /// `k` (src/build/keys/reader.rs `counted`); `Unhashable` for an unhashable `k`. While the
+    /// model caps CPython-hash collisions at [`INDEX_BY_CPYTHON_COLLISIONS`] or fewer (the
+    /// default limits), one hash serves both: the index hash is CPython's, mixed
+    /// ([`KeyOps::index_mix`]); else the index hash is the content hash
+    /// ([`KeyOps::content_hash`]). Texts and bytes take the content hash either way (their
+    /// CPython hash is a keyed stand-in; they equal only their own kind, so equal keys still
+    /// hash alike: src/build/keys/index.rs).
+    #[inline]
+    fn index_hash<S: std::hash::BuildHasher>(
+        &self,
+        ops: &KeyOps<'_, 'a, S>,
+        k: NodeId,
+    ) -> std::result::Result<(u64, Option<u64>), Unhashable> {
+        if self.limits.max_key_collisions <= INDEX_BY_CPYTHON_COLLISIONS {
+            ops.index_hash(k)
+        } else {
+            Ok((ops.content_hash(k)?, self.model_hash(ops, k)))
+        }
     }
 
     /// `k`'s [`KeyOps::hash`] (CPython's) for the model of the reader's work, when the model
@@ -344,7 +368,7 @@ impl<'a, 'p> Machine<'a, 'p> {
         if index.is_empty() {
             index.reserve(s.len() + items.len(), |e| e.0);
             for (pos, &e) in s.iter().enumerate() {
-                let h = ops.content_hash(e).map_err(unhashable)?;
+                let (h, _) = self.index_hash(&ops, e).map_err(unhashable)?;
                 index_insert(index, h, pos as u32);
             }
         } else {
@@ -352,8 +376,7 @@ impl<'a, 'p> Machine<'a, 'p> {
         }
         for (i, &k) in items.iter().enumerate() {
             self.keys_deadline(i)?;
-            let h = ops.content_hash(k).map_err(unhashable)?;
-            let hk = self.model_hash(&ops, k);
+            let (h, hk) = self.index_hash(&ops, k).map_err(unhashable)?;
             let existing = &s;
             let equal = ops
                 .find(index, h, k, |pos| existing.get(pos as usize).copied())

@@ -10,16 +10,18 @@
 //! Two hashes: [`KeyOps::hash`] is CPython's (`reader.rs`), with keyed SipHash
 //! (`std::hash::RandomState`) for texts, bytes and what CPython hashes by address; the model of
 //! the reader's work ([`reader`]) reads it from here, and kept hashes are compared before
-//! equality with it. The build's tables (dict and set indexes) use the content hash
-//! (`content.rs`, [`KeyOps::content_hash`]), keyed by a random seed per decode, so that keys
-//! whose CPython hashes the peer made collide spread like any others there (hash flooding of
-//! picklewarden itself needs the seed), whatever limits the caller set. Every walk uses an
-//! explicit stack.
+//! equality with it. The build's tables (dict and set indexes) use it too, mixed with a
+//! random seed per decode, while the model caps its collisions (texts and bytes excepted);
+//! when a caller lifts that cap they use the content hash (`content.rs`,
+//! [`KeyOps::content_hash`]), keyed by the seed, so that keys whose CPython hashes the peer
+//! made collide spread like any others there (`index.rs` says why both stay linear). Every
+//! walk uses an explicit stack.
 
 mod content;
-pub(crate) mod entries;
 mod datetime;
+pub(crate) mod entries;
 mod eq;
+mod index;
 mod num;
 mod pyhash;
 pub(crate) mod reader;
@@ -34,6 +36,7 @@ use crate::clock::Clock;
 use crate::policy::RecordKey;
 use crate::value::{Arena, Node, NodeId, Object, PyBytes, Value};
 use datetime::key_of;
+pub(crate) use index::INDEX_BY_CPYTHON_COLLISIONS;
 pub(crate) use num::bigint_to_f64;
 use num::{num_eq, num_of};
 use pyhash::{
@@ -665,7 +668,7 @@ impl<S: BuildHasher> KeyOps<'_, '_, S> {
         }
     }
 
-    /// Finds `key` (with content hash `h`, [`KeyOps::content_hash`]) among `keys` through `index`;
+    /// Finds `key` (with index hash `h`, `index.rs`) among `keys` through `index`;
     /// returns its position.
     pub(crate) fn find(
         &self,
@@ -682,7 +685,7 @@ impl<S: BuildHasher> KeyOps<'_, '_, S> {
     }
 }
 
-/// Adds `(h, pos)` to an index (`h` the key's [`KeyOps::content_hash`]; the key is known to
+/// Adds `(h, pos)` to an index (`h` the key's index hash, `index.rs`; the key is known to
 /// be absent).
 pub(crate) fn index_insert(index: &mut KeyIndex, h: u64, pos: u32) {
     index.insert_unique(h, (h, pos), |&(eh, _)| eh);
