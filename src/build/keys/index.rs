@@ -30,9 +30,9 @@
 
 use std::hash::BuildHasher;
 
-use super::pyhash::{float_hash, int_hash};
+use super::pyhash::{float_hash, int_hash, FrozenSetHash, TupleHash};
 use super::reader::{counted, splitmix64};
-use super::{held_int, KeyOps, Unhashable};
+use super::{held_int, Acc, KeyOps, Unhashable, SMALL_TUPLE};
 use crate::value::{Node, NodeId, Value};
 
 /// The largest `max_key_collisions` under which the build's indexes are keyed by CPython's
@@ -80,8 +80,18 @@ impl<S: BuildHasher> KeyOps<'_, '_, S> {
                     return Ok((self.index_mix(h), Some(h)));
                 }
             }
-            Some(Node::Tuple { .. } | Node::FrozenSet { .. }) => {
-                let h = self.hash(k)?;
+            Some(Node::Tuple { start, len }) => {
+                let h = match self.flat_hash(start, len, true) {
+                    Some(h) => h,
+                    None => self.hash(k)?,
+                };
+                return Ok((self.index_mix(h), Some(h)));
+            }
+            Some(Node::FrozenSet { start, len }) => {
+                let h = match self.flat_hash(start, len, false) {
+                    Some(h) => h,
+                    None => self.hash(k)?,
+                };
                 return Ok((self.index_mix(h), Some(h)));
             }
             Some(_) => {}
@@ -95,6 +105,42 @@ impl<S: BuildHasher> KeyOps<'_, '_, S> {
                 Ok((self.index_mix(h), model))
             }
         }
+    }
+}
+
+impl<S: BuildHasher> KeyOps<'_, '_, S> {
+    /// [`KeyOps::hash`] of the tuple (`tuple`) or frozenset whose items are the pool's run
+    /// `start`, `len`, from the items' nodes, when it has at most [`SMALL_TUPLE`] items and
+    /// each is an int, a float that is no NaN or a text held as a node (the commonest keys:
+    /// `(i, j)`, `(i, 'name')`); `None` for any other (the caller takes the general way). The
+    /// same hash as [`KeyOps::hash`]'s, item by item (`hash_flat`, `hash_view`).
+    #[inline]
+    fn flat_hash(&self, start: u32, len: u32, tuple: bool) -> Option<u64> {
+        let s = start as usize;
+        let items = self.arena.items.get(s..s.checked_add(len as usize)?)?;
+        if items.len() > SMALL_TUPLE {
+            return None;
+        }
+        let mut acc = if tuple {
+            Acc::Tuple(TupleHash::new())
+        } else {
+            Acc::Set(FrozenSetHash::new())
+        };
+        for &item in items {
+            let h = match held_int(item) {
+                Some(i) => int_hash(i),
+                None => match self.arena.node(item)? {
+                    Node::Int(w) => int_hash(w.get_i64()),
+                    Node::Float(w) => float_hash(w.get_f64())?,
+                    Node::Str { start, len } => {
+                        self.hash_bytes(item, 5, self.arena.text(start, len))
+                    }
+                    _ => return None,
+                },
+            };
+            acc.add(h);
+        }
+        Some(acc.finish())
     }
 }
 

@@ -83,3 +83,80 @@ fn index_mix_is_one_to_one_and_spreads() {
     assert!(low.iter().all(|&n| (16..=100).contains(&n)), "{low:?}");
     assert!(top.iter().all(|&n| (40..=170).contains(&n)), "{top:?}");
 }
+
+/// The node-level hash of small tuples and frozensets of ints, floats and texts is
+/// [`KeyOps::hash`]'s; one holding a NaN, a bytes value, a tuple or a text that is no node
+/// of the input is left to it.
+#[test]
+fn flat_hashes_are_the_walks() {
+    let one = NodeId::int(1).unwrap();
+    let nodes = vec![
+        Owned::Float(2.5),                                                       // 0
+        Owned::Str("k".into()),                                                  // 1
+        Owned::Int(1 << 40),                                                     // 2
+        Owned::Float(f64::NAN),                                                  // 3
+        Owned::Bytes(b"b".to_vec()),                                             // 4
+        Owned::Float(3.0),                                                       // 5
+        Owned::Tuple(vec![one, NodeId(0), NodeId(1), NodeId(2), NodeId(5)]),     // 6
+        Owned::FrozenSet(vec![one, NodeId(0), NodeId(1), NodeId(2), NodeId(5)]), // 7
+        Owned::Tuple(vec![one, NodeId(3)]),                                      // 8
+        Owned::Tuple(vec![one, NodeId(4)]),                                      // 9
+        Owned::Tuple(vec![one, NodeId(6)]),                                      // 10
+        Owned::Tuple(Vec::new()),                                                // 11
+        Owned::FrozenSet(Vec::new()),                                            // 12
+    ];
+    let mut arena = Arena::of(nodes);
+    // 13: a text held as a node of the input (`Arena::of` owns its texts), in a tuple (14)
+    // and a frozenset (15) with the numbers.
+    arena.input = b"name";
+    arena.nodes.push(Node::Str { start: 0, len: 4 });
+    for frozen in [false, true] {
+        let start = arena.items.len() as u32;
+        arena
+            .items
+            .extend_from_slice(&[one, NodeId(13), NodeId(0), NodeId(2)]);
+        arena.nodes.push(if frozen {
+            Node::FrozenSet { start, len: 4 }
+        } else {
+            Node::Tuple { start, len: 4 }
+        });
+    }
+    let state = RandomState::new();
+    let ops = KeyOps {
+        arena: &arena,
+        state: &state,
+        cache: None,
+        seed: 7,
+    };
+    for id in [11u32, 12, 14, 15] {
+        let Some(Node::Tuple { start, len } | Node::FrozenSet { start, len }) =
+            arena.node(NodeId(id))
+        else {
+            panic!("{id}: not a tuple or frozenset");
+        };
+        let tuple = matches!(arena.node(NodeId(id)), Some(Node::Tuple { .. }));
+        assert_eq!(
+            ops.flat_hash(start, len, tuple),
+            Some(ops.hash(NodeId(id)).unwrap()),
+            "{id}"
+        );
+        assert_eq!(
+            ops.index_hash(NodeId(id)).unwrap().1,
+            ops.hash(NodeId(id)).ok()
+        );
+    }
+    // A text the walk meets as a view of the side table (`Arena::of`'s), a NaN, bytes, a
+    // tuple: the general way.
+    for id in [6u32, 8, 9, 10] {
+        let Some(Node::Tuple { start, len }) = arena.node(NodeId(id)) else {
+            panic!("{id}: not a tuple");
+        };
+        assert_eq!(ops.flat_hash(start, len, true), None, "{id}");
+        // The general way, the same index hash as the hash says.
+        let h = ops.hash(NodeId(id)).unwrap();
+        assert_eq!(
+            ops.index_hash(NodeId(id)).unwrap(),
+            (ops.index_mix(h), Some(h))
+        );
+    }
+}

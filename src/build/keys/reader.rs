@@ -268,6 +268,13 @@ fn flat_size<S: std::hash::BuildHasher>(ops: &KeyOps<'_, '_, S>, items: &[NodeId
     Some(1 + items.len() as u64)
 }
 
+/// The items of a tuple or frozenset whose node is the pool's run `start`, `len`.
+#[inline(always)]
+fn run_of<'v, S>(ops: &'v KeyOps<'_, '_, S>, start: u32, len: u32) -> &'v [NodeId] {
+    let s = start as usize;
+    ops.arena.items.get(s..s + len as usize).unwrap_or_default()
+}
+
 /// A keyed hasher for the model's tables: splitmix64 over the words written, from a random
 /// seed per decode. The classes' keys hold CPython hash values the peer chooses; without the
 /// seed it cannot make them collide in these tables, and the mix costs a few instructions a
@@ -579,6 +586,20 @@ impl ReaderKeys {
                 true,
             ),
             Some(Node::Float(w)) => (0, 1, known.or_else(|| float_hash(w.get_f64())), true),
+            // A tuple or frozenset of scalars whose hash the caller has (as
+            // [`ReaderKeys::insert_shape`] counts it, without a view).
+            Some(Node::Tuple { start, len }) if known.is_some() => {
+                match flat_size(ops, run_of(ops, start, len)) {
+                    Some(size) => (size, size, known, true),
+                    None => self.insert_shape(ops, k, known),
+                }
+            }
+            Some(Node::FrozenSet { start, len }) if known.is_some() => {
+                match flat_size(ops, run_of(ops, start, len)) {
+                    Some(size) => (1 + u64::from(len), size, known, len > 0),
+                    None => self.insert_shape(ops, k, known),
+                }
+            }
             _ => self.insert_shape(ops, k, known),
         };
         let mut compares = u64::from(equal.is_some_and(|e| e != k));
