@@ -216,14 +216,15 @@ impl<'a, 'p> Machine<'a, 'p> {
             self.keys_deadline(i)?;
             let &[k, v] = pair else { continue };
             let (h, hk) = self.index_hash(&ops, k).map_err(unhashable)?;
-            let items = &d;
-            let equal = match ops.find(index, h, k, |pos| items.get(pos as usize).map(|e| e.0)) {
+            let (items, new) = (&d, d.len() as u32);
+            let found =
+                ops.find_or_insert(index, h, k, new, |pos| items.get(pos as usize).map(|e| e.0));
+            let equal = match found {
                 Some(pos) => d.get_mut(pos as usize).map(|slot| {
                     slot.1 = v;
                     slot.0
                 }),
                 None => {
-                    index_insert(index, h, d.len() as u32);
                     d.push((k, v));
                     None
                 }
@@ -377,12 +378,11 @@ impl<'a, 'p> Machine<'a, 'p> {
         for (i, &k) in items.iter().enumerate() {
             self.keys_deadline(i)?;
             let (h, hk) = self.index_hash(&ops, k).map_err(unhashable)?;
-            let existing = &s;
+            let (existing, new) = (&s, s.len() as u32);
             let equal = ops
-                .find(index, h, k, |pos| existing.get(pos as usize).copied())
+                .find_or_insert(index, h, k, new, |pos| existing.get(pos as usize).copied())
                 .and_then(|pos| s.get(pos as usize).copied());
             if equal.is_none() {
-                index_insert(index, h, s.len() as u32);
                 s.push(k);
             }
             self.model_key(&ops, container, k, equal, hk)?;

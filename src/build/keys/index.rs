@@ -30,10 +30,10 @@
 
 use std::hash::BuildHasher;
 
-use super::pyhash::{float_hash, int_hash, FrozenSetHash, TupleHash};
+use super::pyhash::{bigint_hash, float_hash, int_hash, FrozenSetHash, TupleHash};
 use super::reader::{counted, splitmix64};
-use super::{held_int, Acc, KeyOps, Unhashable, SMALL_TUPLE};
-use crate::value::{Node, NodeId, Value};
+use super::{held_int, Acc, KeyOps, Unhashable, SHORT_BIG_INT_DIGITS, SMALL_TUPLE};
+use crate::value::{Fat, Node, NodeId, Value};
 
 /// The largest `max_key_collisions` under which the build's indexes are keyed by CPython's
 /// hash (module docs): an insertion then compares its key with at most this many keys of its
@@ -93,6 +93,16 @@ impl<S: BuildHasher> KeyOps<'_, '_, S> {
                     None => self.hash(k)?,
                 };
                 return Ok((self.index_mix(h), Some(h)));
+            }
+            // A big int from its side-table slot, without a view (one of at most
+            // `SHORT_BIG_INT_DIGITS` 64-bit digits is not kept: [`KeyOps::hash_view`]).
+            Some(Node::Fat(i)) => {
+                if let Some(Fat::BigInt(b)) = self.arena.fat.get(i as usize) {
+                    if b.iter_u64_digits().len() <= SHORT_BIG_INT_DIGITS {
+                        let h = bigint_hash(b);
+                        return Ok((self.index_mix(h), Some(h)));
+                    }
+                }
             }
             Some(_) => {}
         }

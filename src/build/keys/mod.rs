@@ -668,20 +668,28 @@ impl<S: BuildHasher> KeyOps<'_, '_, S> {
         }
     }
 
-    /// Finds `key` (with index hash `h`, `index.rs`) among `keys` through `index`;
-    /// returns its position.
-    pub(crate) fn find(
+    /// The position of `key` (with index hash `h`, `index.rs`) among the keys of `index`
+    /// (`key_at` gives the key at a position), or, when it is not there, its insertion at
+    /// position `new` (where the caller appends it) in the same probe of the index (`None`).
+    #[inline]
+    pub(crate) fn find_or_insert(
         &self,
-        index: &KeyIndex,
+        index: &mut KeyIndex,
         h: u64,
         key: NodeId,
+        new: u32,
         key_at: impl Fn(u32) -> Option<NodeId>,
     ) -> Option<u32> {
-        index
-            .find(h, |&(eh, pos)| {
-                eh == h && key_at(pos).is_some_and(|other| self.eq(key, other))
-            })
-            .map(|&(_, pos)| pos)
+        let eq = |&(eh, pos): &(u64, u32)| {
+            eh == h && key_at(pos).is_some_and(|other| self.eq(key, other))
+        };
+        match index.entry(h, eq, |&(eh, _)| eh) {
+            hashbrown::hash_table::Entry::Occupied(e) => Some(e.get().1),
+            hashbrown::hash_table::Entry::Vacant(e) => {
+                e.insert((h, new));
+                None
+            }
+        }
     }
 }
 

@@ -61,7 +61,7 @@ use super::pyhash::{
 };
 use super::KeyOps;
 use crate::limits::{LimitName, Limits};
-use crate::value::{Node, NodeId, Value};
+use crate::value::{Fat, Node, NodeId, Value};
 
 /// What the bookkeeping of one remembered value or one class of keys is charged
 /// (`max_alloc_bytes`): a hash-table entry and its share of the table.
@@ -600,6 +600,14 @@ impl ReaderKeys {
                     None => self.insert_shape(ops, k, known),
                 }
             }
+            Some(Node::Fat(i)) => match ops.arena.fat.get(i as usize) {
+                Some(Fat::BigInt(b)) => {
+                    let digits = b.bits().div_ceil(30).max(1);
+                    let h = known.unwrap_or_else(|| bigint_hash(b));
+                    (digits, digits, Some(h), true)
+                }
+                _ => self.insert_shape(ops, k, known),
+            },
             _ => self.insert_shape(ops, k, known),
         };
         let mut compares = u64::from(equal.is_some_and(|e| e != k));
