@@ -75,7 +75,7 @@ fn equal_keys_merge_as_in_cpython() {
     let policy = Policy::data();
     for (limits, (n, pair)) in [Limits::default(), lifted]
         .into_iter()
-        .flat_map(|l| lines.chunks(2).enumerate().map(move |c| (l.clone(), c)))
+        .flat_map(|l| lines.chunks(2).enumerate().map(move |c| (l, c)))
     {
         let data = common::hex_decode(pair[0]);
         let doc = Decoder::new(&data, &policy)
