@@ -210,3 +210,50 @@ fn tuples_sharing_a_nan_are_counted() {
         );
     }
 }
+
+/// Keys sharing CPython's hash 0 (`k * (2**61 - 1)`) that arrive after a dict has its index
+/// (past its first 16 keys): the index counts them for the model, which refuses the
+/// `max_key_collisions + 1`st and keeps as many as the limit; with the model's limits lifted,
+/// the index is keyed by the content hash and keeps all of them, as CPython does.
+#[test]
+fn colliding_keys_past_the_small_form_are_counted_by_the_index() {
+    let out = common::python(
+        &format!(
+            "{PRELUDE}\nfor n in (8, 9, 40):\n    print(keyed([(i, i) for i in range(1, 21)] + [(k * M, k) for k in range(1, n + 1)]).hex())\n"
+        ),
+        &[],
+    );
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 3);
+    let policy = Policy::data();
+    let len = |data: &[u8], limits: Limits| -> Result<usize, picklewarden::Error> {
+        let doc = Decoder::new(data, &policy).limits(limits).decode()?;
+        match doc.get(doc.root().unwrap()) {
+            Some(Value::Dict(d)) => Ok(d.len()),
+            other => panic!("not a dict: {other:?}"),
+        }
+    };
+    let ok = common::hex_decode(lines[0]);
+    assert_eq!(len(&ok, Limits::default()).unwrap(), 28);
+    for line in &lines[1..] {
+        let data = common::hex_decode(line);
+        let e = len(&data, Limits::default()).err().unwrap();
+        assert!(
+            matches!(
+                e.kind(),
+                ErrorKind::LimitExceeded {
+                    limit: LimitName::MaxKeyCollisions,
+                    seen: 9,
+                    ..
+                }
+            ),
+            "{e}"
+        );
+    }
+    let mut lifted = Limits::default();
+    lifted.max_key_collisions = u64::MAX;
+    lifted.max_key_steps = u64::MAX;
+    lifted.max_key_steps_per_byte = u64::MAX;
+    let all = common::hex_decode(lines[2]);
+    assert_eq!(len(&all, lifted).unwrap(), 60);
+}

@@ -198,7 +198,7 @@ impl<'a, 'p> Machine<'a, 'p> {
                         None
                     }
                 };
-                self.model_key(&ops, container, k, equal, hk)?;
+                self.model_key(&ops, container, k, equal, hk, None)?;
             }
             return Ok(());
         }
@@ -212,12 +212,13 @@ impl<'a, 'p> Machine<'a, 'p> {
         } else {
             index.reserve(pairs, |e| e.0);
         }
+        let by_cpython = self.by_cpython();
         for (i, pair) in flat.chunks_exact(2).enumerate() {
             self.keys_deadline(i)?;
             let &[k, v] = pair else { continue };
             let (h, hk) = self.index_hash(&ops, k).map_err(unhashable)?;
             let (items, new) = (&d, d.len() as u32);
-            let found =
+            let (found, same) =
                 ops.find_or_insert(index, h, k, new, |pos| items.get(pos as usize).map(|e| e.0));
             let equal = match found {
                 Some(pos) => d.get_mut(pos as usize).map(|slot| {
@@ -229,7 +230,7 @@ impl<'a, 'p> Machine<'a, 'p> {
                     None
                 }
             };
-            self.model_key(&ops, container, k, equal, hk)?;
+            self.model_key(&ops, container, k, equal, hk, by_cpython.then_some(same))?;
         }
         Ok(())
     }
@@ -249,11 +250,18 @@ impl<'a, 'p> Machine<'a, 'p> {
         ops: &KeyOps<'_, 'a, S>,
         k: NodeId,
     ) -> std::result::Result<(u64, Option<u64>), Unhashable> {
-        if self.limits.max_key_collisions <= INDEX_BY_CPYTHON_COLLISIONS {
+        if self.by_cpython() {
             ops.index_hash(k)
         } else {
             Ok((ops.content_hash(k)?, self.model_hash(ops, k)))
         }
+    }
+
+    /// Whether the indexes are keyed by CPython's hash ([`Machine::index_hash`]): then the
+    /// index counts the keys that share one, for the model.
+    #[inline(always)]
+    fn by_cpython(&self) -> bool {
+        self.limits.max_key_collisions <= INDEX_BY_CPYTHON_COLLISIONS
     }
 
     /// `k`'s [`KeyOps::hash`] (CPython's) for the model of the reader's work, when the model
@@ -296,6 +304,7 @@ impl<'a, 'p> Machine<'a, 'p> {
         k: NodeId,
         equal: Option<NodeId>,
         hash: Option<u64>,
+        same: Option<u32>,
     ) -> Result<()> {
         if !counted(self.arena.node(k), k) {
             return Ok(());
@@ -310,7 +319,12 @@ impl<'a, 'p> Machine<'a, 'p> {
                 &self.limits,
                 input_len,
                 container,
-                Key { k, equal, hash },
+                Key {
+                    k,
+                    equal,
+                    hash,
+                    same,
+                },
             )
             .map_err(|r| self.limit(r.limit, r.seen))
     }
@@ -362,7 +376,7 @@ impl<'a, 'p> Machine<'a, 'p> {
                 if equal.is_none() {
                     s.push(k);
                 }
-                self.model_key(&ops, container, k, equal, hk)?;
+                self.model_key(&ops, container, k, equal, hk, None)?;
             }
             return Ok(());
         }
@@ -375,17 +389,18 @@ impl<'a, 'p> Machine<'a, 'p> {
         } else {
             index.reserve(items.len(), |e| e.0);
         }
+        let by_cpython = self.by_cpython();
         for (i, &k) in items.iter().enumerate() {
             self.keys_deadline(i)?;
             let (h, hk) = self.index_hash(&ops, k).map_err(unhashable)?;
             let (existing, new) = (&s, s.len() as u32);
-            let equal = ops
-                .find_or_insert(index, h, k, new, |pos| existing.get(pos as usize).copied())
-                .and_then(|pos| s.get(pos as usize).copied());
+            let (found, same) =
+                ops.find_or_insert(index, h, k, new, |pos| existing.get(pos as usize).copied());
+            let equal = found.and_then(|pos| s.get(pos as usize).copied());
             if equal.is_none() {
                 s.push(k);
             }
-            self.model_key(&ops, container, k, equal, hk)?;
+            self.model_key(&ops, container, k, equal, hk, by_cpython.then_some(same))?;
         }
         Ok(())
     }

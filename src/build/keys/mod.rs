@@ -670,7 +670,9 @@ impl<S: BuildHasher> KeyOps<'_, '_, S> {
 
     /// The position of `key` (with index hash `h`, `index.rs`) among the keys of `index`
     /// (`key_at` gives the key at a position), or, when it is not there, its insertion at
-    /// position `new` (where the caller appends it) in the same probe of the index (`None`).
+    /// position `new` (where the caller appends it) in the same probe of the index (`None`);
+    /// and how many keys of the index share `h`, `key`'s equal among them. The probe goes
+    /// past an equal key to count them all (it ends where an insertion's would).
     #[inline]
     pub(crate) fn find_or_insert(
         &self,
@@ -679,17 +681,25 @@ impl<S: BuildHasher> KeyOps<'_, '_, S> {
         key: NodeId,
         new: u32,
         key_at: impl Fn(u32) -> Option<NodeId>,
-    ) -> Option<u32> {
-        let eq = |&(eh, pos): &(u64, u32)| {
-            eh == h && key_at(pos).is_some_and(|other| self.eq(key, other))
-        };
-        match index.entry(h, eq, |&(eh, _)| eh) {
-            hashbrown::hash_table::Entry::Occupied(e) => Some(e.get().1),
-            hashbrown::hash_table::Entry::Vacant(e) => {
-                e.insert((h, new));
-                None
-            }
+    ) -> (Option<u32>, u32) {
+        let (mut same, mut found) = (0u32, None);
+        let entry = index.entry(
+            h,
+            |&(eh, pos): &(u64, u32)| {
+                if eh == h {
+                    same = same.saturating_add(1);
+                    if found.is_none() && key_at(pos).is_some_and(|other| self.eq(key, other)) {
+                        found = Some(pos);
+                    }
+                }
+                false
+            },
+            |&(eh, _)| eh,
+        );
+        if let (None, hashbrown::hash_table::Entry::Vacant(e)) = (found, entry) {
+            e.insert((h, new));
         }
+        (found, same)
     }
 }
 

@@ -129,6 +129,10 @@ pub(crate) struct Key {
     pub(crate) equal: Option<NodeId>,
     /// `k`'s [`KeyOps::hash`], when the caller has it.
     pub(crate) hash: Option<u64>,
+    /// How many keys of the container share `hash`, when the caller counted them (the
+    /// build's index keyed by CPython's hash: `index.rs`); the model's classes then are not
+    /// asked, nor kept, for this container.
+    pub(crate) same: Option<u32>,
 }
 
 /// The container an insertion goes into, as the model names it.
@@ -572,6 +576,7 @@ impl ReaderKeys {
             k,
             equal,
             hash: known,
+            same,
         }: Key,
     ) -> Result<(), Refusal> {
         let k = ops.resolve(k).unwrap_or(k);
@@ -611,7 +616,17 @@ impl ReaderKeys {
             _ => self.insert_shape(ops, k, known),
         };
         let mut compares = u64::from(equal.is_some_and(|e| e != k));
-        if let (true, Some(h)) = (tracked, hash) {
+        if let (true, Some(_), Some(count)) = (tracked, hash, same) {
+            // Counted by the index (exactly: every key there that shares the hash).
+            compares = u64::from(count).max(compares);
+            let now = count.saturating_add(1);
+            if equal.is_none() && u64::from(now) > limits.max_key_collisions {
+                return Err(Refusal {
+                    limit: LimitName::MaxKeyCollisions,
+                    seen: u64::from(now),
+                });
+            }
+        } else if let (true, Some(h)) = (tracked, hash) {
             self.seed();
             let key = (container.0, h);
             let small = size <= SMALL_KEY_SIZE;
