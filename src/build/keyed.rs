@@ -217,9 +217,13 @@ impl<'a, 'p> Machine<'a, 'p> {
             self.keys_deadline(i)?;
             let &[k, v] = pair else { continue };
             let (h, hk) = self.index_hash(&ops, k).map_err(unhashable)?;
+            // The index counts the keys sharing `k`'s CPython hash for the model, when it is
+            // keyed by that hash and the model counts `k`.
+            let count = by_cpython && hk.is_some();
             let (items, new) = (&d, d.len() as u32);
-            let (found, same) =
-                ops.find_or_insert(index, h, k, new, |pos| items.get(pos as usize).map(|e| e.0));
+            let (found, same) = ops.find_or_insert(index, (h, count), k, new, |pos| {
+                items.get(pos as usize).map(|e| e.0)
+            });
             let equal = match found {
                 Some(pos) => d.get_mut(pos as usize).map(|slot| {
                     slot.1 = v;
@@ -230,7 +234,7 @@ impl<'a, 'p> Machine<'a, 'p> {
                     None
                 }
             };
-            self.model_key(&ops, container, k, equal, hk, by_cpython.then_some(same))?;
+            self.model_key(&ops, container, k, equal, hk, count.then_some(same))?;
         }
         Ok(())
     }
@@ -393,14 +397,18 @@ impl<'a, 'p> Machine<'a, 'p> {
         for (i, &k) in items.iter().enumerate() {
             self.keys_deadline(i)?;
             let (h, hk) = self.index_hash(&ops, k).map_err(unhashable)?;
+            // The index counts the keys sharing `k`'s CPython hash for the model, when it is
+            // keyed by that hash and the model counts `k`.
+            let count = by_cpython && hk.is_some();
             let (existing, new) = (&s, s.len() as u32);
-            let (found, same) =
-                ops.find_or_insert(index, h, k, new, |pos| existing.get(pos as usize).copied());
+            let (found, same) = ops.find_or_insert(index, (h, count), k, new, |pos| {
+                existing.get(pos as usize).copied()
+            });
             let equal = found.and_then(|pos| s.get(pos as usize).copied());
             if equal.is_none() {
                 s.push(k);
             }
-            self.model_key(&ops, container, k, equal, hk, by_cpython.then_some(same))?;
+            self.model_key(&ops, container, k, equal, hk, count.then_some(same))?;
         }
         Ok(())
     }

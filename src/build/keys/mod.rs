@@ -671,17 +671,31 @@ impl<S: BuildHasher> KeyOps<'_, '_, S> {
     /// The position of `key` (with index hash `h`, `index.rs`) among the keys of `index`
     /// (`key_at` gives the key at a position), or, when it is not there, its insertion at
     /// position `new` (where the caller appends it) in the same probe of the index (`None`);
-    /// and how many keys of the index share `h`, `key`'s equal among them. The probe goes
-    /// past an equal key to count them all (it ends where an insertion's would).
+    /// and, when `count`, how many keys of the index share `h`, `key`'s equal among them
+    /// (the probe then goes past an equal key to count them all, and ends where an
+    /// insertion's would); 0 when not `count`.
     #[inline]
     pub(crate) fn find_or_insert(
         &self,
         index: &mut KeyIndex,
-        h: u64,
+        (h, count): (u64, bool),
         key: NodeId,
         new: u32,
         key_at: impl Fn(u32) -> Option<NodeId>,
     ) -> (Option<u32>, u32) {
+        use hashbrown::hash_table::Entry;
+        if !count {
+            let eq = |&(eh, pos): &(u64, u32)| {
+                eh == h && key_at(pos).is_some_and(|other| self.eq(key, other))
+            };
+            return match index.entry(h, eq, |&(eh, _)| eh) {
+                Entry::Occupied(e) => (Some(e.get().1), 0),
+                Entry::Vacant(e) => {
+                    e.insert((h, new));
+                    (None, 0)
+                }
+            };
+        }
         let (mut same, mut found) = (0u32, None);
         let entry = index.entry(
             h,
@@ -696,7 +710,7 @@ impl<S: BuildHasher> KeyOps<'_, '_, S> {
             },
             |&(eh, _)| eh,
         );
-        if let (None, hashbrown::hash_table::Entry::Vacant(e)) = (found, entry) {
+        if let (None, Entry::Vacant(e)) = (found, entry) {
             e.insert((h, new));
         }
         (found, same)
