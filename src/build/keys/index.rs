@@ -17,6 +17,13 @@
 //! `max_key_steps_per_byte`). Where buckets are concerned, distinct CPython hashes spread as
 //! the mix's random seed makes them: the peer, who chooses the CPython hashes, does not know it.
 //!
+//! The same probe counts the keys of the index that share the inserted key's hash
+//! ([`KeyOps::find_or_insert`]), and the model takes that count for the key's class instead
+//! of its own filter and table (`reader.rs` `Key::same`): exactly every key of the container
+//! with that CPython hash, the ones the model would not track included, as CPython's probe
+//! meets them all. (A container's first 16 keys, inserted before it has an index, are
+//! counted by the model's classes.)
+//!
 //! When a caller lifts `max_key_collisions` past [`INDEX_BY_CPYTHON_COLLISIONS`], the index
 //! is keyed by the content hash (`content.rs`), whose collisions are by chance only, so that
 //! 50,000 keys `k * (2**61 - 1)` (all CPython hash 0) do not cost picklewarden n**2
