@@ -14,7 +14,7 @@
 
 mod common;
 
-use picklewarden::{repr::to_repr, Decoder, ErrorKind, LimitName, Policy, Value};
+use picklewarden::{repr::to_repr, Decoder, ErrorKind, LimitName, Limits, Policy, Value};
 
 /// `pairs(ps)`: a protocol-4 pickle of a dict filled by one SETITEMS from `(key bytes, value)`
 /// pairs, so that equal keys meet in the pickle (a dict CPython pickles has none).
@@ -61,15 +61,25 @@ for data, want in cases:
     print(want)
 "#;
 
+/// With the default limits (the indexes keyed by CPython's hash) and with the model's limits
+/// lifted (the indexes keyed by the content hash: src/build/keys/index.rs).
 #[test]
 fn equal_keys_merge_as_in_cpython() {
+    let mut lifted = Limits::default();
+    lifted.max_key_collisions = u64::MAX;
+    lifted.max_key_steps = u64::MAX;
+    lifted.max_key_steps_per_byte = u64::MAX;
     let out = common::python(&format!("{PRELUDE}\n{CASES}"), &[]);
     let lines: Vec<&str> = out.lines().collect();
     assert_eq!(lines.len(), 12);
     let policy = Policy::data();
-    for (n, pair) in lines.chunks(2).enumerate() {
+    for (limits, (n, pair)) in [Limits::default(), lifted]
+        .into_iter()
+        .flat_map(|l| lines.chunks(2).enumerate().map(move |c| (l, c)))
+    {
         let data = common::hex_decode(pair[0]);
         let doc = Decoder::new(&data, &policy)
+            .limits(limits)
             .decode()
             .unwrap_or_else(|e| panic!("case {n} refused: {e}"));
         let got = if n < 4 {
@@ -161,4 +171,89 @@ for data in cases:
             .unwrap_or_else(|e| panic!("case {n} refused: {e}"));
         assert_eq!(to_repr(&doc).trim_end(), pair[1], "case {n}");
     }
+}
+
+/// Tuples that hold one NaN through the memo (CPython hashes a NaN by address, so one NaN
+/// object gives the tuples one hash) beside ints whose hashes collide (`(t, k * (2**61 - 1))`,
+/// `t = (nan,)`): more than `max_key_collisions` of them in one dict are refused, as for any
+/// keys sharing a CPython hash, and as many as the limit are kept apart, as CPython keeps
+/// them.
+#[test]
+fn tuples_sharing_a_nan_are_counted() {
+    let out = common::python(
+        &format!(
+            "{PRELUDE}\nt = (float('nan'),)\nfor n in (8, 9, 40):\n    d = {{(t, k * M): k for k in range(1, n + 1)}}\n    print(pickle.dumps(d, 4).hex())\n"
+        ),
+        &[],
+    );
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 3);
+    let policy = Policy::data();
+    let ok = common::hex_decode(lines[0]);
+    let doc = Decoder::new(&ok, &policy).decode().unwrap();
+    let Some(Value::Dict(d)) = doc.get(doc.root().unwrap()) else {
+        panic!("not a dict");
+    };
+    assert_eq!(d.len(), 8);
+    for line in &lines[1..] {
+        let data = common::hex_decode(line);
+        let e = Decoder::new(&data, &policy).decode().err().unwrap();
+        assert!(
+            matches!(
+                e.kind(),
+                ErrorKind::LimitExceeded {
+                    limit: LimitName::MaxKeyCollisions,
+                    ..
+                }
+            ),
+            "{e}"
+        );
+    }
+}
+
+/// Keys sharing CPython's hash 0 (`k * (2**61 - 1)`) that arrive after a dict has its index
+/// (past its first 16 keys): the index counts them for the model, which refuses the
+/// `max_key_collisions + 1`st and keeps as many as the limit; with the model's limits lifted,
+/// the index is keyed by the content hash and keeps all of them, as CPython does.
+#[test]
+fn colliding_keys_past_the_small_form_are_counted_by_the_index() {
+    let out = common::python(
+        &format!(
+            "{PRELUDE}\nfor n in (8, 9, 40):\n    print(keyed([(i, i) for i in range(1, 21)] + [(k * M, k) for k in range(1, n + 1)]).hex())\n"
+        ),
+        &[],
+    );
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 3);
+    let policy = Policy::data();
+    let len = |data: &[u8], limits: Limits| -> Result<usize, picklewarden::Error> {
+        let doc = Decoder::new(data, &policy).limits(limits).decode()?;
+        match doc.get(doc.root().unwrap()) {
+            Some(Value::Dict(d)) => Ok(d.len()),
+            other => panic!("not a dict: {other:?}"),
+        }
+    };
+    let ok = common::hex_decode(lines[0]);
+    assert_eq!(len(&ok, Limits::default()).unwrap(), 28);
+    for line in &lines[1..] {
+        let data = common::hex_decode(line);
+        let e = len(&data, Limits::default()).err().unwrap();
+        assert!(
+            matches!(
+                e.kind(),
+                ErrorKind::LimitExceeded {
+                    limit: LimitName::MaxKeyCollisions,
+                    seen: 9,
+                    ..
+                }
+            ),
+            "{e}"
+        );
+    }
+    let mut lifted = Limits::default();
+    lifted.max_key_collisions = u64::MAX;
+    lifted.max_key_steps = u64::MAX;
+    lifted.max_key_steps_per_byte = u64::MAX;
+    let all = common::hex_decode(lines[2]);
+    assert_eq!(len(&all, lifted).unwrap(), 60);
 }

@@ -123,6 +123,10 @@ impl<'a, 'p> Machine<'a, 'p> {
                 "{name}: a list or dict its argument schema checked changed after the call"
             )));
         }
+        // Only a record (a side-table value) may refuse: the rest answer from the node.
+        if !matches!(self.arena.node(target), Some(Node::Fat(_))) {
+            return Ok(true);
+        }
         match self.get(target)? {
             Value::Object(o) => {
                 let rule = self.rule_of(o.callable)?;
@@ -153,7 +157,16 @@ impl<'a, 'p> Machine<'a, 'p> {
             return done;
         }
         let allowed = self.items_allowed(target)?;
-        match self.get(target)? {
+        // A dict from its node (the commonest target), without a view.
+        let dict = matches!(
+            self.arena.node(target),
+            Some(Node::Dict { .. } | Node::DictVec(_))
+        );
+        match if dict {
+            Value::Dict(&[])
+        } else {
+            self.get(target)?
+        } {
             Value::Dict(_) => {
                 let stack = mem::take(&mut self.stack);
                 let r = self.dict_items(target, stack.get(start..).unwrap_or_default());

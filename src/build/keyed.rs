@@ -5,9 +5,12 @@
 use std::hash::RandomState;
 use std::mem;
 
-use super::budget::{ITEM_BYTES, KEYED_BYTES};
+use super::budget::KEYED_BYTES;
 use super::keys::reader::{counted, Container, Key};
-use super::keys::{index_insert, KeyIndex, KeyOps, Over, CACHED_TEXT_BYTES};
+use super::keys::{
+    index_insert, KeyIndex, KeyOps, Over, Unhashable, CACHED_TEXT_BYTES,
+    INDEX_BY_CPYTHON_COLLISIONS,
+};
 use super::machine::{internal, Machine};
 use crate::error::{ErrorKind, Result};
 use crate::limits::LimitName;
@@ -81,95 +84,6 @@ pub(super) fn plain_find(
     };
     kept.iter()
         .position(|&(n, h, bt)| n == m && h == head && (m <= 8 || text(at, m) == text(bt, n)))
-}
-
-/// Where a dict's pairs or a set's items are: none yet, a run of the pool, or a `Vec` of
-/// their own ([`Keyed::run`]).
-pub(super) enum Run {
-    Empty,
-    Pool(u32, u32),
-    Vec(u32),
-}
-
-/// The entries of a dict (key-value pairs) or of a set (items), as the arena keeps them, for
-/// [`Machine::keyed_insert`].
-pub(super) trait Keyed: Copy {
-    /// Bytes charged per entry ([`AllocationFailed`](ErrorKind::AllocationFailed) of a copy).
-    const BYTES: u64;
-    /// Where the entries of `n` are; `None` when `n` is not this kind of container.
-    fn run(n: Node) -> Option<Run>;
-    /// The pool of such entries.
-    fn pool<'x>(a: &'x Arena<'_>) -> &'x [Self];
-    /// The `Vec`s of containers that grew out of the pool.
-    fn vecs<'x>(a: &'x mut Arena<'_>) -> &'x mut Vec<Vec<Self>>;
-    /// The node of a container whose entries are a run of the pool.
-    fn pool_node(start: u32, len: u32) -> Node;
-    /// The node of a container whose entries are `vecs()[i]`.
-    fn vec_node(i: u32) -> Node;
-    /// The buffer a new container's entries are gathered in, kept between containers.
-    fn gathered<'x>(m: &'x mut Machine<'_, '_>) -> &'x mut Vec<Self>;
-    /// Appends `entries` to the pool; where they start and how many.
-    fn place(m: &mut Machine<'_, '_>, entries: &[Self]) -> Result<(u32, u32)>;
-}
-
-impl Keyed for (NodeId, NodeId) {
-    const BYTES: u64 = KEYED_BYTES;
-    fn run(n: Node) -> Option<Run> {
-        match n {
-            Node::Dict { len: 0, .. } => Some(Run::Empty),
-            Node::Dict { start, len } => Some(Run::Pool(start, len)),
-            Node::DictVec(i) => Some(Run::Vec(i)),
-            _ => None,
-        }
-    }
-    fn pool<'x>(a: &'x Arena<'_>) -> &'x [Self] {
-        &a.pairs
-    }
-    fn vecs<'x>(a: &'x mut Arena<'_>) -> &'x mut Vec<Vec<Self>> {
-        &mut a.pair_vecs
-    }
-    fn pool_node(start: u32, len: u32) -> Node {
-        Node::Dict { start, len }
-    }
-    fn vec_node(i: u32) -> Node {
-        Node::DictVec(i)
-    }
-    fn gathered<'x>(m: &'x mut Machine<'_, '_>) -> &'x mut Vec<Self> {
-        &mut m.new_pairs
-    }
-    fn place(m: &mut Machine<'_, '_>, entries: &[Self]) -> Result<(u32, u32)> {
-        m.pool_pairs(entries)
-    }
-}
-
-impl Keyed for NodeId {
-    const BYTES: u64 = ITEM_BYTES;
-    fn run(n: Node) -> Option<Run> {
-        match n {
-            Node::Set { len: 0, .. } => Some(Run::Empty),
-            Node::Set { start, len } => Some(Run::Pool(start, len)),
-            Node::SetVec(i) => Some(Run::Vec(i)),
-            _ => None,
-        }
-    }
-    fn pool<'x>(a: &'x Arena<'_>) -> &'x [Self] {
-        &a.items
-    }
-    fn vecs<'x>(a: &'x mut Arena<'_>) -> &'x mut Vec<Vec<Self>> {
-        &mut a.vecs
-    }
-    fn pool_node(start: u32, len: u32) -> Node {
-        Node::Set { start, len }
-    }
-    fn vec_node(i: u32) -> Node {
-        Node::SetVec(i)
-    }
-    fn gathered<'x>(m: &'x mut Machine<'_, '_>) -> &'x mut Vec<Self> {
-        &mut m.new_items
-    }
-    fn place(m: &mut Machine<'_, '_>, entries: &[Self]) -> Result<(u32, u32)> {
-        m.pool_items(entries)
-    }
 }
 
 impl<'a, 'p> Machine<'a, 'p> {
@@ -284,7 +198,7 @@ impl<'a, 'p> Machine<'a, 'p> {
                         None
                     }
                 };
-                self.model_key(&ops, container, k, equal, hk)?;
+                self.model_key(&ops, container, k, equal, hk, None)?;
             }
             return Ok(());
         }
@@ -292,32 +206,66 @@ impl<'a, 'p> Machine<'a, 'p> {
             // Leaving the small form: index the items so far (all hashable).
             index.reserve(d.len() + pairs, |e| e.0);
             for (pos, e) in d.iter().enumerate() {
-                let h = ops.content_hash(e.0).map_err(unhashable)?;
+                let (h, _) = self.index_hash(&ops, e.0).map_err(unhashable)?;
                 index_insert(index, h, pos as u32);
             }
         } else {
             index.reserve(pairs, |e| e.0);
         }
+        let by_cpython = self.by_cpython();
         for (i, pair) in flat.chunks_exact(2).enumerate() {
             self.keys_deadline(i)?;
             let &[k, v] = pair else { continue };
-            let h = ops.content_hash(k).map_err(unhashable)?;
-            let hk = self.model_hash(&ops, k);
-            let items = &d;
-            let equal = match ops.find(index, h, k, |pos| items.get(pos as usize).map(|e| e.0)) {
+            let (h, hk) = self.index_hash(&ops, k).map_err(unhashable)?;
+            // The index counts the keys sharing `k`'s CPython hash for the model, when it is
+            // keyed by that hash and the model counts `k`.
+            let count = by_cpython && hk.is_some();
+            let (items, new) = (&d, d.len() as u32);
+            let (found, same) = ops.find_or_insert(index, (h, count), k, new, |pos| {
+                items.get(pos as usize).map(|e| e.0)
+            });
+            let equal = match found {
                 Some(pos) => d.get_mut(pos as usize).map(|slot| {
                     slot.1 = v;
                     slot.0
                 }),
                 None => {
-                    index_insert(index, h, d.len() as u32);
                     d.push((k, v));
                     None
                 }
             };
-            self.model_key(&ops, container, k, equal, hk)?;
+            self.model_key(&ops, container, k, equal, hk, count.then_some(same))?;
         }
         Ok(())
+    }
+
+    /// The hash of `k` in a dict's or set's index ([`KeyIndex`]), and `k`'s
+    /// [`KeyOps::hash`] (CPython's) for the model of the reader's work when the model counts
+    /// `k` (src/build/keys/reader.rs `counted`); `Unhashable` for an unhashable `k`. While the
+    /// model caps CPython-hash collisions at [`INDEX_BY_CPYTHON_COLLISIONS`] or fewer (the
+    /// default limits), one hash serves both: the index hash is CPython's, mixed
+    /// ([`KeyOps::index_mix`]); else the index hash is the content hash
+    /// ([`KeyOps::content_hash`]). Texts and bytes take the content hash either way (their
+    /// CPython hash is a keyed stand-in; they equal only their own kind, so equal keys still
+    /// hash alike: src/build/keys/index.rs).
+    #[inline]
+    fn index_hash<S: std::hash::BuildHasher>(
+        &self,
+        ops: &KeyOps<'_, 'a, S>,
+        k: NodeId,
+    ) -> std::result::Result<(u64, Option<u64>), Unhashable> {
+        if self.by_cpython() {
+            ops.index_hash(k)
+        } else {
+            Ok((ops.content_hash(k)?, self.model_hash(ops, k)))
+        }
+    }
+
+    /// Whether the indexes are keyed by CPython's hash ([`Machine::index_hash`]): then the
+    /// index counts the keys that share one, for the model.
+    #[inline(always)]
+    fn by_cpython(&self) -> bool {
+        self.limits.max_key_collisions <= INDEX_BY_CPYTHON_COLLISIONS
     }
 
     /// `k`'s [`KeyOps::hash`] (CPython's) for the model of the reader's work, when the model
@@ -360,6 +308,7 @@ impl<'a, 'p> Machine<'a, 'p> {
         k: NodeId,
         equal: Option<NodeId>,
         hash: Option<u64>,
+        same: Option<u32>,
     ) -> Result<()> {
         if !counted(self.arena.node(k), k) {
             return Ok(());
@@ -374,7 +323,12 @@ impl<'a, 'p> Machine<'a, 'p> {
                 &self.limits,
                 input_len,
                 container,
-                Key { k, equal, hash },
+                Key {
+                    k,
+                    equal,
+                    hash,
+                    same,
+                },
             )
             .map_err(|r| self.limit(r.limit, r.seen))
     }
@@ -426,32 +380,35 @@ impl<'a, 'p> Machine<'a, 'p> {
                 if equal.is_none() {
                     s.push(k);
                 }
-                self.model_key(&ops, container, k, equal, hk)?;
+                self.model_key(&ops, container, k, equal, hk, None)?;
             }
             return Ok(());
         }
         if index.is_empty() {
             index.reserve(s.len() + items.len(), |e| e.0);
             for (pos, &e) in s.iter().enumerate() {
-                let h = ops.content_hash(e).map_err(unhashable)?;
+                let (h, _) = self.index_hash(&ops, e).map_err(unhashable)?;
                 index_insert(index, h, pos as u32);
             }
         } else {
             index.reserve(items.len(), |e| e.0);
         }
+        let by_cpython = self.by_cpython();
         for (i, &k) in items.iter().enumerate() {
             self.keys_deadline(i)?;
-            let h = ops.content_hash(k).map_err(unhashable)?;
-            let hk = self.model_hash(&ops, k);
-            let existing = &s;
-            let equal = ops
-                .find(index, h, k, |pos| existing.get(pos as usize).copied())
-                .and_then(|pos| s.get(pos as usize).copied());
+            let (h, hk) = self.index_hash(&ops, k).map_err(unhashable)?;
+            // The index counts the keys sharing `k`'s CPython hash for the model, when it is
+            // keyed by that hash and the model counts `k`.
+            let count = by_cpython && hk.is_some();
+            let (existing, new) = (&s, s.len() as u32);
+            let (found, same) = ops.find_or_insert(index, (h, count), k, new, |pos| {
+                existing.get(pos as usize).copied()
+            });
+            let equal = found.and_then(|pos| s.get(pos as usize).copied());
             if equal.is_none() {
-                index_insert(index, h, s.len() as u32);
                 s.push(k);
             }
-            self.model_key(&ops, container, k, equal, hk)?;
+            self.model_key(&ops, container, k, equal, hk, count.then_some(same))?;
         }
         Ok(())
     }
@@ -714,89 +671,5 @@ impl<'a, 'p> Machine<'a, 'p> {
         self.keyed_insert::<NodeId>(target, |m, s, index| {
             m.set_insert(Container::node(target), s, index, items)
         })
-    }
-
-    /// Inserts into the dict or set `target` with `insert`, which is given its entries and hash
-    /// index. The container is detached from its node meanwhile (its node is an empty list, so
-    /// a key holding the container is unhashable). One with no entries yet gathers them in
-    /// [`Machine::new_pairs`] (or [`Machine::new_items`]) and appends them to its pool; one
-    /// that has some moves to a `Vec` of its own, where it grows from now on.
-    pub(super) fn keyed_insert<T: Keyed>(
-        &mut self,
-        target: NodeId,
-        insert: impl FnOnce(&mut Self, &mut Vec<T>, &mut KeyIndex) -> Result<()>,
-    ) -> Result<()> {
-        let node = self
-            .arena
-            .node(target)
-            .ok_or_else(|| self.err(internal()))?;
-        let (mut d, vec_index) = match T::run(node) {
-            Some(Run::Empty) => {
-                let mut d = mem::take(T::gathered(self));
-                d.clear();
-                (d, None)
-            }
-            Some(Run::Pool(start, len)) => {
-                let old = T::pool(&self.arena)
-                    .get(start as usize..start as usize + len as usize)
-                    .unwrap_or_default();
-                let mut d = Vec::new();
-                if d.try_reserve_exact(old.len()).is_err() {
-                    return Err(self.err(ErrorKind::AllocationFailed {
-                        bytes: old.len() as u64 * T::BYTES,
-                    }));
-                }
-                d.extend_from_slice(old);
-                (d, None)
-            }
-            Some(Run::Vec(i)) => {
-                let d = T::vecs(&mut self.arena)
-                    .get_mut(i as usize)
-                    .map(mem::take)
-                    .unwrap_or_default();
-                (d, Some(i))
-            }
-            None => return Err(self.err(internal())),
-        };
-        if let Some(slot) = self.arena.nodes.get_mut(target.index()) {
-            *slot = DETACHED;
-        }
-        let mut index = self.take_index(target);
-        let r = insert(self, &mut d, &mut index);
-        self.keep_index(target, index);
-        // Back in place, whatever the insertion's outcome (a refusal ends the decode anyway).
-        let back = match (T::run(node), vec_index) {
-            (_, Some(i)) => {
-                if let Some(v) = T::vecs(&mut self.arena).get_mut(i as usize) {
-                    *v = d;
-                }
-                Ok(T::vec_node(i))
-            }
-            (Some(Run::Empty), None) => {
-                let placed = T::place(self, &d);
-                *T::gathered(self) = d;
-                placed.map(|(start, len)| T::pool_node(start, len))
-            }
-            _ => {
-                let vecs = T::vecs(&mut self.arena);
-                match (u32::try_from(vecs.len()), vecs.try_reserve(1)) {
-                    (Ok(i), Ok(())) => {
-                        vecs.push(d);
-                        Ok(T::vec_node(i))
-                    }
-                    _ => Err(self.err(ErrorKind::AllocationFailed {
-                        bytes: mem::size_of::<Vec<T>>() as u64,
-                    })),
-                }
-            }
-        };
-        let (back, placed) = match back {
-            Ok(n) => (n, Ok(())),
-            Err(e) => (T::pool_node(0, 0), Err(e)),
-        };
-        if let Some(slot) = self.arena.nodes.get_mut(target.index()) {
-            *slot = back;
-        }
-        r.and(placed)
     }
 }

@@ -202,6 +202,13 @@ impl<'a, 'p> Vm<'a> for Machine<'a, 'p> {
         let n = bytes.len() as u64;
         if bytes.len() <= 8 {
             Machine::int(self, long_le(bytes), n)
+        } else if let Some(x) = long_le_i128(bytes) {
+            // Up to 16 bytes (the commonest big ints) through an i128: the digits made at
+            // once, without `from_signed_bytes_le`'s copy and normalising passes.
+            match i64::try_from(x) {
+                Ok(v) => Machine::int(self, v, n),
+                Err(_) => self.fat(Fat::BigInt(BigInt::from(x)), n),
+            }
         } else {
             let b = BigInt::from_signed_bytes_le(bytes);
             match i64::try_from(&b) {
@@ -398,3 +405,21 @@ impl<'a, 'p> Vm<'a> for Machine<'a, 'p> {
         })
     }
 }
+
+/// A LONG1/LONG4 payload of 9 to 16 bytes as an i128 (two's complement, little-endian, as
+/// CPython's `decode_long` reads it); `None` for a longer one.
+fn long_le_i128(bytes: &[u8]) -> Option<i128> {
+    if bytes.len() > 16 {
+        return None;
+    }
+    let negative = bytes.last().is_some_and(|&b| b & 0x80 != 0);
+    let mut word = [if negative { 0xff } else { 0 }; 16];
+    for (w, &b) in word.iter_mut().zip(bytes) {
+        *w = b;
+    }
+    Some(i128::from_le_bytes(word))
+}
+
+#[cfg(test)]
+#[path = "step_test.rs"]
+mod tests;

@@ -10,15 +10,18 @@
 //! Two hashes: [`KeyOps::hash`] is CPython's (`reader.rs`), with keyed SipHash
 //! (`std::hash::RandomState`) for texts, bytes and what CPython hashes by address; the model of
 //! the reader's work ([`reader`]) reads it from here, and kept hashes are compared before
-//! equality with it. The build's tables (dict and set indexes) use the content hash
-//! (`content.rs`, [`KeyOps::content_hash`]), keyed by a random seed per decode, so that keys
-//! whose CPython hashes the peer made collide spread like any others there (hash flooding of
-//! picklewarden itself needs the seed), whatever limits the caller set. Every walk uses an
-//! explicit stack.
+//! equality with it. The build's tables (dict and set indexes) use it too, mixed with a
+//! random seed per decode, while the model caps its collisions (texts and bytes excepted);
+//! when a caller lifts that cap they use the content hash (`content.rs`,
+//! [`KeyOps::content_hash`]), keyed by the seed, so that keys whose CPython hashes the peer
+//! made collide spread like any others there (`index.rs` says why both stay linear). Every
+//! walk uses an explicit stack.
 
 mod content;
 mod datetime;
+pub(crate) mod entries;
 mod eq;
+mod index;
 mod num;
 mod pyhash;
 pub(crate) mod reader;
@@ -33,6 +36,7 @@ use crate::clock::Clock;
 use crate::policy::RecordKey;
 use crate::value::{Arena, Node, NodeId, Object, PyBytes, Value};
 use datetime::key_of;
+pub(crate) use index::INDEX_BY_CPYTHON_COLLISIONS;
 pub(crate) use num::bigint_to_f64;
 use num::{num_eq, num_of};
 use pyhash::{
@@ -664,24 +668,56 @@ impl<S: BuildHasher> KeyOps<'_, '_, S> {
         }
     }
 
-    /// Finds `key` (with content hash `h`, [`KeyOps::content_hash`]) among `keys` through `index`;
-    /// returns its position.
-    pub(crate) fn find(
+    /// The position of `key` (with index hash `h`, `index.rs`) among the keys of `index`
+    /// (`key_at` gives the key at a position), or, when it is not there, its insertion at
+    /// position `new` (where the caller appends it) in the same probe of the index (`None`);
+    /// and, when `count`, how many keys of the index share `h`, `key`'s equal among them
+    /// (the probe then goes past an equal key to count them all, and ends where an
+    /// insertion's would); 0 when not `count`.
+    #[inline]
+    pub(crate) fn find_or_insert(
         &self,
-        index: &KeyIndex,
-        h: u64,
+        index: &mut KeyIndex,
+        (h, count): (u64, bool),
         key: NodeId,
+        new: u32,
         key_at: impl Fn(u32) -> Option<NodeId>,
-    ) -> Option<u32> {
-        index
-            .find(h, |&(eh, pos)| {
+    ) -> (Option<u32>, u32) {
+        use hashbrown::hash_table::Entry;
+        if !count {
+            let eq = |&(eh, pos): &(u64, u32)| {
                 eh == h && key_at(pos).is_some_and(|other| self.eq(key, other))
-            })
-            .map(|&(_, pos)| pos)
+            };
+            return match index.entry(h, eq, |&(eh, _)| eh) {
+                Entry::Occupied(e) => (Some(e.get().1), 0),
+                Entry::Vacant(e) => {
+                    e.insert((h, new));
+                    (None, 0)
+                }
+            };
+        }
+        let (mut same, mut found) = (0u32, None);
+        let entry = index.entry(
+            h,
+            |&(eh, pos): &(u64, u32)| {
+                if eh == h {
+                    same = same.saturating_add(1);
+                    if found.is_none() && key_at(pos).is_some_and(|other| self.eq(key, other)) {
+                        found = Some(pos);
+                    }
+                }
+                false
+            },
+            |&(eh, _)| eh,
+        );
+        if let (None, Entry::Vacant(e)) = (found, entry) {
+            e.insert((h, new));
+        }
+        (found, same)
     }
 }
 
-/// Adds `(h, pos)` to an index (`h` the key's [`KeyOps::content_hash`]; the key is known to
+/// Adds `(h, pos)` to an index (`h` the key's index hash, `index.rs`; the key is known to
 /// be absent).
 pub(crate) fn index_insert(index: &mut KeyIndex, h: u64, pos: u32) {
     index.insert_unique(h, (h, pos), |&(eh, _)| eh);

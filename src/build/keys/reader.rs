@@ -61,7 +61,7 @@ use super::pyhash::{
 };
 use super::KeyOps;
 use crate::limits::{LimitName, Limits};
-use crate::value::{Node, NodeId, Value};
+use crate::value::{Fat, Node, NodeId, Value};
 
 /// What the bookkeeping of one remembered value or one class of keys is charged
 /// (`max_alloc_bytes`): a hash-table entry and its share of the table.
@@ -129,6 +129,10 @@ pub(crate) struct Key {
     pub(crate) equal: Option<NodeId>,
     /// `k`'s [`KeyOps::hash`], when the caller has it.
     pub(crate) hash: Option<u64>,
+    /// How many keys of the container share `hash`, when the caller counted them (the
+    /// build's index keyed by CPython's hash: `index.rs`); the model's classes then are not
+    /// asked, nor kept, for this container.
+    pub(crate) same: Option<u32>,
 }
 
 /// The container an insertion goes into, as the model names it.
@@ -266,6 +270,13 @@ fn flat_size<S: std::hash::BuildHasher>(ops: &KeyOps<'_, '_, S>, items: &[NodeId
         }
     }
     Some(1 + items.len() as u64)
+}
+
+/// The items of a tuple or frozenset whose node is the pool's run `start`, `len`.
+#[inline(always)]
+fn run_of<'v, S>(ops: &'v KeyOps<'_, '_, S>, start: u32, len: u32) -> &'v [NodeId] {
+    let s = start as usize;
+    ops.arena.items.get(s..s + len as usize).unwrap_or_default()
 }
 
 /// A keyed hasher for the model's tables: splitmix64 over the words written, from a random
@@ -565,61 +576,57 @@ impl ReaderKeys {
             k,
             equal,
             hash: known,
+            same,
         }: Key,
     ) -> Result<(), Refusal> {
         let k = ops.resolve(k).unwrap_or(k);
         let equal = equal.map(|e| ops.resolve(e).unwrap_or(e));
-        let known_shape = |items: &[NodeId]| {
-            let (Some(hash), Some(size)) = (known, flat_size(ops, items)) else {
-                return None;
-            };
-            Some(Shape {
-                size,
-                hash_size: size,
-                hash: Some(hash),
-            })
-        };
-        let (hash_steps, size, hash, tracked) = match ops.arena.get(k) {
-            Some(Value::Tuple(items)) => {
-                let s = known_shape(items).unwrap_or_else(|| self.shape(ops, k));
-                (s.hash_size, s.size, s.hash, true)
-            }
-            Some(Value::BigInt(b)) => {
-                let digits = b.bits().div_ceil(30).max(1);
-                let h = known.unwrap_or_else(|| bigint_hash(b));
-                (digits, digits, Some(h), true)
-            }
-            Some(Value::FrozenSet(items)) => {
-                let s = known_shape(items).unwrap_or_else(|| self.shape(ops, k));
-                self.seed();
-                // A small frozenset is counted as hashed afresh each time (at most
-                // SMALL_TUPLE + 1 steps more than CPython, which keeps its hash); a larger
-                // one only the first time.
-                let first = items.len() <= SMALL_TUPLE
-                    || (self.hashed.try_reserve(1).is_ok() && self.hashed.insert(k));
-                if first && items.len() > SMALL_TUPLE {
-                    self.uncharged += ENTRY_BYTES;
-                }
-                let hash_steps = if first {
-                    1u64.saturating_add(items.len() as u64)
-                } else {
-                    0
-                };
-                (hash_steps, s.size, s.hash, !items.is_empty())
-            }
-            Some(Value::Int(i)) => (
+        let (hash_steps, size, hash, tracked) = match ops.arena.node(k) {
+            // The commonest counted scalars from their node, without a view: an int node is
+            // never one held in an id (so it is tracked).
+            Some(Node::Int(w)) => (
                 0,
                 1,
-                Some(known.unwrap_or_else(|| int_hash(i))),
-                NodeId::int(i).is_none(),
+                Some(known.unwrap_or_else(|| int_hash(w.get_i64()))),
+                true,
             ),
-            Some(Value::Float(x)) => (0, 1, known.or_else(|| float_hash(x)), true),
-            Some(Value::Complex(re, im)) => (0, 1, complex_hash(re, im), true),
-            // Texts, bytes, singletons, globals and records: constant (module docs).
-            _ => (0, 1, None, false),
+            Some(Node::Float(w)) => (0, 1, known.or_else(|| float_hash(w.get_f64())), true),
+            // A tuple or frozenset of scalars whose hash the caller has (as
+            // [`ReaderKeys::insert_shape`] counts it, without a view).
+            Some(Node::Tuple { start, len }) if known.is_some() => {
+                match flat_size(ops, run_of(ops, start, len)) {
+                    Some(size) => (size, size, known, true),
+                    None => self.insert_shape(ops, k, known),
+                }
+            }
+            Some(Node::FrozenSet { start, len }) if known.is_some() => {
+                match flat_size(ops, run_of(ops, start, len)) {
+                    Some(size) => (1 + u64::from(len), size, known, len > 0),
+                    None => self.insert_shape(ops, k, known),
+                }
+            }
+            Some(Node::Fat(i)) => match ops.arena.fat.get(i as usize) {
+                Some(Fat::BigInt(b)) => {
+                    let digits = b.bits().div_ceil(30).max(1);
+                    let h = known.unwrap_or_else(|| bigint_hash(b));
+                    (digits, digits, Some(h), true)
+                }
+                _ => self.insert_shape(ops, k, known),
+            },
+            _ => self.insert_shape(ops, k, known),
         };
         let mut compares = u64::from(equal.is_some_and(|e| e != k));
-        if let (true, Some(h)) = (tracked, hash) {
+        if let (true, Some(_), Some(count)) = (tracked, hash, same) {
+            // Counted by the index (exactly: every key there that shares the hash).
+            compares = u64::from(count).max(compares);
+            let now = count.saturating_add(1);
+            if equal.is_none() && u64::from(now) > limits.max_key_collisions {
+                return Err(Refusal {
+                    limit: LimitName::MaxKeyCollisions,
+                    seen: u64::from(now),
+                });
+            }
+        } else if let (true, Some(h)) = (tracked, hash) {
             self.seed();
             let key = (container.0, h);
             let small = size <= SMALL_KEY_SIZE;
@@ -657,6 +664,72 @@ impl ReaderKeys {
             });
         }
         self.add(steps, limits, input_len)
+    }
+
+    /// Hash steps, size, CPython hash and whether tracked, of a key `k` (resolved) that is not
+    /// an int or float node ([`ReaderKeys::insert`]).
+    fn insert_shape<S: std::hash::BuildHasher>(
+        &mut self,
+        ops: &KeyOps<'_, '_, S>,
+        k: NodeId,
+        known: Option<u64>,
+    ) -> (u64, u64, Option<u64>, bool) {
+        let known_shape = |items: &[NodeId]| {
+            let (Some(hash), Some(size)) = (known, flat_size(ops, items)) else {
+                return None;
+            };
+            Some(Shape {
+                size,
+                hash_size: size,
+                hash: Some(hash),
+            })
+        };
+        match ops.arena.get(k) {
+            // A tuple or frozenset whose walk found no deterministic hash (one holding a NaN,
+            // which CPython hashes by address) is tracked by the caller's hash, if any: the
+            // stand-in of a NaN is by node, so keys that hold the same NaN share it, as they
+            // share CPython's (and the build's index keys them by it: `index.rs`).
+            Some(Value::Tuple(items)) => {
+                let s = known_shape(items).unwrap_or_else(|| self.shape(ops, k));
+                (s.hash_size, s.size, s.hash.or(known), true)
+            }
+            Some(Value::BigInt(b)) => {
+                let digits = b.bits().div_ceil(30).max(1);
+                let h = known.unwrap_or_else(|| bigint_hash(b));
+                (digits, digits, Some(h), true)
+            }
+            Some(Value::FrozenSet(items)) => {
+                let s = known_shape(items).unwrap_or_else(|| self.shape(ops, k));
+                self.seed();
+                // A small frozenset is counted as hashed afresh each time (at most
+                // SMALL_TUPLE + 1 steps more than CPython, which keeps its hash); a larger
+                // one only the first time.
+                let first = items.len() <= SMALL_TUPLE
+                    || (self.hashed.try_reserve(1).is_ok() && self.hashed.insert(k));
+                if first && items.len() > SMALL_TUPLE {
+                    self.uncharged += ENTRY_BYTES;
+                }
+                let hash_steps = if first {
+                    1u64.saturating_add(items.len() as u64)
+                } else {
+                    0
+                };
+                (hash_steps, s.size, s.hash.or(known), !items.is_empty())
+            }
+            Some(Value::Int(i)) => (
+                0,
+                1,
+                Some(known.unwrap_or_else(|| int_hash(i))),
+                NodeId::int(i).is_none(),
+            ),
+            Some(Value::Float(x)) => (0, 1, known.or_else(|| float_hash(x)), true),
+            Some(Value::Complex(re, im)) => (0, 1, complex_hash(re, im), true),
+            // A record, by the caller's hash when it has one (a record kept one per first
+            // argument hashes by that argument's hash, which the peer can make collide).
+            Some(Value::Object(_)) => (0, 1, known, known.is_some()),
+            // Texts, bytes, singletons and globals: constant (module docs).
+            _ => (0, 1, None, false),
+        }
     }
 
     /// Adds `steps` to the document's total; refuses past `max_key_steps_per_byte` times
