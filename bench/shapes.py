@@ -2,7 +2,7 @@
 """Speed at every size and shape (issue 27): picklewarden's decode against CPython's
 `pickle.loads` on the same bytes, in the same run; prints markdown.
 
-    python3 bench/shapes.py [--base BIN] [--new BIN] [--runs N] [--repeat K] [--only PREFIX]
+    python3 bench/shapes.py [--base BIN] [--new BIN] [--runs N] [--repeat K] [--only PREFIX|GROUP]
                             [--no-build] [--gen-only] [--regen]
 
 Writes the shapes to target/workloads/shapes/ (deterministic; about a minute and 350 MB; kept
@@ -303,7 +303,7 @@ def main():
     print(cols)
     print(sep)
     for s in meta:
-        if not s["name"].startswith(only):
+        if not (s["name"].startswith(only) or s["group"] == only):
             continue
         inner = s["inner"]
         loads = median_of([[python_for(s["policy"]), os.path.abspath(__file__), "--worker",
