@@ -419,3 +419,165 @@ fn cpython_reads_what_picklewarden_accepts_in_proportionate_time() {
         files[worst.1].display()
     );
 }
+
+/// `n` distinct 2-tuples of ints that share one hash under CPython 3.7 and before (and 2.7),
+/// whose `tuplehash` is `x = (x ^ hash(item)) * mult` with a fixed `mult` schedule: after
+/// the first item `x1(a) = (0x345678 ^ hash(a)) * 1000003`, so `(a', b')` collides with
+/// `(a, b)` when `hash(b') = x1(a) ^ x1(a') ^ hash(b)`, an int below 2**61 - 1 in magnitude
+/// for about half of the `a'` tried. CPython 3.8+ (xxHash) spreads them.
+fn old_tuple_hash_collisions(n: usize) -> Vec<(i64, i64)> {
+    let p = (1i64 << 61) - 1;
+    let h = |i: i64| (if i == -1 { -2 } else { i }) as u64;
+    let x1 = |a: i64| (0x0034_5678 ^ h(a)).wrapping_mul(1_000_003);
+    let (a0, b0) = (1i64, 7i64);
+    let target = x1(a0) ^ h(b0);
+    let mut out = vec![(a0, b0)];
+    let mut state = 0x1234_5678_9abc_def0u64;
+    while out.len() < n {
+        state = state
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1);
+        let a = (state >> 4) as i64 | 2;
+        let s = (target ^ x1(a)) as i64;
+        if s.abs() < p - 1 && s != -1 && s != -2 {
+            out.push((a, s));
+        }
+    }
+    out
+}
+
+fn int_arg(i: i64) -> Vec<u8> {
+    let mut out = vec![0x8a, 8];
+    out.extend_from_slice(&i.to_le_bytes());
+    out
+}
+
+/// A Mitogen parent on CPython 3.6 (RHEL 8's) hashes tuples as CPython 3.7 and before did,
+/// where colliding keys are easy to choose: 5,000 such 2-tuples of ints as set items (110 KB)
+/// take CPython 3.6 and 3.7 2.3 s (quadratic: about 150 s for 40,000) and 3.11 0.1 s. The
+/// model counts tuples under that hash too: refused by `max_key_collisions` exactly at its
+/// limit, as a dict key, a set item and a frozenset item, under every policy that can write
+/// them; CPython 3.7 (when installed) confirms that the keys share one hash.
+#[test]
+fn tuples_colliding_under_cpython_3_7s_hash_are_refused() {
+    let keys = old_tuple_hash_collisions(9);
+    let mut dict = b"\x80\x02}(".to_vec();
+    let mut set = b"\x80\x04\x8f(".to_vec();
+    let mut frozen = b"\x80\x04(".to_vec();
+    for &(a, b) in &keys {
+        let t = [int_arg(a), int_arg(b), b"\x86".to_vec()].concat();
+        dict.extend_from_slice(&t);
+        dict.extend_from_slice(b"N");
+        set.extend_from_slice(&t);
+        frozen.extend_from_slice(&t);
+    }
+    dict.extend_from_slice(b"u.");
+    set.extend_from_slice(b"\x90.");
+    frozen.extend_from_slice(b"\x91.");
+    for (label, p, policies) in [
+        (
+            "dict",
+            &dict,
+            vec!["data", "strict", "mitogen", "mitogen-plus"],
+        ),
+        ("set", &set, vec!["data", "strict", "mitogen-plus"]),
+        ("frozenset", &frozen, vec!["data", "strict", "mitogen-plus"]),
+    ] {
+        for name in policies {
+            let policy = Policy::builtin(name).unwrap();
+            let at = |max: u64| {
+                let mut limits = policy.limits;
+                limits.max_key_collisions = max;
+                Decoder::new(p, &policy).limits(limits).decode()
+            };
+            match at(8).map(|_| ()).unwrap_err().kind() {
+                ErrorKind::LimitExceeded { limit, seen, max } => {
+                    assert_eq!(
+                        (*limit, *seen, *max),
+                        (LimitName::MaxKeyCollisions, 9, 8),
+                        "{label} {name}"
+                    );
+                }
+                other => panic!("{label} {name}: {other:?}"),
+            }
+            for max in [9, 10] {
+                let doc = at(max).unwrap_or_else(|e| panic!("{label} {name} {max}: {e}"));
+                assert!(doc.root().is_some());
+            }
+        }
+    }
+    let mut big = b"\x80\x04\x8f(".to_vec();
+    for (a, b) in old_tuple_hash_collisions(5000) {
+        big.extend([int_arg(a), int_arg(b), b"\x86".to_vec()].concat());
+    }
+    big.extend_from_slice(b"\x90.");
+    let err = Decoder::new(&big, &Policy::data())
+        .decode()
+        .map(|_| ())
+        .unwrap_err();
+    assert!(
+        matches!(
+            err.kind(),
+            ErrorKind::LimitExceeded {
+                limit: LimitName::MaxKeyCollisions,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    let olds = old_pythons();
+    if olds.is_empty() {
+        eprintln!(
+            "SKIPPED: no CPython 3.6, 3.7 or 2.7 (pyenv or PATH) to confirm that the keys collide"
+        );
+    }
+    let hex: String = dict.iter().map(|b| format!("{b:02x}")).collect();
+    for py in olds {
+        let out = Command::new(&py)
+            .arg("-c")
+            .arg(format!(
+                "import pickle, binascii; print(len(set(hash(k) for k in pickle.loads(binascii.unhexlify('{hex}')))))"
+            ))
+            .output()
+            .unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout).trim(),
+            "1",
+            "{}: {}",
+            py.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+/// The CPython 3.6, 3.7 and 2.7 interpreters of pyenv (`$PYENV_ROOT`, `~/.pyenv` by default)
+/// and on PATH that run (a pyenv shim that is not enabled does not, and is passed over).
+fn old_pythons() -> Vec<PathBuf> {
+    let pyenv = std::env::var_os("PYENV_ROOT")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".pyenv")));
+    let mut candidates: Vec<PathBuf> = pyenv
+        .and_then(|root| std::fs::read_dir(root.join("versions")).ok())
+        .map(|rd| {
+            rd.filter_map(Result::ok)
+                .filter(|e| {
+                    let n = e.file_name().to_string_lossy().into_owned();
+                    ["2.7", "3.6", "3.7"]
+                        .iter()
+                        .any(|v| n.starts_with(&format!("{v}.")))
+                })
+                .map(|e| e.path().join("bin/python"))
+                .collect()
+        })
+        .unwrap_or_default();
+    candidates.extend(["python3.6", "python3.7", "python2.7"].map(PathBuf::from));
+    candidates
+        .into_iter()
+        .filter(|p| {
+            Command::new(p)
+                .args(["-c", "1"])
+                .output()
+                .is_ok_and(|o| o.status.success())
+        })
+        .collect()
+}

@@ -50,14 +50,19 @@
 //!
 //! CPython's hash functions are those of CPython 3.12 and later (`Python/pyhash.c`,
 //! `Objects/longobject.c`, `floatobject.c`, `complexobject.c`, `tupleobject.c` (xxHash-based,
-//! 3.8+), `setobject.c`; `hash(None)` is the constant `0xFCA86420` from 3.12): collisions
-//! chosen against another version's hash of tuples or `None` are not seen.
+//! 3.8+), `setobject.c`; `hash(None)` is the constant `0xFCA86420` from 3.12). Tuples (and the
+//! frozensets holding them) are counted a second time under the tuple hash of CPython 3.7 and
+//! before ([`OldTupleHash`]), which a Mitogen parent on CPython 3.6 uses and whose collisions
+//! are easy to choose; the other hashes are the same in CPython 3.6 to 3.13. Not seen:
+//! collisions chosen against `hash(None)` before 3.12 (its address), and against CPython
+//! 2.7's hashes of big ints, floats and frozensets.
 
 use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
 
 use super::pyhash::{
-    bigint_hash, complex_hash, float_hash, frozenset_hash, int_hash, TupleHash, HASH_NONE,
+    bigint_hash, complex_hash, float_hash, frozenset_hash, int_hash, OldTupleHash, TupleHash,
+    HASH_NONE,
 };
 use super::KeyOps;
 use crate::limits::{LimitName, Limits};
@@ -76,6 +81,10 @@ pub(crate) struct Shape {
     pub(crate) hash_size: u64,
     /// CPython's hash of it, when that is deterministic.
     pub(crate) hash: Option<u64>,
+    /// Its hash under CPython 3.7 and before ([`OldTupleHash`] for tuples, and so for
+    /// frozensets holding them; `None`, whose hash was its address then, is not
+    /// deterministic), when that is deterministic.
+    pub(crate) old_hash: Option<u64>,
 }
 
 /// A refusal of the model: the limit and the value seen.
@@ -166,17 +175,23 @@ fn leaf_shape<'v, S: std::hash::BuildHasher>(
         size: 1,
         hash_size: 1,
         hash,
+        old_hash: hash,
     };
     Ok(match ops.arena.get(id) {
-        Some(Value::None) => one(Some(HASH_NONE)),
+        Some(Value::None) => Shape {
+            old_hash: None,
+            ..one(Some(HASH_NONE))
+        },
         Some(Value::Bool(b)) => one(Some(u64::from(b))),
         Some(Value::Int(i)) => one(Some(int_hash(i))),
         Some(Value::BigInt(b)) => {
             let digits = b.bits().div_ceil(30).max(1);
+            let hash = Some(bigint_hash(b));
             Shape {
                 size: digits,
                 hash_size: digits,
-                hash: Some(bigint_hash(b)),
+                hash,
+                old_hash: hash,
             }
         }
         Some(Value::Float(x)) => one(float_hash(x)),
@@ -214,8 +229,11 @@ fn small_shape<S: std::hash::BuildHasher>(ops: &KeyOps<'_, '_, S>, id: NodeId) -
         return None;
     }
     let mut th = TupleHash::new();
+    let mut old = OldTupleHash::new(items.len());
     let mut hashes = [0u64; SMALL_TUPLE];
-    let (mut size, mut hash_size, mut deterministic) = (1u64, 1u64, true);
+    let mut old_hashes = [0u64; SMALL_TUPLE];
+    let (mut size, mut hash_size) = (1u64, 1u64);
+    let (mut deterministic, mut old_deterministic) = (true, true);
     for (i, &item) in items.iter().enumerate() {
         let s = leaf_shape(ops, ops.resolve(item).unwrap_or(item)).ok()?;
         size = size.saturating_add(s.size);
@@ -229,16 +247,29 @@ fn small_shape<S: std::hash::BuildHasher>(ops: &KeyOps<'_, '_, S>, id: NodeId) -
             }
             None => deterministic = false,
         }
+        match s.old_hash {
+            Some(h) if tuple => old.lane(h),
+            Some(h) => {
+                if let Some(slot) = old_hashes.get_mut(i) {
+                    *slot = h;
+                }
+            }
+            None => old_deterministic = false,
+        }
     }
-    let hash = match (deterministic, tuple) {
+    let of = |deterministic: bool, tuple_hash: u64, hashes: &[u64; SMALL_TUPLE]| match (
+        deterministic,
+        tuple,
+    ) {
         (false, _) => None,
-        (true, true) => Some(th.finish()),
+        (true, true) => Some(tuple_hash),
         (true, false) => Some(frozenset_hash(hashes.iter().take(items.len()).copied())),
     };
     Some(Shape {
         size,
         hash_size: if tuple { hash_size } else { 1 },
-        hash,
+        hash: of(deterministic, th.finish(), &hashes),
+        old_hash: of(old_deterministic, old.finish(), &old_hashes),
     })
 }
 
@@ -457,6 +488,9 @@ impl ReaderKeys {
             th: TupleHash,
             hashes: Vec<u64>,
             deterministic: bool,
+            old: OldTupleHash,
+            old_hashes: Vec<u64>,
+            old_deterministic: bool,
         }
         let root = ops.resolve(id).unwrap_or(id);
         if let Some(s) = small_shape(ops, root) {
@@ -487,6 +521,9 @@ impl ReaderKeys {
                         th: TupleHash::new(),
                         hashes: Vec::new(),
                         deterministic: true,
+                        old: OldTupleHash::new(items.len()),
+                        old_hashes: Vec::new(),
+                        old_deterministic: true,
                     }),
                 }
             }
@@ -495,6 +532,7 @@ impl ReaderKeys {
                     size: 1,
                     hash_size: 1,
                     hash: None,
+                    old_hash: None,
                 };
             };
             if let Some(&child) = top.items.get(top.next) {
@@ -510,6 +548,7 @@ impl ReaderKeys {
                     size: f.size,
                     hash_size: f.hash_size,
                     hash: f.deterministic.then(|| f.th.finish()),
+                    old_hash: f.old_deterministic.then(|| f.old.finish()),
                 }
             } else {
                 Shape {
@@ -518,6 +557,9 @@ impl ReaderKeys {
                     hash: f
                         .deterministic
                         .then(|| frozenset_hash(f.hashes.iter().copied())),
+                    old_hash: f
+                        .old_deterministic
+                        .then(|| frozenset_hash(f.old_hashes.iter().copied())),
                 }
             };
             self.keep(f.id, s);
@@ -540,6 +582,16 @@ impl ReaderKeys {
                 }
                 _ => f.deterministic = false,
             }
+            match s.old_hash {
+                Some(h) if f.old_deterministic => {
+                    if f.tuple {
+                        f.old.lane(h);
+                    } else {
+                        f.old_hashes.push(h);
+                    }
+                }
+                _ => f.old_deterministic = false,
+            }
         }
     }
 
@@ -551,8 +603,8 @@ impl ReaderKeys {
 
     /// Models one insertion of the key `k` into `container` ([`Key`]: `equal` is the key
     /// already there that `k` equals, if any; `hash`, `k`'s [`KeyOps::hash`] when the caller
-    /// has it (the model's hash of a tuple or frozenset of scalars, or of a big int, is that
-    /// hash: so it only counts the tuple's size). Refuses when the insertion passes
+    /// has it (the model's hash of a frozenset of scalars, or of a big int, is that hash; a
+    /// tuple's is computed again, with its hash under CPython 3.7). Refuses when the insertion passes
     /// `max_key_steps` or `max_key_collisions`, or the document passes
     /// `max_key_steps_per_byte` for an input of `input_len` bytes.
     pub(crate) fn insert<S: std::hash::BuildHasher>(
@@ -569,19 +621,13 @@ impl ReaderKeys {
     ) -> Result<(), Refusal> {
         let k = ops.resolve(k).unwrap_or(k);
         let equal = equal.map(|e| ops.resolve(e).unwrap_or(e));
-        let known_shape = |items: &[NodeId]| {
-            let (Some(hash), Some(size)) = (known, flat_size(ops, items)) else {
-                return None;
-            };
-            Some(Shape {
-                size,
-                hash_size: size,
-                hash: Some(hash),
-            })
-        };
+        // A tuple's or frozenset's hash under CPython 3.7 and before, when it may differ from
+        // `hash` (from an item that is a tuple or `None`); `None` when it is not deterministic.
+        let mut old_hash = None;
         let (hash_steps, size, hash, tracked) = match ops.arena.get(k) {
-            Some(Value::Tuple(items)) => {
-                let s = known_shape(items).unwrap_or_else(|| self.shape(ops, k));
+            Some(Value::Tuple(_)) => {
+                let s = self.shape(ops, k);
+                old_hash = s.old_hash;
                 (s.hash_size, s.size, s.hash, true)
             }
             Some(Value::BigInt(b)) => {
@@ -590,7 +636,18 @@ impl ReaderKeys {
                 (digits, digits, Some(h), true)
             }
             Some(Value::FrozenSet(items)) => {
-                let s = known_shape(items).unwrap_or_else(|| self.shape(ops, k));
+                let s = match (known, flat_size(ops, items)) {
+                    // Items of one step, none a tuple: the hash is the same under every
+                    // CPython 3, but for `None` (`small_shape` then).
+                    (Some(hash), Some(size)) if !items.contains(&NodeId::NONE) => Shape {
+                        size,
+                        hash_size: size,
+                        hash: Some(hash),
+                        old_hash: Some(hash),
+                    },
+                    _ => self.shape(ops, k),
+                };
+                old_hash = s.old_hash;
                 self.seed();
                 // A small frozenset is counted as hashed afresh each time (at most
                 // SMALL_TUPLE + 1 steps more than CPython, which keeps its hash); a larger
@@ -619,34 +676,22 @@ impl ReaderKeys {
             _ => (0, 1, None, false),
         };
         let mut compares = u64::from(equal.is_some_and(|e| e != k));
-        if let (true, Some(h)) = (tracked, hash) {
-            self.seed();
-            let key = (container.0, h);
+        if tracked {
             let small = size <= SMALL_KEY_SIZE;
-            let count = if !small {
-                // Exact: a comparison with this key may cost much.
-                self.classes.get(&key).copied().unwrap_or(0)
-            } else if self.first_time(input_len, key) {
-                0
-            } else {
-                // Met before: the pair's count, or 1 when only the filter has it.
-                self.classes.get(&key).copied().unwrap_or(1)
-            };
-            compares = u64::from(count).max(compares);
-            if equal.is_none() {
-                let now = count.saturating_add(1);
-                if u64::from(now) > limits.max_key_collisions {
-                    return Err(Refusal {
-                        limit: LimitName::MaxKeyCollisions,
-                        seen: u64::from(now),
-                    });
-                }
-                if (now > 1 || !small)
-                    && self.classes.try_reserve(1).is_ok()
-                    && self.classes.insert(key, now).is_none()
-                {
-                    self.uncharged += ENTRY_BYTES;
-                }
+            let fresh = equal.is_none();
+            if let Some(h) = hash {
+                let count = self.class(limits, input_len, (container.0, h), small, fresh)?;
+                compares = u64::from(count).max(compares);
+            }
+            // The same keys as CPython 3.6 and 3.7 (and 2.7) hash tuples, in a class space of
+            // their own (the container's name with its top bit set): a Mitogen parent on an
+            // older CPython compares what collides there. A class there counts the tuples and
+            // frozensets only, so scalars colliding with them under the old hash (counted
+            // under the new one) make it at most twice `max_key_collisions` keys.
+            if let Some(h) = old_hash {
+                let count =
+                    self.class(limits, input_len, (container.0 | 1 << 63, h), small, fresh)?;
+                compares = u64::from(count).max(compares);
             }
         }
         let steps = hash_steps.saturating_add(compares.saturating_mul(size));
@@ -657,6 +702,46 @@ impl ReaderKeys {
             });
         }
         self.add(steps, limits, input_len)
+    }
+
+    /// Counts a key in the class `key` (a container and a CPython hash value): returns the
+    /// keys of the class already there (which CPython compares it with), and, when the key is
+    /// `fresh` (no key equal to it is there), adds it, refusing past `max_key_collisions`.
+    /// `small`: of at most [`SMALL_KEY_SIZE`] (met through the filter).
+    fn class(
+        &mut self,
+        limits: &Limits,
+        input_len: u64,
+        key: (u64, u64),
+        small: bool,
+        fresh: bool,
+    ) -> Result<u32, Refusal> {
+        self.seed();
+        let count = if !small {
+            // Exact: a comparison with this key may cost much.
+            self.classes.get(&key).copied().unwrap_or(0)
+        } else if self.first_time(input_len, key) {
+            0
+        } else {
+            // Met before: the pair's count, or 1 when only the filter has it.
+            self.classes.get(&key).copied().unwrap_or(1)
+        };
+        if fresh {
+            let now = count.saturating_add(1);
+            if u64::from(now) > limits.max_key_collisions {
+                return Err(Refusal {
+                    limit: LimitName::MaxKeyCollisions,
+                    seen: u64::from(now),
+                });
+            }
+            if (now > 1 || !small)
+                && self.classes.try_reserve(1).is_ok()
+                && self.classes.insert(key, now).is_none()
+            {
+                self.uncharged += ENTRY_BYTES;
+            }
+        }
+        Ok(count)
     }
 
     /// Adds `steps` to the document's total; refuses past `max_key_steps_per_byte` times
