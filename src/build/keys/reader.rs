@@ -82,8 +82,7 @@ pub(crate) struct Shape {
     /// CPython's hash of it, when that is deterministic.
     pub(crate) hash: Option<u64>,
     /// Its hash under CPython 3.7 and before ([`OldTupleHash`] for tuples, and so for
-    /// frozensets holding them; `None`, whose hash was its address then, is not
-    /// deterministic), when that is deterministic.
+    /// frozensets holding them; the others' are `hash`), when that is deterministic.
     pub(crate) old_hash: Option<u64>,
 }
 
@@ -178,10 +177,10 @@ fn leaf_shape<'v, S: std::hash::BuildHasher>(
         old_hash: hash,
     };
     Ok(match ops.arena.get(id) {
-        Some(Value::None) => Shape {
-            old_hash: None,
-            ..one(Some(HASH_NONE))
-        },
+        // CPython before 3.12 hashes `None` by its address: unknown here, but one value for
+        // the process, so a constant stands in for it (tuples that collide before a `None`
+        // item collide after it, whatever its hash).
+        Some(Value::None) => one(Some(HASH_NONE)),
         Some(Value::Bool(b)) => one(Some(u64::from(b))),
         Some(Value::Int(i)) => one(Some(int_hash(i))),
         Some(Value::BigInt(b)) => {
@@ -638,8 +637,8 @@ impl ReaderKeys {
             Some(Value::FrozenSet(items)) => {
                 let s = match (known, flat_size(ops, items)) {
                     // Items of one step, none a tuple: the hash is the same under every
-                    // CPython 3, but for `None` (`small_shape` then).
-                    (Some(hash), Some(size)) if !items.contains(&NodeId::NONE) => Shape {
+                    // CPython 3.
+                    (Some(hash), Some(size)) => Shape {
                         size,
                         hash_size: size,
                         hash: Some(hash),
