@@ -298,6 +298,24 @@ fn flat_size<S: std::hash::BuildHasher>(ops: &KeyOps<'_, '_, S>, items: &[NodeId
     Some(1 + items.len() as u64)
 }
 
+/// How many of a flat tuple's `items` (of one step each, [`flat_size`]) have a CPython hash
+/// the peer can choose: ints, floats and the shared `None`, `False`, `True` and small ints
+/// (texts and bytes hash with CPython's random key). Two tuples collide under the tuple hash
+/// of CPython 3.7 and before only where they differ in at least two items (each lane,
+/// `x = (x ^ h) * mult` with an odd `mult`, is a bijection of `x`), and a collision is chosen
+/// by the hashes of those items: with fewer than two chosen items, the other differences are
+/// in hashes the peer cannot know.
+#[inline]
+fn chosen_items<S: std::hash::BuildHasher>(ops: &KeyOps<'_, '_, S>, items: &[NodeId]) -> usize {
+    items
+        .iter()
+        .filter(|&&item| match ops.arena.node(item) {
+            None => item != NodeId::EMPTY_STR && item != NodeId::EMPTY_BYTES,
+            Some(n) => matches!(n, Node::Int(_) | Node::Float(_)),
+        })
+        .count()
+}
+
 /// A keyed hasher for the model's tables: splitmix64 over the words written, from a random
 /// seed per decode. The classes' keys hold CPython hash values the peer chooses; without the
 /// seed it cannot make them collide in these tables, and the mix costs a few instructions a
@@ -624,10 +642,30 @@ impl ReaderKeys {
         // `hash` (from an item that is a tuple or `None`); `None` when it is not deterministic.
         let mut old_hash = None;
         let (hash_steps, size, hash, tracked) = match ops.arena.get(k) {
-            Some(Value::Tuple(_)) => {
-                let s = self.shape(ops, k);
-                old_hash = s.old_hash;
-                (s.hash_size, s.size, s.hash, true)
+            Some(Value::Tuple(items)) => {
+                // A flat tuple's shape is `known`; its old hash is the one `KeyOps::hash` worked
+                // out with `known`, and is not counted with fewer than two items whose CPython
+                // hash is deterministic ([`chosen_items`]: no collision can be chosen there).
+                let flat = match (known, flat_size(ops, items)) {
+                    (Some(hash), Some(size)) if chosen_items(ops, items) < 2 => {
+                        Some((hash, size, None))
+                    }
+                    (Some(hash), Some(size)) => {
+                        ops.old_hash_of(k).map(|old| (hash, size, Some(old)))
+                    }
+                    _ => None,
+                };
+                match flat {
+                    Some((hash, size, old)) => {
+                        old_hash = old;
+                        (size, size, Some(hash), true)
+                    }
+                    None => {
+                        let s = self.shape(ops, k);
+                        old_hash = s.old_hash;
+                        (s.hash_size, s.size, s.hash, true)
+                    }
+                }
             }
             Some(Value::BigInt(b)) => {
                 let digits = b.bits().div_ceil(30).max(1);
