@@ -311,7 +311,7 @@ def long1_8(i):
 put("a63-set-2000-tuples-colliding-under-cpython-3.7-tuple-hash.pkl",
     P4 + b"\x8f(" + b"".join(long1_8(a) + long1_8(b) + b"\x86"
                           for a, b in old_tuple_hash_collisions(2000)) + b"\x90.",
-    "limit_exceeded", "A63", limit="max_key_collisions")
+    "limit_exceeded", "A63", limit="max_key_steps_per_byte")
 
 # A62 REDUCE on what a call made (a record), which CPython would call
 put("a62-reduce-on-a-record-mitogen.pkl", P2 + b"cmitogen.core\nBlob\nC\x01x\x85R)R.",

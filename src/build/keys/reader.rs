@@ -717,17 +717,20 @@ impl ReaderKeys {
             let small = size <= SMALL_KEY_SIZE;
             let fresh = equal.is_none();
             if let Some(h) = hash {
-                let count = self.class(limits, input_len, (container.0, h), small, fresh)?;
+                let count = self.class(limits, input_len, (container.0, h), small, fresh, true)?;
                 compares = u64::from(count).max(compares);
             }
             // The same keys as CPython 3.6 and 3.7 (and 2.7) hash tuples, in a class space of
             // their own (the container's name with its top bit set): a Mitogen parent on an
-            // older CPython compares what collides there. A class there counts the tuples and
-            // frozensets only, so scalars colliding with them under the old hash (counted
-            // under the new one) make it at most twice `max_key_collisions` keys.
+            // older CPython compares what collides there. That hash collides on plain data too
+            // (the 64,000 points of `range(-20, 20)` cubed share hashes 13 at a time: why
+            // CPython 3.8 replaced it), so a class there is not held to `max_key_collisions`:
+            // its comparisons are counted, and `max_key_steps_per_byte` keeps the reader's
+            // work linear in the input. A class there counts tuples and frozensets only, not
+            // scalars that collide with them (counted under the new hash).
             if let Some(h) = old_hash {
-                let count =
-                    self.class(limits, input_len, (container.0 | 1 << 63, h), small, fresh)?;
+                let key = (container.0 | 1 << 63, h);
+                let count = self.class(limits, input_len, key, small, fresh, false)?;
                 compares = u64::from(count).max(compares);
             }
         }
@@ -743,8 +746,8 @@ impl ReaderKeys {
 
     /// Counts a key in the class `key` (a container and a CPython hash value): returns the
     /// keys of the class already there (which CPython compares it with), and, when the key is
-    /// `fresh` (no key equal to it is there), adds it, refusing past `max_key_collisions`.
-    /// `small`: of at most [`SMALL_KEY_SIZE`] (met through the filter).
+    /// `fresh` (no key equal to it is there), adds it, refusing past `max_key_collisions` when
+    /// `capped`. `small`: of at most [`SMALL_KEY_SIZE`] (met through the filter).
     fn class(
         &mut self,
         limits: &Limits,
@@ -752,6 +755,7 @@ impl ReaderKeys {
         key: (u64, u64),
         small: bool,
         fresh: bool,
+        capped: bool,
     ) -> Result<u32, Refusal> {
         self.seed();
         let count = if !small {
@@ -765,7 +769,7 @@ impl ReaderKeys {
         };
         if fresh {
             let now = count.saturating_add(1);
-            if u64::from(now) > limits.max_key_collisions {
+            if capped && u64::from(now) > limits.max_key_collisions {
                 return Err(Refusal {
                     limit: LimitName::MaxKeyCollisions,
                     seen: u64::from(now),
