@@ -313,6 +313,13 @@ put("a63-set-2000-tuples-colliding-under-cpython-3.7-tuple-hash.pkl",
                           for a, b in old_tuple_hash_collisions(2000)) + b"\x90.",
     "limit_exceeded", "A63", limit="max_key_steps_per_byte")
 
+# A64 two equal 512 KiB texts, the second inserted again and again through the memo: CPython
+# compares the two whole at every insertion
+TEXT_512K = b"X" + struct.pack("<I", 1 << 19) + b"a" * (1 << 19)
+put("a64-dict-meets-an-equal-512kib-text-60000-times.pkl",
+    P4 + b"}" + TEXT_512K + b"\x94Ns" + TEXT_512K + b"\x94Ns" + b"h\x01Ns" * 60000 + b".",
+    "limit_exceeded", "A64", limit="max_key_steps_per_byte")
+
 # A62 REDUCE on what a call made (a record), which CPython would call
 put("a62-reduce-on-a-record-mitogen.pkl", P2 + b"cmitogen.core\nBlob\nC\x01x\x85R)R.",
     "callable_not_allowed", "A62", policy="mitogen")

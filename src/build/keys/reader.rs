@@ -38,8 +38,10 @@
 //!   keys whose hash is deterministic; else one, if a key equal to it but not the same object
 //!   is there.
 //!
-//! Keys that are ints from -2**30 to 2**30 - 1, texts and bytes are counted as cost 0 and
-//! are not tracked for collisions (their hashes are unique among themselves, or randomized;
+//! Keys that are ints from -2**30 to 2**30 - 1, texts and bytes are counted as cost 0 (but a
+//! text or bytes that meets an equal key which is another object, as the memo can hand one
+//! again and again, costs its length: one step per 256 bytes, as CPython compares the two
+//! whole; so does a text inside a tuple) and are not tracked for collisions (their hashes are unique among themselves, or randomized;
 //! a text *inside* a tuple or frozenset is hashed with the build's keyed hash, as CPython's
 //! is keyed but one for the process, so that `(k * (2**61 - 1), 'x')` for every k collide
 //! here as there):
@@ -197,6 +199,19 @@ fn leaf_shape<'v, S: std::hash::BuildHasher>(
         Some(Value::Complex(re, im)) => one(complex_hash(re, im)),
         Some(Value::Tuple(items)) => return Err((items, true)),
         Some(Value::FrozenSet(items)) => return Err((items, false)),
+        // A text's hash is kept by CPython (one step), but its comparison with an equal text
+        // that is another object reads both ([`text_size`]).
+        Some(v @ (Value::Str(_) | Value::Bytes(_))) => {
+            let len = match v {
+                Value::Str(t) => t.as_bytes().len(),
+                Value::Bytes(b) => b.len(),
+                _ => 0,
+            };
+            Shape {
+                size: text_size(len),
+                ..one(ops.hash_scalar(id).ok().flatten())
+            }
+        }
         // Texts and bytes hash with a random key in CPython, but one key for the process:
         // equal texts hash alike, so tuples that differ only in items whose hashes collide
         // collide too (`(k * (2**61 - 1), 'x')` for every k). The build's keyed hash of them
@@ -281,21 +296,33 @@ fn flat_size<S: std::hash::BuildHasher>(ops: &KeyOps<'_, '_, S>, items: &[NodeId
     if items.len() > SMALL_TUPLE {
         return None;
     }
+    let mut size = 1u64;
     for &item in items {
-        match ops.arena.node(item) {
-            None if item.is_shared() => {}
+        size += match ops.arena.node(item) {
+            None if item.is_shared() => 1,
+            Some(Node::Int(_) | Node::Float(_)) => 1,
             Some(
-                Node::Int(_)
-                | Node::Float(_)
-                | Node::Str { .. }
-                | Node::Surrogates { .. }
-                | Node::Bytes { .. }
-                | Node::Latin1 { .. },
-            ) => {}
+                Node::Str { len, .. }
+                | Node::Surrogates { len, .. }
+                | Node::Bytes { len, .. }
+                | Node::Latin1 { len, .. },
+            ) => text_size(len as usize),
             _ => return None,
-        }
+        };
     }
-    Some(1 + items.len() as u64)
+    Some(size)
+}
+
+/// Bytes of a text or bytes value that one step of the model stands for when CPython compares
+/// it with an equal text that is another object (`unicode_eq`, `bytes_richcompare`: a
+/// `memcmp` of the whole text, some 256 bytes in the time of one comparison of two items).
+const TEXT_STEP_BYTES: u64 = 256;
+
+/// The size of a text or bytes value of `len` bytes ([`TEXT_STEP_BYTES`]): one step, and one
+/// more for each `TEXT_STEP_BYTES` bytes.
+#[inline]
+fn text_size(len: usize) -> u64 {
+    1 + len as u64 / TEXT_STEP_BYTES
 }
 
 /// How many of a flat tuple's `items` (of one step each, [`flat_size`]) have a CPython hash
@@ -709,7 +736,11 @@ impl ReaderKeys {
             ),
             Some(Value::Float(x)) => (0, 1, known.or_else(|| float_hash(x)), true),
             Some(Value::Complex(re, im)) => (0, 1, complex_hash(re, im), true),
-            // Texts, bytes, singletons, globals and records: constant (module docs).
+            // A text or bytes met again as another object equal to a key already there
+            // (through the memo): CPython compares the two whole ([`text_size`]).
+            Some(Value::Str(t)) => (0, text_size(t.as_bytes().len()), None, false),
+            Some(Value::Bytes(b)) => (0, text_size(b.len()), None, false),
+            // Singletons, globals and records: constant (module docs).
             _ => (0, 1, None, false),
         };
         let mut compares = u64::from(equal.is_some_and(|e| e != k));
