@@ -700,3 +700,53 @@ fn equal_long_texts_met_again_are_counted() {
         );
     }
 }
+
+/// SETITEMS into a record that takes items (`collections.OrderedDict` under `torch`, as torch
+/// pickles a state dict): the reader after inserts each key into a dict. 20,000 int keys
+/// `k * (2**61 - 1)` (259 KB) took CPython 3.11 23 s and were accepted; the model now counts
+/// them as a dict's keys: refused by `max_key_collisions` at the ninth, as into a dict. A
+/// state dict of text keys is still accepted.
+#[test]
+fn keys_set_into_a_record_are_counted() {
+    let policy = Policy::builtin("torch").unwrap();
+    let od = |body: &[u8]| {
+        [
+            b"\x80\x02ccollections\nOrderedDict\n)R(".to_vec(),
+            body.to_vec(),
+            b"u.".to_vec(),
+        ]
+        .concat()
+    };
+    let mut colliding = Vec::new();
+    for k in 1..=9u128 {
+        colliding.extend(long1(k * MODULUS));
+        colliding.push(b'N');
+    }
+    let p = od(&colliding);
+    let at = |max: u64| {
+        let mut limits = policy.limits;
+        limits.max_key_collisions = max;
+        Decoder::new(&p, &policy)
+            .limits(limits)
+            .decode()
+            .map(|_| ())
+    };
+    match at(8).unwrap_err().kind() {
+        ErrorKind::LimitExceeded { limit, seen, max } => {
+            assert_eq!((*limit, *seen, *max), (LimitName::MaxKeyCollisions, 9, 8));
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(at(9).is_ok() && at(10).is_ok());
+    let mut texts = Vec::new();
+    for i in 0..2000 {
+        let k = format!("layer{i}.weight");
+        texts.push(b'X');
+        texts.extend((k.len() as u32).to_le_bytes());
+        texts.extend(k.as_bytes());
+        texts.push(b'N');
+    }
+    let state_dict = od(&texts);
+    let doc = Decoder::new(&state_dict, &policy).decode();
+    assert!(doc.is_ok(), "{:?}", doc.err());
+}

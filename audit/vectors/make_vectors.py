@@ -320,6 +320,18 @@ put("a64-dict-meets-an-equal-512kib-text-60000-times.pkl",
     P4 + b"}" + TEXT_512K + b"\x94Ns" + TEXT_512K + b"\x94Ns" + b"h\x01Ns" * 60000 + b".",
     "limit_exceeded", "A64", limit="max_key_steps_per_byte")
 
+# A65 SETITEMS of CPython-colliding int keys into a record that takes items (OrderedDict under
+# torch): the reader inserts each into a dict
+def long1(v):
+    b = v.to_bytes((v.bit_length() + 8) // 8, "little", signed=True)
+    return b"\x8a" + bytes([len(b)]) + b
+
+
+put("a65-torch-ordereddict-2000-colliding-int-keys.pkl",
+    P2 + b"ccollections\nOrderedDict\n)R(" + b"".join(long1(k * (2**61 - 1)) + b"N"
+                                               for k in range(1, 2001)) + b"u.",
+    "limit_exceeded", "A65", limit="max_key_collisions", policy="torch")
+
 # A62 REDUCE on what a call made (a record), which CPython would call
 put("a62-reduce-on-a-record-mitogen.pkl", P2 + b"cmitogen.core\nBlob\nC\x01x\x85R)R.",
     "callable_not_allowed", "A62", policy="mitogen")

@@ -3,6 +3,7 @@
 use std::mem;
 
 use super::budget::ITEM_BYTES;
+use super::keys::reader::Container;
 use super::machine::{internal, Machine};
 use crate::error::{ErrorKind, Result};
 use crate::limits::LimitName;
@@ -171,6 +172,9 @@ impl<'a, 'p> Machine<'a, 'p> {
                 let total = o.dictitems.len() + flat_len / 2;
                 self.check_items(total)?;
                 self.charge((flat_len / 2) as u64 * 8)?;
+                self.open_keys();
+                let r = self.model_record_items(target, start);
+                self.close_keys(r)?;
                 let flat = self.stack.get(start..).unwrap_or_default();
                 if let Some(Fat::Object(o)) = match self.arena.node(target) {
                     Some(Node::Fat(i)) => self.arena.fat.get_mut(i as usize),
@@ -188,6 +192,23 @@ impl<'a, 'p> Machine<'a, 'p> {
             }
             _ => Err(self.err(ErrorKind::TypeMismatch("SETITEM target is not a dict"))),
         }
+    }
+
+    /// Runs the model of the reader's key work (src/build/keys/reader.rs) on the keys of a
+    /// SETITEM/SETITEMS group `self.stack[start..]` given to the record `target`: the reader
+    /// after calls the object's `__setitem__` with each (`collections.OrderedDict` under the
+    /// `torch` policy inserts them into a dict, hashing and comparing as a dict does). Equal
+    /// keys are not looked up here: each key counts as one not there yet, so a key set again
+    /// is counted once more than CPython works, never less.
+    fn model_record_items(&self, target: NodeId, start: usize) -> Result<()> {
+        let ops = self.keys();
+        let container = Container::node(target);
+        for pair in self.stack.get(start..).unwrap_or_default().chunks_exact(2) {
+            if let &[k, _] = pair {
+                self.model_key(&ops, container, k, None, None)?;
+            }
+        }
+        Ok(())
     }
 
     /// BUILD: `state` kept as the record `target`'s, when its rule allows the `build` form.
