@@ -704,8 +704,9 @@ fn equal_long_texts_met_again_are_counted() {
 /// SETITEMS into a record that takes items (`collections.OrderedDict` under `torch`, as torch
 /// pickles a state dict): the reader after inserts each key into a dict. 20,000 int keys
 /// `k * (2**61 - 1)` (259 KB) took CPython 3.11 23 s and were accepted; the model now counts
-/// them as a dict's keys: refused by `max_key_collisions` at the ninth, as into a dict. A
-/// state dict of text keys is still accepted.
+/// them as a dict's keys: refused by `max_key_collisions` at the ninth, as into a dict; and
+/// so are the pairs `OrderedDict` is called with. A state dict of text keys is still
+/// accepted.
 #[test]
 fn keys_set_into_a_record_are_counted() {
     let policy = Policy::builtin("torch").unwrap();
@@ -727,6 +728,30 @@ fn keys_set_into_a_record_are_counted() {
         let mut limits = policy.limits;
         limits.max_key_collisions = max;
         Decoder::new(&p, &policy)
+            .limits(limits)
+            .decode()
+            .map(|_| ())
+    };
+    match at(8).unwrap_err().kind() {
+        ErrorKind::LimitExceeded { limit, seen, max } => {
+            assert_eq!((*limit, *seen, *max), (LimitName::MaxKeyCollisions, 9, 8));
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(at(9).is_ok() && at(10).is_ok());
+    // The same keys as the pairs of `OrderedDict([(k, None), ...])` (20,000 of them: CPython
+    // 14.9 s), and of `OrderedDict({k: None, ...})` (the dict was counted when it was built;
+    // the call inserts its keys again).
+    let mut pairs = b"\x80\x02ccollections\nOrderedDict\n](".to_vec();
+    for k in 1..=9u128 {
+        pairs.extend(long1(k * MODULUS));
+        pairs.extend_from_slice(b"N\x86");
+    }
+    pairs.extend_from_slice(b"e\x85R.");
+    let at = |max: u64| {
+        let mut limits = policy.limits;
+        limits.max_key_collisions = max;
+        Decoder::new(&pairs, &policy)
             .limits(limits)
             .decode()
             .map(|_| ())
