@@ -1,7 +1,8 @@
 //! Every attack vector of `audit/ATTACKS.md` gets the outcome its manifest line names
 //! (`audit/vectors/MANIFEST.tsv`: file, expected kind or `ok`, limit, policy, limit overrides
 //! (and `deadline_ms=N`, a deadline N ms after the decode starts),
-//! mode (`single`, `stream`, or `mitogen` for a child's stdout), attack id), and the
+//! mode (`single`, `stream`, `mitogen` for a child's stdout, or `model` for a model file
+//! scanned as `picklewarden scan` scans it), attack id), and the
 //! hash-flooding checks: dicts and sets whose keys all collide under CPython's hash decode
 //! correctly (timings are printed, never asserted; see audit/FUZZING.md).
 
@@ -36,6 +37,9 @@ struct Row {
     stream: bool,
     /// The file is a Mitogen child's stdout: a bootstrap handshake, then frames.
     mitogen: bool,
+    /// The file is a model file (a torch zip or tar...), scanned with
+    /// `formats::container::scan_bytes`.
+    model: bool,
     attack: String,
 }
 
@@ -55,11 +59,12 @@ fn manifest() -> Vec<Row> {
             policy: c[3].to_owned(),
             limits: c[4].to_owned(),
             stream: match c[5] {
-                "single" | "mitogen" => false,
+                "single" | "mitogen" | "model" => false,
                 "stream" => true,
                 other => panic!("line {}: mode {other:?}", i + 1),
             },
             mitogen: c[5] == "mitogen",
+            model: c[5] == "model",
             attack: c[6].to_owned(),
         });
     }
@@ -137,6 +142,28 @@ fn every_vector_has_its_expected_outcome() {
         let policy = Policy::builtin(&row.policy)
             .unwrap_or_else(|| panic!("{}: unknown policy {}", row.file, row.policy));
         let limits = limits_for(&policy, &row.limits);
+        if row.model {
+            // The outcome is the kind of the first refusal, or of the first part not
+            // understood (`incomplete`), or `ok` for a clean file.
+            use picklewarden::formats::container::{scan_bytes, ScanOptions, Verdict};
+            let r = scan_bytes(&data, &ScanOptions::new().policy(Some(policy)));
+            let got = match (&r.verdict, &r.reason) {
+                (Verdict::Clean, _) => "ok".to_owned(),
+                (_, Some(f)) => f.kind.clone(),
+                (v, None) => format!("{} without a reason", v.name()),
+            };
+            if got != row.expected {
+                failures.push(format!(
+                    "{} ({}, model): expected {}, got {got} ({} {:?})",
+                    row.file,
+                    row.attack,
+                    row.expected,
+                    r.verdict.name(),
+                    r.reason.as_ref().map(|f| f.message.as_str())
+                ));
+            }
+            continue;
+        }
         if row.mitogen {
             let (got, limit) = mitogen_outcome(&data, &policy, limits);
             if got != row.expected || limit != row.limit {
@@ -217,7 +244,7 @@ fn every_vector_file_is_listed_and_every_attack_has_a_vector() {
     let listed: BTreeSet<&str> = rows.iter().map(|r| r.file.as_str()).collect();
     for entry in std::fs::read_dir(vectors_dir()).unwrap() {
         let name = entry.unwrap().file_name().to_string_lossy().into_owned();
-        if name.ends_with(".pkl") || name.ends_with(".bin") {
+        if name.ends_with(".pkl") || name.ends_with(".bin") || name.ends_with(".pt") {
             assert!(
                 listed.contains(name.as_str()),
                 "{name} is not in MANIFEST.tsv"

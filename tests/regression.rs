@@ -20,8 +20,9 @@
 #[allow(unreachable_pub, dead_code, missing_docs)]
 #[path = "../fuzz/src/gen.rs"]
 mod gen;
-#[allow(unreachable_pub, dead_code, missing_docs)]
-#[path = "../fuzz/src/harness.rs"]
+// unused_imports: the harness re-exports (`pub use`) what the fuzz crate's targets name.
+#[allow(unreachable_pub, dead_code, missing_docs, unused_imports)]
+#[path = "../fuzz/src/harness/mod.rs"]
 mod harness;
 
 use std::collections::BTreeMap;

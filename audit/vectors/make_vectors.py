@@ -9,7 +9,9 @@ line of the manifest:
 
 expected: an error kind name or `ok` (accepted within bounds); limit: the limit a
 limit_exceeded names, or -; policy: a built-in policy name; limits: `-` or comma-separated
-NAME=VALUE overrides; mode: `single` or `stream`; attack: the ATTACKS.md id (A01...).
+NAME=VALUE overrides; mode: `single`, `stream`, `mitogen` (a Mitogen child's stdout) or `model`
+(a model file, scanned as `picklewarden scan` scans it; expected is the kind of its first
+refusal, or of the first part not understood); attack: the ATTACKS.md id (A01...).
 
 Run from the repository root: python3 audit/vectors/make_vectors.py
 """
@@ -335,6 +337,85 @@ put("a73-torch-ordereddict-2000-colliding-int-keys.pkl",
 # A62 REDUCE on what a call made (a record), which CPython would call
 put("a62-reduce-on-a-record-mitogen.pkl", P2 + b"cmitogen.core\nBlob\nC\x01x\x85R)R.",
     "callable_not_allowed", "A62", policy="mitogen")
+
+# A63-A70 zip and tar quirks of model files (mode `model`: scanned as `picklewarden scan` does,
+# under the torch policy). The zip ones are tests/python/zip_quirks.py's and gen_models.py's
+# fixtures; the tar ones are tests/corpus/models/good/tar_state_dict.pt's members written again
+# by tarfile with one quirk each.
+MODELS = os.path.join(ROOT, "tests", "corpus", "models")
+
+
+def model(name, data, expected, attack):
+    put(name, data, expected, attack, policy="torch", mode="model")
+
+
+def model_copy(fixture, name, expected, attack):
+    with open(os.path.join(MODELS, "hostile", fixture), "rb") as f:
+        model(name, f.read(), expected, attack)
+
+
+model_copy("zip_local_name_differs.pt", "a63-zip-local-name-differs.pt", "zip_local_header_mismatch", "A63")
+model_copy("zip_local_method_differs.pt", "a63-zip-local-method-differs.pt", "zip_local_header_mismatch", "A63")
+model_copy("zip_hidden_local_entry.pt", "a64-zip-hidden-local-entry.pt", "zip_layout", "A64")
+model_copy("zip_trailing_after_end.pt", "a65-zip-archive-after-end-record.pt", "zip_trailing_data", "A65")
+model_copy("zip64_lying_count.pt", "a66-zip64-count-one-short.pt", "zip_count_mismatch", "A66")
+model_copy("duplicate_data_pkl.pt", "a67-zip-data-pkl-twice.pt", "zip_duplicate_entry", "A67")
+model_copy("two_top_folders.pt", "a67-zip-two-top-folders.pt", "zip_layout", "A67")
+
+
+def tar_vectors():
+    import io
+    import math
+    import tarfile
+
+    with open(os.path.join(MODELS, "good", "tar_state_dict.pt"), "rb") as f:
+        good = f.read()
+    t = tarfile.open(fileobj=io.BytesIO(good))
+    members = [(m, t.extractfile(m).read()) for m in t.getmembers()]
+    evil = b"\x80\x02cposix\nsystem\nq\x00X\x04\x00\x00\x00echoq\x01\x85q\x02Rq\x03."
+
+    def info(name, **kw):
+        i = tarfile.TarInfo(name)
+        i.mtime = 1500000000
+        i.mode = 0o644
+        for k, v in kw.items():
+            setattr(i, k, v)
+        return i
+
+    def tar(pre=(), extra=(), fmt=tarfile.PAX_FORMAT):
+        out = io.BytesIO()
+        with tarfile.open(fileobj=out, mode="w", format=fmt) as z:
+            for i, d in list(pre) + members + list(extra):
+                z.addfile(i, io.BytesIO(d) if d is not None else None)
+        return out.getvalue()
+
+    # A68 members that are not regular files
+    model("a68-tar-symlink.pt",
+          tar(extra=[(info("link", type=tarfile.SYMTYPE, linkname="/etc/passwd"), None)]),
+          "tar_layout", "A68")
+    model("a68-tar-directory.pt",
+          tar(pre=[(info("archive", type=tarfile.DIRTYPE, mode=0o755), None)]),
+          "tar_layout", "A68")
+    pax = info("decoy", size=len(evil))
+    pax.pax_headers = {"path": "pickle"}  # tarfile names it `pickle`, a reader without PAX `decoy`
+    model("a68-tar-pax-header-renames.pt", tar(extra=[(pax, evil)]), "tar_layout", "A68")
+    model("a68-tar-gnu-long-name.pt",
+          tar(extra=[(info("x" * 120, size=len(evil)), evil)], fmt=tarfile.GNU_FORMAT),
+          "tar_layout", "A68")
+    # A69 a name twice: tarfile reads the last `pickle`, a streaming reader the first
+    model("a69-tar-pickle-twice.pt", tar(extra=[(info("pickle", size=len(evil)), evil)]),
+          "tar_duplicate_entry", "A69")
+    # A70 where the archive ends
+    last = members[-1][0]
+    end = last.offset_data + math.ceil(last.size / 512) * 512
+    assert not any(good[end:])
+    model("a70-tar-no-end-blocks.pt", good[:end], "tar_malformed", "A70")
+    model("a70-tar-member-past-end.pt", good[:last.offset_data + last.size // 2],
+          "tar_malformed", "A70")
+    model("a70-tar-bytes-after-end.pt", good + b"trailing", "not_understood", "A70")
+
+
+tar_vectors()
 
 
 with open(os.path.join(HERE, "MANIFEST.tsv"), "w") as f:

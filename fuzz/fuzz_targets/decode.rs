@@ -1,5 +1,5 @@
 //! Raw bytes through every shipped policy (and the fuzz policy), default and tight limits, one
-//! pickle and a stream; see `src/harness.rs` for the invariants checked.
+//! pickle and a stream; see `src/harness/` for the invariants checked.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;

@@ -1,5 +1,5 @@
 //! The Mitogen frame reader over a byte stream arriving in pieces, and every payload decoded
-//! under the `mitogen` policy; see `check_mitogen_frames` in `src/harness.rs`.
+//! under the `mitogen` policy; see `check_mitogen_frames` in `src/harness/mitogen.rs`.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;

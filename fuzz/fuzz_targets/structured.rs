@@ -1,5 +1,5 @@
 //! A generated sequence of opcodes with arguments (valid and invalid), serialised and decoded
-//! as the `decode` target decodes raw bytes; see `src/gen.rs` and `src/harness.rs`.
+//! as the `decode` target decodes raw bytes; see `src/gen.rs` and `src/harness/`.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;

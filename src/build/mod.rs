@@ -146,7 +146,7 @@ impl<'a, 'p> Decoder<'a, 'p> {
     /// has shortcuts of its own that this does not turn off, and that the comparison so does
     /// not test: runs of ints read in one go after an int (`int_run`), and small dicts and sets
     /// of plain keys filled without the key machinery (`fill_fast`, `plain_set`). For tests
-    /// that compare the two (`fuzz/src/harness.rs`, `tests/fast_path.rs`); the document and
+    /// that compare the two (`fuzz/src/harness/`, `tests/fast_path.rs`); the document and
     /// any refusal are the same.
     #[doc(hidden)]
     pub fn careful_only(mut self) -> Decoder<'a, 'p> {
@@ -219,7 +219,7 @@ impl<'a, 'p> Decoder<'a, 'p> {
     /// every check the scan makes, and those that need the values. A refusal of the latter is
     /// followed by the scan from where the build was (`src/build/rescan.rs`): a refusal the
     /// scan finds there is the one reported, so that the error of an input does not depend on
-    /// whether the decode or `scan` met it (`fuzz/src/harness.rs` `check_scan_build_agree`).
+    /// whether the decode or `scan` met it (`fuzz/src/harness/scan_build.rs` `check_scan_build_agree`).
     fn decode_one_pass(self, stream: bool) -> Result<Document<'a>> {
         self.build(None, stream)
     }

@@ -46,8 +46,8 @@ impl NodeId {
     }
 
     /// Whether this is one of the values every document shares instead of storing them in its
-    /// arena: `None`, `False`, `True`, the empty `str` and `bytes` (see
-    /// [`NodeId::EMPTY_STR`]), and the ints from -2**30 to 2**30 - 1, held in the id
+    /// arena: `None`, `False`, `True`, the empty `str` and `bytes` (every `''` and `b''` of
+    /// a document is one id each), and the ints from -2**30 to 2**30 - 1, held in the id
     /// itself (a list of five million such ints costs no arena node per item). Equal ones are
     /// one id. CPython preallocates and shares `None`, `False`, `True`, `''`, `b''` and the
     /// ints -5 to 256; other equal ints are separate objects there, which no output of

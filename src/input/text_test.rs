@@ -223,7 +223,7 @@ fn floats() {
     assert!(parse_float(b"1_0").is_err());
     assert!(parse_float(b"0x1p3").is_err());
     // Exponents past 65,536 (str::parse stops reading their digits there), checked against
-    // CPython's float() in tests/semantics.rs too.
+    // CPython's float() in tests/semantics/text.rs too.
     let mut one = b"0.".to_vec();
     one.extend(std::iter::repeat_n(b'0', 655_359));
     one.extend_from_slice(b"1e655360");

@@ -5,7 +5,7 @@
 //! 2. the policies: the built-in ones and every `NAME.toml` of `--policy-dir`, read through a
 //!    cap-std `Dir`;
 //! 3. the listening sockets are bound (`--listen`) or received from systemd (`LISTEN_FDS`);
-//! 4. the sandbox (`sandbox.rs`): no new privileges, Landlock with no file access, a seccomp
+//! 4. the sandbox (`sandbox/`): no new privileges, Landlock with no file access, a seccomp
 //!    allowlist, rlimits. It is applied on the main thread while it is the only thread, so every
 //!    thread created afterwards inherits it;
 //! 5. the tokio runtime is built and the server runs until SIGTERM or SIGINT, then stops
