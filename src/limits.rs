@@ -289,7 +289,9 @@ pub struct Limits {
     /// SETITEMS, ADDITEMS, FROZENSET, `set()`, `frozenset()`): its hash (a tuple's unfolded
     /// size, as CPython does not cache tuple hashes; a big int's 30-bit digits; a frozenset's
     /// length the first time) and its comparisons with the keys CPython compares it to (keys
-    /// sharing its CPython hash value, or one equal to it but another object), each its size.
+    /// sharing its CPython hash value, or one equal to it but another object), each its size;
+    /// a tuple's hash value is taken both as CPython 3.8+ and as CPython 3.7 and before
+    /// compute it (a Mitogen parent on CPython 3.6), and it costs the larger count.
     /// The model is in `src/build/keys/reader.rs`. It bounds the reader after picklewarden
     /// (CPython's `pickle.loads`, a Mitogen parent), not picklewarden, whose own hashing is
     /// linear. Default [`DEFAULT_MAX_KEY_STEPS`].

@@ -419,3 +419,359 @@ fn cpython_reads_what_picklewarden_accepts_in_proportionate_time() {
         files[worst.1].display()
     );
 }
+
+/// `n` distinct 2-tuples of ints that share one hash under CPython 3.7 and before (and 2.7),
+/// whose `tuplehash` is `x = (x ^ hash(item)) * mult` with a fixed `mult` schedule: after
+/// the first item `x1(a) = (0x345678 ^ hash(a)) * 1000003`, so `(a', b')` collides with
+/// `(a, b)` when `hash(b') = x1(a) ^ x1(a') ^ hash(b)`, an int below 2**61 - 1 in magnitude
+/// for about half of the `a'` tried. CPython 3.8+ (xxHash) spreads them.
+fn old_tuple_hash_collisions(n: usize) -> Vec<(i64, i64)> {
+    let p = (1i64 << 61) - 1;
+    let h = |i: i64| (if i == -1 { -2 } else { i }) as u64;
+    let x1 = |a: i64| (0x0034_5678 ^ h(a)).wrapping_mul(1_000_003);
+    let (a0, b0) = (1i64, 7i64);
+    let target = x1(a0) ^ h(b0);
+    let mut out = vec![(a0, b0)];
+    let mut state = 0x1234_5678_9abc_def0u64;
+    while out.len() < n {
+        state = state
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1);
+        let a = (state >> 4) as i64 | 2;
+        let s = (target ^ x1(a)) as i64;
+        if s.abs() < p - 1 && s != -1 && s != -2 {
+            out.push((a, s));
+        }
+    }
+    out
+}
+
+fn int_arg(i: i64) -> Vec<u8> {
+    let mut out = vec![0x8a, 8];
+    out.extend_from_slice(&i.to_le_bytes());
+    out
+}
+
+/// The colliding keys of [`old_tuple_hash_collisions`] as a dict's keys, a set's items, a
+/// frozenset's items and `(a, b, None)` dict keys (a `None` after the colliding items keeps
+/// them colliding, whatever CPython before 3.12 hashes it as: its address), with the
+/// policies that can write each.
+fn old_hash_attacks(n: usize) -> Vec<(&'static str, Vec<u8>, Vec<&'static str>)> {
+    let keys = old_tuple_hash_collisions(n);
+    let mut dict = b"\x80\x02}(".to_vec();
+    let mut set = b"\x80\x04\x8f(".to_vec();
+    let mut frozen = b"\x80\x04(".to_vec();
+    let mut with_none = b"\x80\x02}(".to_vec();
+    for &(a, b) in &keys {
+        let t = [int_arg(a), int_arg(b), b"\x86".to_vec()].concat();
+        dict.extend_from_slice(&t);
+        dict.extend_from_slice(b"N");
+        set.extend_from_slice(&t);
+        frozen.extend_from_slice(&t);
+        with_none.extend([int_arg(a), int_arg(b), b"N\x87N".to_vec()].concat());
+    }
+    dict.extend_from_slice(b"u.");
+    set.extend_from_slice(b"\x90.");
+    frozen.extend_from_slice(b"\x91.");
+    with_none.extend_from_slice(b"u.");
+    vec![
+        (
+            "dict",
+            dict,
+            vec!["data", "strict", "mitogen", "mitogen-plus"],
+        ),
+        ("set", set, vec!["data", "strict", "mitogen-plus"]),
+        ("frozenset", frozen, vec!["data", "strict", "mitogen-plus"]),
+        ("(a, b, None)", with_none, vec!["data"]),
+    ]
+}
+
+/// A Mitogen parent on CPython 3.6 (RHEL 8's) hashes tuples as CPython 3.7 and before did,
+/// where colliding keys are easy to choose: 5,000 such 2-tuples of ints as set items (110 KB)
+/// take CPython 3.6 and 3.7 2.3 s (quadratic: about 150 s for 40,000) and 3.11 0.1 s. The
+/// model counts the comparisons they cost there: 2,000 of them are refused by
+/// `max_key_steps_per_byte` (and accepted with that limit lifted), as a dict key, a set item
+/// and a frozenset item, under every policy that can write them. Plain data that collides
+/// under that hash (points of small ints, positive and negative) is still accepted: the
+/// class of a hash there is not held to `max_key_collisions`. CPython 3.6, 3.7 and 2.7 (when
+/// installed) confirm that the keys share one hash.
+#[test]
+fn tuples_colliding_under_cpython_3_7s_hash_are_refused() {
+    for (label, p, policies) in old_hash_attacks(2000) {
+        for name in policies {
+            let policy = Policy::builtin(name).unwrap();
+            let err = Decoder::new(&p, &policy).decode().map(|_| ()).unwrap_err();
+            assert!(
+                matches!(
+                    err.kind(),
+                    ErrorKind::LimitExceeded {
+                        limit: LimitName::MaxKeyStepsPerByte,
+                        ..
+                    }
+                ),
+                "{label} {name}: {err}"
+            );
+            let mut limits = policy.limits;
+            limits.max_key_steps_per_byte = u64::MAX;
+            let doc = Decoder::new(&p, &policy).limits(limits).decode();
+            assert!(doc.is_ok(), "{label} {name} with the limit lifted");
+        }
+    }
+    // Plain data: 64,000 points of range(-20, 20) cubed, as set items: 13 share one hash
+    // under CPython 3.7 (8 under 3.8+, from hash(-1) == hash(-2)).
+    let mut p = b"\x80\x04\x8f(".to_vec();
+    for x in -20i32..20 {
+        for y in -20i32..20 {
+            for z in -20i32..20 {
+                for c in [x, y, z] {
+                    p.push(b'J');
+                    p.extend_from_slice(&c.to_le_bytes());
+                }
+                p.push(0x87); // TUPLE3
+            }
+        }
+    }
+    p.extend_from_slice(b"\x90.");
+    let doc = Decoder::new(&p, &Policy::data()).decode();
+    assert!(doc.is_ok(), "points: {:?}", doc.err());
+    let olds = old_pythons();
+    if olds.is_empty() {
+        eprintln!(
+            "SKIPPED: no CPython 3.6, 3.7 or 2.7 (pyenv or PATH) to confirm that the keys collide"
+        );
+    }
+    for py in olds {
+        for (label, p, _) in old_hash_attacks(9) {
+            if label == "set" || label == "frozenset" {
+                continue; // protocol 4: not for CPython 2.7
+            }
+            let hex: String = p.iter().map(|b| format!("{b:02x}")).collect();
+            let out = Command::new(&py)
+                .arg("-c")
+                .arg(format!(
+                    "import pickle, binascii; print(len(set(hash(k) for k in pickle.loads(binascii.unhexlify('{hex}')))))"
+                ))
+                .output()
+                .unwrap();
+            assert_eq!(
+                String::from_utf8_lossy(&out.stdout).trim(),
+                "1",
+                "{label} {}: {}",
+                py.display(),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+    }
+}
+
+/// The CPython 3.6, 3.7 and 2.7 interpreters of pyenv (`$PYENV_ROOT`, `~/.pyenv` by default)
+/// and on PATH that run (a pyenv shim that is not enabled does not, and is passed over).
+fn old_pythons() -> Vec<PathBuf> {
+    let pyenv = std::env::var_os("PYENV_ROOT")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".pyenv")));
+    let mut candidates: Vec<PathBuf> = pyenv
+        .and_then(|root| std::fs::read_dir(root.join("versions")).ok())
+        .map(|rd| {
+            rd.filter_map(Result::ok)
+                .filter(|e| {
+                    let n = e.file_name().to_string_lossy().into_owned();
+                    ["2.7", "3.6", "3.7"]
+                        .iter()
+                        .any(|v| n.starts_with(&format!("{v}.")))
+                })
+                .map(|e| e.path().join("bin/python"))
+                .collect()
+        })
+        .unwrap_or_default();
+    candidates.extend(["python3.6", "python3.7", "python2.7"].map(PathBuf::from));
+    candidates
+        .into_iter()
+        .filter(|p| {
+            Command::new(p)
+                .args(["-c", "1"])
+                .output()
+                .is_ok_and(|o| o.status.success())
+        })
+        .collect()
+}
+
+/// Two equal 1 MiB texts (or bytes), the second met again and again through the memo: CPython
+/// keeps the first as the key and compares the second with it, whole, at every insertion
+/// (`unicode_eq` after the hashes match): 10,000 SETITEMs (2.1 MB) took CPython 3.11 2.0 s,
+/// linear in the insertions times the text (about 200 s for 6 MB); picklewarden, which keeps
+/// equal pairs, took 0.01 s and accepted it. The model counts such a comparison as the
+/// text's length in steps (one per 256 bytes): refused by `max_key_steps_per_byte`, as a dict
+/// key, a set item, a `frozenset()` argument and inside a tuple key; accepted with the limit
+/// lifted.
+#[test]
+fn equal_long_texts_met_again_are_counted() {
+    let text = vec![b'a'; 1 << 20];
+    let x = [
+        b"X".to_vec(),
+        (text.len() as u32).to_le_bytes().to_vec(),
+        text.clone(),
+    ]
+    .concat();
+    let c = [
+        b"B".to_vec(),
+        (text.len() as u32).to_le_bytes().to_vec(),
+        text,
+    ]
+    .concat();
+    let n = 50_000;
+    let mut cases: Vec<(&str, Vec<u8>)> = Vec::new();
+    for (kind, v) in [("str", &x), ("bytes", &c)] {
+        let dict = [
+            b"\x80\x04}".to_vec(),
+            v.clone(),
+            b"\x94Ns".to_vec(),
+            v.clone(),
+            b"\x94Ns".to_vec(),
+            b"h\x01Ns".repeat(n),
+            b".".to_vec(),
+        ]
+        .concat();
+        cases.push((
+            if kind == "str" {
+                "dict str"
+            } else {
+                "dict bytes"
+            },
+            dict,
+        ));
+        if kind == "bytes" {
+            continue;
+        }
+        let set = [
+            b"\x80\x04\x8f(".to_vec(),
+            v.clone(),
+            b"\x94".to_vec(),
+            v.clone(),
+            b"\x94".to_vec(),
+            b"h\x01".repeat(n),
+            b"\x90.".to_vec(),
+        ]
+        .concat();
+        cases.push(("set", set));
+        let call = [
+            b"\x80\x04\x8c\x08builtins\x8c\x09frozenset\x93](".to_vec(),
+            v.clone(),
+            b"\x94".to_vec(),
+            v.clone(),
+            b"\x94".to_vec(),
+            b"h\x01".repeat(n),
+            b"e\x85R.".to_vec(),
+        ]
+        .concat();
+        cases.push(("frozenset()", call));
+        let tuple = [
+            b"\x80\x04}".to_vec(),
+            v.clone(),
+            b"\x85\x94Ns".to_vec(),
+            v.clone(),
+            b"\x85\x94Ns".to_vec(),
+            b"h\x01Ns".repeat(n),
+            b".".to_vec(),
+        ]
+        .concat();
+        cases.push(("tuple key", tuple));
+    }
+    for (label, p) in cases {
+        let policy = Policy::data();
+        let err = Decoder::new(&p, &policy).decode().map(|_| ()).unwrap_err();
+        assert!(
+            matches!(
+                err.kind(),
+                ErrorKind::LimitExceeded {
+                    limit: LimitName::MaxKeyStepsPerByte,
+                    ..
+                }
+            ),
+            "{label}: {err}"
+        );
+        let mut limits = policy.limits;
+        limits.max_key_steps_per_byte = u64::MAX;
+        let doc = Decoder::new(&p, &policy).limits(limits).decode();
+        assert!(
+            doc.is_ok(),
+            "{label} with the limit lifted: {:?}",
+            doc.err()
+        );
+    }
+}
+
+/// SETITEMS into a record that takes items (`collections.OrderedDict` under `torch`, as torch
+/// pickles a state dict): the reader after inserts each key into a dict. 20,000 int keys
+/// `k * (2**61 - 1)` (259 KB) took CPython 3.11 23 s and were accepted; the model now counts
+/// them as a dict's keys: refused by `max_key_collisions` at the ninth, as into a dict; and
+/// so are the pairs `OrderedDict` is called with. A state dict of text keys is still
+/// accepted.
+#[test]
+fn keys_set_into_a_record_are_counted() {
+    let policy = Policy::builtin("torch").unwrap();
+    let od = |body: &[u8]| {
+        [
+            b"\x80\x02ccollections\nOrderedDict\n)R(".to_vec(),
+            body.to_vec(),
+            b"u.".to_vec(),
+        ]
+        .concat()
+    };
+    let mut colliding = Vec::new();
+    for k in 1..=9u128 {
+        colliding.extend(long1(k * MODULUS));
+        colliding.push(b'N');
+    }
+    let p = od(&colliding);
+    let at = |max: u64| {
+        let mut limits = policy.limits;
+        limits.max_key_collisions = max;
+        Decoder::new(&p, &policy)
+            .limits(limits)
+            .decode()
+            .map(|_| ())
+    };
+    match at(8).unwrap_err().kind() {
+        ErrorKind::LimitExceeded { limit, seen, max } => {
+            assert_eq!((*limit, *seen, *max), (LimitName::MaxKeyCollisions, 9, 8));
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(at(9).is_ok() && at(10).is_ok());
+    // The same keys as the pairs of `OrderedDict([(k, None), ...])` (20,000 of them: CPython
+    // 14.9 s), and of `OrderedDict({k: None, ...})` (the dict was counted when it was built;
+    // the call inserts its keys again).
+    let mut pairs = b"\x80\x02ccollections\nOrderedDict\n](".to_vec();
+    for k in 1..=9u128 {
+        pairs.extend(long1(k * MODULUS));
+        pairs.extend_from_slice(b"N\x86");
+    }
+    pairs.extend_from_slice(b"e\x85R.");
+    let at = |max: u64| {
+        let mut limits = policy.limits;
+        limits.max_key_collisions = max;
+        Decoder::new(&pairs, &policy)
+            .limits(limits)
+            .decode()
+            .map(|_| ())
+    };
+    match at(8).unwrap_err().kind() {
+        ErrorKind::LimitExceeded { limit, seen, max } => {
+            assert_eq!((*limit, *seen, *max), (LimitName::MaxKeyCollisions, 9, 8));
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(at(9).is_ok() && at(10).is_ok());
+    let mut texts = Vec::new();
+    for i in 0..2000 {
+        let k = format!("layer{i}.weight");
+        texts.push(b'X');
+        texts.extend((k.len() as u32).to_le_bytes());
+        texts.extend(k.as_bytes());
+        texts.push(b'N');
+    }
+    let state_dict = od(&texts);
+    let doc = Decoder::new(&state_dict, &policy).decode();
+    assert!(doc.is_ok(), "{:?}", doc.err());
+}

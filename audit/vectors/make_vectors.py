@@ -287,6 +287,53 @@ put("a40-tuple-dag-dict-key.pkl",
     b"\x80\x02}K\x00" + b"2\x86" * 60 + b"K\x01s.",
     "ok", "A40")
 
+# A71 2-tuples of ints that collide under the tuple hash of CPython 3.7 and before (and 2.7):
+# x1(a) = (0x345678 ^ hash(a)) * 1000003 after the first item, so (a', b') collides with
+# (a, b) when hash(b') = x1(a) ^ x1(a') ^ hash(b)
+def old_tuple_hash_collisions(n):
+    m64, p61 = (1 << 64) - 1, (1 << 61) - 1
+    h = lambda i: (-2 if i == -1 else i) & m64
+    x1 = lambda a: ((0x345678 ^ h(a)) * 1000003) & m64
+    target = x1(1) ^ h(7)
+    out, state = [(1, 7)], 0x123456789ABCDEF0
+    while len(out) < n:
+        state = (state * 6364136223846793005 + 1) & m64
+        a = (state >> 4) | 2
+        v = target ^ x1(a)
+        s = v - (1 << 64) if v >= 1 << 63 else v
+        if abs(s) < p61 - 1 and s not in (-1, -2):
+            out.append((a, s))
+    return out
+
+
+def long1_8(i):
+    return b"\x8a\x08" + struct.pack("<q", i)
+
+
+put("a71-set-2000-tuples-colliding-under-cpython-3.7-tuple-hash.pkl",
+    P4 + b"\x8f(" + b"".join(long1_8(a) + long1_8(b) + b"\x86"
+                          for a, b in old_tuple_hash_collisions(2000)) + b"\x90.",
+    "limit_exceeded", "A71", limit="max_key_steps_per_byte")
+
+# A72 two equal 512 KiB texts, the second inserted again and again through the memo: CPython
+# compares the two whole at every insertion
+TEXT_512K = b"X" + struct.pack("<I", 1 << 19) + b"a" * (1 << 19)
+put("a72-dict-meets-an-equal-512kib-text-60000-times.pkl",
+    P4 + b"}" + TEXT_512K + b"\x94Ns" + TEXT_512K + b"\x94Ns" + b"h\x01Ns" * 60000 + b".",
+    "limit_exceeded", "A72", limit="max_key_steps_per_byte")
+
+# A73 SETITEMS of CPython-colliding int keys into a record that takes items (OrderedDict under
+# torch): the reader inserts each into a dict
+def long1(v):
+    b = v.to_bytes((v.bit_length() + 8) // 8, "little", signed=True)
+    return b"\x8a" + bytes([len(b)]) + b
+
+
+put("a73-torch-ordereddict-2000-colliding-int-keys.pkl",
+    P2 + b"ccollections\nOrderedDict\n)R(" + b"".join(long1(k * (2**61 - 1)) + b"N"
+                                               for k in range(1, 2001)) + b"u.",
+    "limit_exceeded", "A73", limit="max_key_collisions", policy="torch")
+
 # A62 REDUCE on what a call made (a record), which CPython would call
 put("a62-reduce-on-a-record-mitogen.pkl", P2 + b"cmitogen.core\nBlob\nC\x01x\x85R)R.",
     "callable_not_allowed", "A62", policy="mitogen")

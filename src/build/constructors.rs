@@ -163,6 +163,11 @@ impl<'a, 'p> Machine<'a, 'p> {
                 if kind.is_inst() {
                     self.records_unreplayable = true;
                 }
+                if rule.forms.items {
+                    self.open_keys();
+                    let r = self.model_record_argument(argv);
+                    self.close_keys(r)?;
+                }
                 self.note_call_arguments(args)?;
                 if let Some(k) = kwargs {
                     self.note_call_arguments(k)?;

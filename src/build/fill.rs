@@ -3,6 +3,7 @@
 use std::mem;
 
 use super::budget::ITEM_BYTES;
+use super::keys::reader::Container;
 use super::machine::{internal, Machine};
 use crate::error::{ErrorKind, Result};
 use crate::limits::LimitName;
@@ -184,6 +185,9 @@ impl<'a, 'p> Machine<'a, 'p> {
                 let total = o.dictitems.len() + flat_len / 2;
                 self.check_items(total)?;
                 self.charge((flat_len / 2) as u64 * 8)?;
+                self.open_keys();
+                let r = self.model_record_items(target, start);
+                self.close_keys(r)?;
                 let flat = self.stack.get(start..).unwrap_or_default();
                 if let Some(Fat::Object(o)) = match self.arena.node(target) {
                     Some(Node::Fat(i)) => self.arena.fat.get_mut(i as usize),
@@ -203,7 +207,67 @@ impl<'a, 'p> Machine<'a, 'p> {
         }
     }
 
-    /// BUILD: `state` kept as the record `target`'s, when its rule allows the `build` form.
+    /// Runs the model of the reader's key work (src/build/keys/reader.rs) on the keys of a
+    /// SETITEM/SETITEMS group `self.stack[start..]` given to the record `target`: the reader
+    /// after calls the object's `__setitem__` with each (`collections.OrderedDict` under the
+    /// `torch` policy inserts them into a dict, hashing and comparing as a dict does). Equal
+    /// keys are not looked up here: each key counts as one not there yet, so a key set again
+    /// is counted once more than CPython works, never less.
+    fn model_record_items(&self, target: NodeId, start: usize) -> Result<()> {
+        let ops = self.keys();
+        let container = Container::node(target);
+        for pair in self.stack.get(start..).unwrap_or_default().chunks_exact(2) {
+            if let &[k, _] = pair {
+                self.model_key(&ops, container, k, None, None, None)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs the model of the reader's key work on what a record that takes items is called
+    /// with: the reader after builds `OrderedDict(pairs)` (or a `Counter`, a dict subclass)
+    /// by inserting the first item of each pair of its first argument, a list or tuple (or
+    /// the keys of a dict), into a new dict. Each key is counted as one not there yet; the
+    /// argument, which the memo can hand to many calls, costs one step an item, as the
+    /// argument of `set()` does.
+    pub(super) fn model_record_argument(&self, argv: &[NodeId]) -> Result<()> {
+        let Some(&first) = argv.first() else {
+            return Ok(());
+        };
+        let ops = self.keys();
+        let container = match self.reader_keys.try_borrow_mut() {
+            Ok(mut m) => m.fresh_container(),
+            Err(_) => return Err(self.err(internal())),
+        };
+        let input_len = self.arena.input.len() as u64;
+        let count = |n: usize| -> Result<()> {
+            let Ok(mut m) = self.reader_keys.try_borrow_mut() else {
+                return Err(self.err(internal()));
+            };
+            m.add(n as u64, &self.limits, input_len)
+                .map_err(|r| self.limit(r.limit, r.seen))
+        };
+        match self.get(first)? {
+            Value::List(items) | Value::Tuple(items) => {
+                count(items.len())?;
+                for &pair in items {
+                    if let Ok(Value::Tuple([k, _]) | Value::List([k, _])) = self.get(pair) {
+                        self.model_key(&ops, container, *k, None, None, None)?;
+                    }
+                }
+            }
+            Value::Dict(pairs) => {
+                count(pairs.len())?;
+                for &(k, _) in pairs {
+                    self.model_key(&ops, container, k, None, None, None)?;
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// BUILD: `state` kept as the record `target`'s,    /// BUILD: `state` kept as the record `target`'s, when its rule allows the `build` form.
     pub(super) fn build_state(&mut self, target: NodeId, state: NodeId) -> Result<()> {
         let rule = match self.get(target)? {
             Value::Object(o) => self.rule_of(o.callable)?,

@@ -310,7 +310,9 @@ impl<'a, 'p> Machine<'a, 'p> {
         hash: Option<u64>,
         same: Option<u32>,
     ) -> Result<()> {
-        if !counted(self.arena.node(k), k) {
+        // A short text or shared int is cheap unless it meets an equal key that is another
+        // object (a long text met again through the memo: CPython compares the two whole).
+        if !counted(self.arena.node(k), k) && equal.is_none_or(|e| e == k) {
             return Ok(());
         }
         let Ok(mut model) = self.reader_keys.try_borrow_mut() else {

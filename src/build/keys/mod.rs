@@ -40,7 +40,8 @@ pub(crate) use index::INDEX_BY_CPYTHON_COLLISIONS;
 pub(crate) use num::bigint_to_f64;
 use num::{num_eq, num_of};
 use pyhash::{
-    bigint_hash, complex_hash, float_hash, int_hash, FrozenSetHash, TupleHash, HASH_NONE,
+    bigint_hash, complex_hash, float_hash, int_hash, FrozenSetHash, OldTupleHash, TupleHash,
+    HASH_NONE,
 };
 
 /// The index of a dict or set: `(hash, position in items)` pairs.
@@ -110,6 +111,10 @@ pub(crate) struct KeyCache {
     over: Option<Over>,
     /// When walks stop ([`crate::Decoder::deadline`]).
     pub(crate) clock: Clock,
+    /// The last flat tuple [`KeyOps::hash`] hashed and its hash under CPython 3.7 and before
+    /// ([`pyhash::OldTupleHash`], from the same item hashes), for the model of the reader's
+    /// work, which asks for it right after ([`KeyOps::old_hash_of`]).
+    last_old: Option<(NodeId, u64)>,
 }
 
 /// Why an insertion's hashing or equality walks stopped ([`KeyCache::close`]).
@@ -135,6 +140,7 @@ impl Default for KeyCache {
             seed: 0,
             room: u64::MAX,
             kept: 0,
+            last_old: None,
             over: None,
             clock: Clock::default(),
         }
@@ -377,7 +383,7 @@ impl<S: BuildHasher> KeyOps<'_, '_, S> {
             Value::Tuple(items) | Value::FrozenSet(items) => items,
             _ => return self.hash_view(root, v),
         };
-        if let Some(h) = self.hash_flat(v, items)? {
+        if let Some(h) = self.hash_flat(root, v, items)? {
             return Ok(h);
         }
         if let Some(h) = self.cached(root) {
@@ -452,14 +458,22 @@ impl<S: BuildHasher> KeyOps<'_, '_, S> {
     /// hashes, less than keeping it). `None` when there are more items, or one is a tuple or
     /// frozenset (after hashing some of the items: at most `SMALL_TUPLE` hashes lost).
     #[inline]
-    fn hash_flat(&self, v: Value<'_>, items: &[NodeId]) -> Result<Option<u64>, Unhashable> {
+    fn hash_flat(
+        &self,
+        id: NodeId,
+        v: Value<'_>,
+        items: &[NodeId],
+    ) -> Result<Option<u64>, Unhashable> {
         if items.len() > SMALL_TUPLE {
             return Ok(None);
         }
-        let mut acc = match v {
-            Value::Tuple(_) => Acc::Tuple(TupleHash::new()),
-            _ => Acc::Set(FrozenSetHash::new()),
+        let tuple = matches!(v, Value::Tuple(_));
+        let mut acc = if tuple {
+            Acc::Tuple(TupleHash::new())
+        } else {
+            Acc::Set(FrozenSetHash::new())
         };
+        let mut old = OldTupleHash::new(items.len());
         for &item in items {
             // An int held in its id (most items of such keys) hashes from the id.
             let h = match held_int(item) {
@@ -473,8 +487,25 @@ impl<S: BuildHasher> KeyOps<'_, '_, S> {
                 }
             };
             acc.add(h);
+            old.lane(h);
+        }
+        if tuple {
+            if let Some(Ok(mut c)) = self.cache.map(RefCell::try_borrow_mut) {
+                c.last_old = Some((id, old.finish()));
+            }
         }
         Ok(Some(acc.finish()))
+    }
+
+    /// The hash under CPython 3.7 and before of the flat tuple `id`, when it is the last
+    /// tuple [`KeyOps::hash`] hashed without a walk (else `None`: the model works it out).
+    pub(crate) fn old_hash_of(&self, id: NodeId) -> Option<u64> {
+        self.cache?
+            .try_borrow()
+            .ok()?
+            .last_old
+            .filter(|&(i, _)| i == id)
+            .map(|(_, h)| h)
     }
 
     /// The hash of a text's or bytes value's bytes after the tag byte, kept in the cache when

@@ -1,6 +1,6 @@
 //! CPython's hash functions, for the values a pickle can make a key of: ints and big ints,
 //! floats, complex numbers, `None`, tuples and frozensets, as CPython 3.12 and later computes
-//! them (`Python/pyhash.c`, `Objects/longobject.c`, `floatobject.c`, `complexobject.c`,
+//! them, and the tuple hash of CPython 3.7 and before ([`OldTupleHash`]) (`Python/pyhash.c`, `Objects/longobject.c`, `floatobject.c`, `complexobject.c`,
 //! `tupleobject.c` (xxHash-based, 3.8+), `setobject.c`). [`super::KeyOps::hash`] builds a
 //! key's hash from them; the model of the reader's work (`reader.rs`) counts the keys that
 //! share one.
@@ -157,6 +157,42 @@ impl TupleHash {
         } else {
             acc
         }
+    }
+}
+
+/// `hash(t)` of a tuple from its items' hashes as CPython 3.7 and before (and 2.7) compute it
+/// (`Objects/tupleobject.c` `tuplehash` before bpo-34751): a multiply-and-xor whose
+/// collisions are easy to choose (for `(a, b)`, any `a'` and the `b'` whose hash is
+/// `x1(a) ^ x1(a') ^ hash(b)`), so that a Mitogen parent on CPython 3.6 takes seconds over a
+/// set of a few thousand 2-tuples of ints that CPython 3.8+ spreads.
+pub(crate) struct OldTupleHash {
+    x: u64,
+    mult: u64,
+    /// Items not yet hashed.
+    left: u64,
+}
+
+impl OldTupleHash {
+    /// The hash of a tuple of `len` items, fed by [`OldTupleHash::lane`].
+    pub(crate) fn new(len: usize) -> OldTupleHash {
+        OldTupleHash {
+            x: 0x0034_5678,
+            mult: 1_000_003,
+            left: len as u64,
+        }
+    }
+
+    #[inline]
+    pub(crate) fn lane(&mut self, h: u64) {
+        self.left = self.left.wrapping_sub(1);
+        self.x = (self.x ^ h).wrapping_mul(self.mult);
+        self.mult = self
+            .mult
+            .wrapping_add(82_520u64.wrapping_add(self.left).wrapping_add(self.left));
+    }
+
+    pub(crate) fn finish(&self) -> u64 {
+        not_minus_one(self.x.wrapping_add(97_531))
     }
 }
 

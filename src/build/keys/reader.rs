@@ -38,8 +38,10 @@
 //!   keys whose hash is deterministic; else one, if a key equal to it but not the same object
 //!   is there.
 //!
-//! Keys that are ints from -2**30 to 2**30 - 1, texts and bytes are counted as cost 0 and
-//! are not tracked for collisions (their hashes are unique among themselves, or randomized;
+//! Keys that are ints from -2**30 to 2**30 - 1, texts and bytes are counted as cost 0 (but a
+//! text or bytes that meets an equal key which is another object, as the memo can hand one
+//! again and again, costs its length: one step per 256 bytes, as CPython compares the two
+//! whole; so does a text inside a tuple) and are not tracked for collisions (their hashes are unique among themselves, or randomized;
 //! a text *inside* a tuple or frozenset is hashed with the build's keyed hash, as CPython's
 //! is keyed but one for the process, so that `(k * (2**61 - 1), 'x')` for every k collide
 //! here as there):
@@ -50,14 +52,19 @@
 //!
 //! CPython's hash functions are those of CPython 3.12 and later (`Python/pyhash.c`,
 //! `Objects/longobject.c`, `floatobject.c`, `complexobject.c`, `tupleobject.c` (xxHash-based,
-//! 3.8+), `setobject.c`; `hash(None)` is the constant `0xFCA86420` from 3.12): collisions
-//! chosen against another version's hash of tuples or `None` are not seen.
+//! 3.8+), `setobject.c`; `hash(None)` is the constant `0xFCA86420` from 3.12). Tuples (and the
+//! frozensets holding them) are counted a second time under the tuple hash of CPython 3.7 and
+//! before ([`OldTupleHash`]), which a Mitogen parent on CPython 3.6 uses and whose collisions
+//! are easy to choose; the other hashes are the same in CPython 3.6 to 3.13. Not seen:
+//! collisions chosen against `hash(None)` before 3.12 (its address), and against CPython
+//! 2.7's hashes of big ints, floats and frozensets.
 
 use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
 
 use super::pyhash::{
-    bigint_hash, complex_hash, float_hash, frozenset_hash, int_hash, TupleHash, HASH_NONE,
+    bigint_hash, complex_hash, float_hash, frozenset_hash, int_hash, OldTupleHash, TupleHash,
+    HASH_NONE,
 };
 use super::KeyOps;
 use crate::limits::{LimitName, Limits};
@@ -76,6 +83,9 @@ pub(crate) struct Shape {
     pub(crate) hash_size: u64,
     /// CPython's hash of it, when that is deterministic.
     pub(crate) hash: Option<u64>,
+    /// Its hash under CPython 3.7 and before ([`OldTupleHash`] for tuples, and so for
+    /// frozensets holding them; the others' are `hash`), when that is deterministic.
+    pub(crate) old_hash: Option<u64>,
 }
 
 /// A refusal of the model: the limit and the value seen.
@@ -170,23 +180,42 @@ fn leaf_shape<'v, S: std::hash::BuildHasher>(
         size: 1,
         hash_size: 1,
         hash,
+        old_hash: hash,
     };
     Ok(match ops.arena.get(id) {
+        // CPython before 3.12 hashes `None` by its address: unknown here, but one value for
+        // the process, so a constant stands in for it (tuples that collide before a `None`
+        // item collide after it, whatever its hash).
         Some(Value::None) => one(Some(HASH_NONE)),
         Some(Value::Bool(b)) => one(Some(u64::from(b))),
         Some(Value::Int(i)) => one(Some(int_hash(i))),
         Some(Value::BigInt(b)) => {
             let digits = b.bits().div_ceil(30).max(1);
+            let hash = Some(bigint_hash(b));
             Shape {
                 size: digits,
                 hash_size: digits,
-                hash: Some(bigint_hash(b)),
+                hash,
+                old_hash: hash,
             }
         }
         Some(Value::Float(x)) => one(float_hash(x)),
         Some(Value::Complex(re, im)) => one(complex_hash(re, im)),
         Some(Value::Tuple(items)) => return Err((items, true)),
         Some(Value::FrozenSet(items)) => return Err((items, false)),
+        // A text's hash is kept by CPython (one step), but its comparison with an equal text
+        // that is another object reads both ([`text_size`]).
+        Some(v @ (Value::Str(_) | Value::Bytes(_))) => {
+            let len = match v {
+                Value::Str(t) => t.as_bytes().len(),
+                Value::Bytes(b) => b.len(),
+                _ => 0,
+            };
+            Shape {
+                size: text_size(len),
+                ..one(ops.hash_scalar(id).ok().flatten())
+            }
+        }
         // Texts and bytes hash with a random key in CPython, but one key for the process:
         // equal texts hash alike, so tuples that differ only in items whose hashes collide
         // collide too (`(k * (2**61 - 1), 'x')` for every k). The build's keyed hash of them
@@ -218,8 +247,11 @@ fn small_shape<S: std::hash::BuildHasher>(ops: &KeyOps<'_, '_, S>, id: NodeId) -
         return None;
     }
     let mut th = TupleHash::new();
+    let mut old = OldTupleHash::new(items.len());
     let mut hashes = [0u64; SMALL_TUPLE];
-    let (mut size, mut hash_size, mut deterministic) = (1u64, 1u64, true);
+    let mut old_hashes = [0u64; SMALL_TUPLE];
+    let (mut size, mut hash_size) = (1u64, 1u64);
+    let (mut deterministic, mut old_deterministic) = (true, true);
     for (i, &item) in items.iter().enumerate() {
         let s = leaf_shape(ops, ops.resolve(item).unwrap_or(item)).ok()?;
         size = size.saturating_add(s.size);
@@ -233,16 +265,29 @@ fn small_shape<S: std::hash::BuildHasher>(ops: &KeyOps<'_, '_, S>, id: NodeId) -
             }
             None => deterministic = false,
         }
+        match s.old_hash {
+            Some(h) if tuple => old.lane(h),
+            Some(h) => {
+                if let Some(slot) = old_hashes.get_mut(i) {
+                    *slot = h;
+                }
+            }
+            None => old_deterministic = false,
+        }
     }
-    let hash = match (deterministic, tuple) {
+    let of = |deterministic: bool, tuple_hash: u64, hashes: &[u64; SMALL_TUPLE]| match (
+        deterministic,
+        tuple,
+    ) {
         (false, _) => None,
-        (true, true) => Some(th.finish()),
+        (true, true) => Some(tuple_hash),
         (true, false) => Some(frozenset_hash(hashes.iter().take(items.len()).copied())),
     };
     Some(Shape {
         size,
         hash_size: if tuple { hash_size } else { 1 },
-        hash,
+        hash: of(deterministic, th.finish(), &hashes),
+        old_hash: of(old_deterministic, old.finish(), &old_hashes),
     })
 }
 
@@ -255,21 +300,51 @@ fn flat_size<S: std::hash::BuildHasher>(ops: &KeyOps<'_, '_, S>, items: &[NodeId
     if items.len() > SMALL_TUPLE {
         return None;
     }
+    let mut size = 1u64;
     for &item in items {
-        match ops.arena.node(item) {
-            None if item.is_shared() => {}
+        size += match ops.arena.node(item) {
+            None if item.is_shared() => 1,
+            Some(Node::Int(_) | Node::Float(_)) => 1,
             Some(
-                Node::Int(_)
-                | Node::Float(_)
-                | Node::Str { .. }
-                | Node::Surrogates { .. }
-                | Node::Bytes { .. }
-                | Node::Latin1 { .. },
-            ) => {}
+                Node::Str { len, .. }
+                | Node::Surrogates { len, .. }
+                | Node::Bytes { len, .. }
+                | Node::Latin1 { len, .. },
+            ) => text_size(len as usize),
             _ => return None,
-        }
+        };
     }
-    Some(1 + items.len() as u64)
+    Some(size)
+}
+
+/// Bytes of a text or bytes value that one step of the model stands for when CPython compares
+/// it with an equal text that is another object (`unicode_eq`, `bytes_richcompare`: a
+/// `memcmp` of the whole text, some 256 bytes in the time of one comparison of two items).
+const TEXT_STEP_BYTES: u64 = 256;
+
+/// The size of a text or bytes value of `len` bytes ([`TEXT_STEP_BYTES`]): one step, and one
+/// more for each `TEXT_STEP_BYTES` bytes.
+#[inline]
+fn text_size(len: usize) -> u64 {
+    1 + len as u64 / TEXT_STEP_BYTES
+}
+
+/// How many of a flat tuple's `items` (of one step each, [`flat_size`]) have a CPython hash
+/// the peer can choose: ints, floats and the shared `None`, `False`, `True` and small ints
+/// (texts and bytes hash with CPython's random key). Two tuples collide under the tuple hash
+/// of CPython 3.7 and before only where they differ in at least two items (each lane,
+/// `x = (x ^ h) * mult` with an odd `mult`, is a bijection of `x`), and a collision is chosen
+/// by the hashes of those items: with fewer than two chosen items, the other differences are
+/// in hashes the peer cannot know.
+#[inline]
+fn chosen_items<S: std::hash::BuildHasher>(ops: &KeyOps<'_, '_, S>, items: &[NodeId]) -> usize {
+    items
+        .iter()
+        .filter(|&&item| match ops.arena.node(item) {
+            None => item != NodeId::EMPTY_STR && item != NodeId::EMPTY_BYTES,
+            Some(n) => matches!(n, Node::Int(_) | Node::Float(_)),
+        })
+        .count()
 }
 
 /// The items of a tuple or frozenset whose node is the pool's run `start`, `len`.
@@ -468,6 +543,9 @@ impl ReaderKeys {
             th: TupleHash,
             hashes: Vec<u64>,
             deterministic: bool,
+            old: OldTupleHash,
+            old_hashes: Vec<u64>,
+            old_deterministic: bool,
         }
         let root = ops.resolve(id).unwrap_or(id);
         if let Some(s) = small_shape(ops, root) {
@@ -498,6 +576,9 @@ impl ReaderKeys {
                         th: TupleHash::new(),
                         hashes: Vec::new(),
                         deterministic: true,
+                        old: OldTupleHash::new(items.len()),
+                        old_hashes: Vec::new(),
+                        old_deterministic: true,
                     }),
                 }
             }
@@ -506,6 +587,7 @@ impl ReaderKeys {
                     size: 1,
                     hash_size: 1,
                     hash: None,
+                    old_hash: None,
                 };
             };
             if let Some(&child) = top.items.get(top.next) {
@@ -521,6 +603,7 @@ impl ReaderKeys {
                     size: f.size,
                     hash_size: f.hash_size,
                     hash: f.deterministic.then(|| f.th.finish()),
+                    old_hash: f.old_deterministic.then(|| f.old.finish()),
                 }
             } else {
                 Shape {
@@ -529,6 +612,9 @@ impl ReaderKeys {
                     hash: f
                         .deterministic
                         .then(|| frozenset_hash(f.hashes.iter().copied())),
+                    old_hash: f
+                        .old_deterministic
+                        .then(|| frozenset_hash(f.old_hashes.iter().copied())),
                 }
             };
             self.keep(f.id, s);
@@ -551,6 +637,16 @@ impl ReaderKeys {
                 }
                 _ => f.deterministic = false,
             }
+            match s.old_hash {
+                Some(h) if f.old_deterministic => {
+                    if f.tuple {
+                        f.old.lane(h);
+                    } else {
+                        f.old_hashes.push(h);
+                    }
+                }
+                _ => f.old_deterministic = false,
+            }
         }
     }
 
@@ -562,8 +658,8 @@ impl ReaderKeys {
 
     /// Models one insertion of the key `k` into `container` ([`Key`]: `equal` is the key
     /// already there that `k` equals, if any; `hash`, `k`'s [`KeyOps::hash`] when the caller
-    /// has it (the model's hash of a tuple or frozenset of scalars, or of a big int, is that
-    /// hash: so it only counts the tuple's size). Refuses when the insertion passes
+    /// has it (the model's hash of a frozenset of scalars, or of a big int, is that hash; a
+    /// tuple's is computed again, with its hash under CPython 3.7). Refuses when the insertion passes
     /// `max_key_steps` or `max_key_collisions`, or the document passes
     /// `max_key_steps_per_byte` for an input of `input_len` bytes.
     pub(crate) fn insert<S: std::hash::BuildHasher>(
@@ -581,6 +677,9 @@ impl ReaderKeys {
     ) -> Result<(), Refusal> {
         let k = ops.resolve(k).unwrap_or(k);
         let equal = equal.map(|e| ops.resolve(e).unwrap_or(e));
+        // A tuple's or frozenset's hash under CPython 3.7 and before, when it may differ from
+        // `hash` (from an item that is a tuple or `None`); `None` when it is not deterministic.
+        let mut old_hash = None;
         let (hash_steps, size, hash, tracked) = match ops.arena.node(k) {
             // The commonest counted scalars from their node, without a view: an int node is
             // never one held in an id (so it is tracked).
@@ -591,18 +690,26 @@ impl ReaderKeys {
                 true,
             ),
             Some(Node::Float(w)) => (0, 1, known.or_else(|| float_hash(w.get_f64())), true),
-            // A tuple or frozenset of scalars whose hash the caller has (as
-            // [`ReaderKeys::insert_shape`] counts it, without a view).
+            // A flat tuple whose hash the caller has, with fewer than two items whose CPython
+            // hash the peer can choose ([`chosen_items`]: no collision under the old tuple hash
+            // can be chosen there), counted without a view; others as
+            // [`ReaderKeys::insert_shape`] counts them.
             Some(Node::Tuple { start, len }) if known.is_some() => {
-                match flat_size(ops, run_of(ops, start, len)) {
-                    Some(size) => (size, size, known, true),
-                    None => self.insert_shape(ops, k, known),
+                let items = run_of(ops, start, len);
+                match flat_size(ops, items) {
+                    Some(size) if chosen_items(ops, items) < 2 => (size, size, known, true),
+                    _ => self.insert_shape(ops, k, known, &mut old_hash),
                 }
             }
+            // A flat frozenset (items of one step, none a tuple): its hash is the same under
+            // every CPython 3, so the old hash is `known` too.
             Some(Node::FrozenSet { start, len }) if known.is_some() => {
                 match flat_size(ops, run_of(ops, start, len)) {
-                    Some(size) => (1 + u64::from(len), size, known, len > 0),
-                    None => self.insert_shape(ops, k, known),
+                    Some(size) => {
+                        old_hash = known;
+                        (1 + u64::from(len), size, known, len > 0)
+                    }
+                    None => self.insert_shape(ops, k, known, &mut old_hash),
                 }
             }
             Some(Node::Fat(i)) => match ops.arena.fat.get(i as usize) {
@@ -611,49 +718,46 @@ impl ReaderKeys {
                     let h = known.unwrap_or_else(|| bigint_hash(b));
                     (digits, digits, Some(h), true)
                 }
-                _ => self.insert_shape(ops, k, known),
+                _ => self.insert_shape(ops, k, known, &mut old_hash),
             },
-            _ => self.insert_shape(ops, k, known),
+            _ => self.insert_shape(ops, k, known, &mut old_hash),
         };
         let mut compares = u64::from(equal.is_some_and(|e| e != k));
-        if let (true, Some(_), Some(count)) = (tracked, hash, same) {
-            // Counted by the index (exactly: every key there that shares the hash).
-            compares = u64::from(count).max(compares);
-            let now = count.saturating_add(1);
-            if equal.is_none() && u64::from(now) > limits.max_key_collisions {
-                return Err(Refusal {
-                    limit: LimitName::MaxKeyCollisions,
-                    seen: u64::from(now),
-                });
-            }
-        } else if let (true, Some(h)) = (tracked, hash) {
-            self.seed();
-            let key = (container.0, h);
+        if tracked {
             let small = size <= SMALL_KEY_SIZE;
-            let count = if !small {
-                // Exact: a comparison with this key may cost much.
-                self.classes.get(&key).copied().unwrap_or(0)
-            } else if self.first_time(input_len, key) {
-                0
-            } else {
-                // Met before: the pair's count, or 1 when only the filter has it.
-                self.classes.get(&key).copied().unwrap_or(1)
-            };
-            compares = u64::from(count).max(compares);
-            if equal.is_none() {
-                let now = count.saturating_add(1);
-                if u64::from(now) > limits.max_key_collisions {
-                    return Err(Refusal {
-                        limit: LimitName::MaxKeyCollisions,
-                        seen: u64::from(now),
-                    });
+            let fresh = equal.is_none();
+            match (hash, same) {
+                // Counted by the index (exactly: every key there that shares the hash).
+                (Some(_), Some(count)) => {
+                    compares = u64::from(count).max(compares);
+                    let now = count.saturating_add(1);
+                    if fresh && u64::from(now) > limits.max_key_collisions {
+                        return Err(Refusal {
+                            limit: LimitName::MaxKeyCollisions,
+                            seen: u64::from(now),
+                        });
+                    }
                 }
-                if (now > 1 || !small)
-                    && self.classes.try_reserve(1).is_ok()
-                    && self.classes.insert(key, now).is_none()
-                {
-                    self.uncharged += ENTRY_BYTES;
+                (Some(h), None) => {
+                    let count =
+                        self.class(limits, input_len, (container.0, h), small, fresh, true)?;
+                    compares = u64::from(count).max(compares);
                 }
+                (None, _) => {}
+            }
+            // The same keys as CPython 3.6 and 3.7 (and 2.7) hash tuples, in a class space of
+            // their own (the container's name with its top bit set): a Mitogen parent on an
+            // older CPython compares what collides there. That hash collides on plain data too
+            // (the 64,000 points of `range(-20, 20)` cubed share hashes 13 at a time: why
+            // CPython 3.8 replaced it), so a class there is not held to `max_key_collisions`:
+            // its comparisons are counted, and `max_key_steps_per_byte` keeps the reader's
+            // work linear in the input. A class there counts tuples and frozensets only, not
+            // scalars that collide with them (counted under the new hash). The build's index
+            // counts the new hash only, so this class space is the model's in every case.
+            if let Some(h) = old_hash {
+                let key = (container.0 | 1 << 63, h);
+                let count = self.class(limits, input_len, key, small, fresh, false)?;
+                compares = u64::from(count).max(compares);
             }
         }
         let steps = hash_steps.saturating_add(compares.saturating_mul(size));
@@ -667,31 +771,44 @@ impl ReaderKeys {
     }
 
     /// Hash steps, size, CPython hash and whether tracked, of a key `k` (resolved) that is not
-    /// an int or float node ([`ReaderKeys::insert`]).
+    /// an int or float node ([`ReaderKeys::insert`]); sets `old_hash` to its hash under CPython
+    /// 3.7 and before where that is counted (tuples and frozensets).
     fn insert_shape<S: std::hash::BuildHasher>(
         &mut self,
         ops: &KeyOps<'_, '_, S>,
         k: NodeId,
         known: Option<u64>,
+        old_hash: &mut Option<u64>,
     ) -> (u64, u64, Option<u64>, bool) {
-        let known_shape = |items: &[NodeId]| {
-            let (Some(hash), Some(size)) = (known, flat_size(ops, items)) else {
-                return None;
-            };
-            Some(Shape {
-                size,
-                hash_size: size,
-                hash: Some(hash),
-            })
-        };
         match ops.arena.get(k) {
             // A tuple or frozenset whose walk found no deterministic hash (one holding a NaN,
             // which CPython hashes by address) is tracked by the caller's hash, if any: the
             // stand-in of a NaN is by node, so keys that hold the same NaN share it, as they
             // share CPython's (and the build's index keys them by it: `index.rs`).
             Some(Value::Tuple(items)) => {
-                let s = known_shape(items).unwrap_or_else(|| self.shape(ops, k));
-                (s.hash_size, s.size, s.hash.or(known), true)
+                // A flat tuple's shape is `known`; its old hash is the one `KeyOps::hash`
+                // worked out with `known`, and is not counted with fewer than two items whose
+                // CPython hash is deterministic ([`chosen_items`]).
+                let flat = match (known, flat_size(ops, items)) {
+                    (Some(hash), Some(size)) if chosen_items(ops, items) < 2 => {
+                        Some((hash, size, None))
+                    }
+                    (Some(hash), Some(size)) => {
+                        ops.old_hash_of(k).map(|old| (hash, size, Some(old)))
+                    }
+                    _ => None,
+                };
+                match flat {
+                    Some((hash, size, old)) => {
+                        *old_hash = old;
+                        (size, size, Some(hash), true)
+                    }
+                    None => {
+                        let s = self.shape(ops, k);
+                        *old_hash = s.old_hash;
+                        (s.hash_size, s.size, s.hash.or(known), true)
+                    }
+                }
             }
             Some(Value::BigInt(b)) => {
                 let digits = b.bits().div_ceil(30).max(1);
@@ -699,7 +816,18 @@ impl ReaderKeys {
                 (digits, digits, Some(h), true)
             }
             Some(Value::FrozenSet(items)) => {
-                let s = known_shape(items).unwrap_or_else(|| self.shape(ops, k));
+                let s = match (known, flat_size(ops, items)) {
+                    // Items of one step, none a tuple: the hash is the same under every
+                    // CPython 3.
+                    (Some(hash), Some(size)) => Shape {
+                        size,
+                        hash_size: size,
+                        hash: Some(hash),
+                        old_hash: Some(hash),
+                    },
+                    _ => self.shape(ops, k),
+                };
+                *old_hash = s.old_hash;
                 self.seed();
                 // A small frozenset is counted as hashed afresh each time (at most
                 // SMALL_TUPLE + 1 steps more than CPython, which keeps its hash); a larger
@@ -727,9 +855,54 @@ impl ReaderKeys {
             // A record, by the caller's hash when it has one (a record kept one per first
             // argument hashes by that argument's hash, which the peer can make collide).
             Some(Value::Object(_)) => (0, 1, known, known.is_some()),
-            // Texts, bytes, singletons and globals: constant (module docs).
+            // A text or bytes met again as another object equal to a key already there
+            // (through the memo): CPython compares the two whole ([`text_size`]).
+            Some(Value::Str(t)) => (0, text_size(t.as_bytes().len()), None, false),
+            Some(Value::Bytes(b)) => (0, text_size(b.len()), None, false),
+            // Singletons and globals: constant (module docs).
             _ => (0, 1, None, false),
         }
+    }
+
+    /// Counts a key in the class `key` (a container and a CPython hash value): returns the
+    /// keys of the class already there (which CPython compares it with), and, when the key is
+    /// `fresh` (no key equal to it is there), adds it, refusing past `max_key_collisions` when
+    /// `capped`. `small`: of at most [`SMALL_KEY_SIZE`] (met through the filter).
+    fn class(
+        &mut self,
+        limits: &Limits,
+        input_len: u64,
+        key: (u64, u64),
+        small: bool,
+        fresh: bool,
+        capped: bool,
+    ) -> Result<u32, Refusal> {
+        self.seed();
+        let count = if !small {
+            // Exact: a comparison with this key may cost much.
+            self.classes.get(&key).copied().unwrap_or(0)
+        } else if self.first_time(input_len, key) {
+            0
+        } else {
+            // Met before: the pair's count, or 1 when only the filter has it.
+            self.classes.get(&key).copied().unwrap_or(1)
+        };
+        if fresh {
+            let now = count.saturating_add(1);
+            if capped && u64::from(now) > limits.max_key_collisions {
+                return Err(Refusal {
+                    limit: LimitName::MaxKeyCollisions,
+                    seen: u64::from(now),
+                });
+            }
+            if (now > 1 || !small)
+                && self.classes.try_reserve(1).is_ok()
+                && self.classes.insert(key, now).is_none()
+            {
+                self.uncharged += ENTRY_BYTES;
+            }
+        }
+        Ok(count)
     }
 
     /// Adds `steps` to the document's total; refuses past `max_key_steps_per_byte` times

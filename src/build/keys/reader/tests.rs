@@ -151,6 +151,50 @@ fn tuple_and_frozenset_hashes_are_cpythons() {
     assert_eq!(lines.next(), Some(got));
 }
 
+/// The tuple hash of CPython 3.7 and before, against values CPython 3.7.16 printed
+/// (`hash(t)` as a signed 64-bit number; the oracle's python3 is newer, so they are written
+/// here): tuples of ints, floats and big ints, nested, and a frozenset of tuples.
+#[test]
+fn old_tuple_hash_is_cpython_3_7s() {
+    let tuple = |lanes: &[u64]| {
+        let mut t = OldTupleHash::new(lanes.len());
+        for &l in lanes {
+            t.lane(l);
+        }
+        t.finish() as i64
+    };
+    let big = |digits: &[u8]| bigint_hash(&BigInt::parse_bytes(digits, 10).unwrap_or_default());
+    let t12 = tuple(&[1, 2]) as u64;
+    let cases: [(i64, i64); 8] = [
+        (tuple(&[]), 3_527_539),
+        (tuple(&[1, 2]), 3_713_081_631_934_410_656),
+        (
+            tuple(&[int_hash(-1), int_hash(1 << 61), int_hash(-2)]),
+            3_789_705_017_591_816_854,
+        ),
+        (tuple(&[t12, 3]), 5_314_947_466_933_101_882),
+        (
+            tuple(&[float_hash(1.5).unwrap_or(0)]),
+            3_458_767_943_839_928_486,
+        ),
+        (
+            tuple(&[big(b"1267650600228229401496703205376"), int_hash(-7)]),
+            -1_053_576_876_348_796_952,
+        ),
+        (
+            frozenset_hash([t12, tuple(&[3]) as u64].into_iter()) as i64,
+            -1_158_129_417_992_779_874,
+        ),
+        (
+            tuple(&[frozenset_hash([t12].into_iter()), 5]),
+            -6_085_299_469_842_366_443,
+        ),
+    ];
+    for (i, (got, want)) in cases.into_iter().enumerate() {
+        assert_eq!(got, want, "case {i}");
+    }
+}
+
 fn refusal(p: &[u8], limits: Limits) -> Option<(LimitName, u64)> {
     let policy = Policy::data();
     match Decoder::new(p, &policy).limits(limits).decode() {
