@@ -109,9 +109,11 @@ impl<'a, 'p> Machine<'a, 'p> {
         self.r.pos = pos + 1;
         self.touch(target);
         let filled = if dict {
-            self.fill_fast::<true>(target, start)
+            self.fill_distinct::<true>(target, start)
+                .or_else(|| self.fill_fast::<true>(target, start))
         } else {
-            self.fill_fast::<false>(target, start)
+            self.fill_distinct::<false>(target, start)
+                .or_else(|| self.fill_fast::<false>(target, start))
         };
         match filled {
             None => Ok(false),
