@@ -111,3 +111,29 @@ fn distinct_keys_are_counted_and_charged_as_the_careful_path() {
     let refused = both(&p, alloc);
     assert_eq!(refused.map_err(|e| e.1), Err(p.len() as u64 - 2));
 }
+
+/// `short_ascii` (src/build/fast.rs) against `<[u8]>::is_ascii`, for every length below 64
+/// and a byte of 0x80 or more at every place, or none.
+#[test]
+fn short_ascii_agrees_with_is_ascii() {
+    let base: Vec<u8> = (0..64u8).map(|i| b'a' + i % 26).collect();
+    for len in 0..64 {
+        let mut text = base.get(..len).unwrap_or_default().to_vec();
+        assert!(super::super::fast::short_ascii(&text), "{len}");
+        for at in 0..len {
+            for high in [0x80, 0xc3, 0xff] {
+                if let Some(b) = text.get_mut(at) {
+                    *b = high;
+                }
+                assert_eq!(
+                    super::super::fast::short_ascii(&text),
+                    text.is_ascii(),
+                    "{len} {at}"
+                );
+                if let Some(b) = text.get_mut(at) {
+                    *b = b'a';
+                }
+            }
+        }
+    }
+}
