@@ -39,30 +39,11 @@ impl<'a, 'p> Machine<'a, 'p> {
                 return None;
             }
             let (nodes, input) = (self.arena.nodes.as_slice(), self.arena.input);
-            let mut seen = 0u64;
-            // The keys so far, each as its fingerprint folded into a word: equal keys have
-            // equal words (and words that are equal are compared as keys).
-            let mut kept = [0u64; SMALL_KEYED];
-            for (i, kv) in group.chunks_exact(width).enumerate() {
-                let &k = kv.first()?;
-                let key = plain_key(nodes, input, k)?;
-                let bit = plain_bit(key);
-                let word = key.1 ^ u64::from(key.0).rotate_right(8);
-                if seen & bit != 0 {
-                    // A key with the bit of one before it: equal to one of them, or not.
-                    for (j, &w) in kept.iter().enumerate().take(i) {
-                        if w == word {
-                            let &e = group.get(j * width)?;
-                            if plain_find(&[plain_key(nodes, input, e)?], key, input).is_some() {
-                                return None;
-                            }
-                        }
-                    }
-                }
-                seen |= bit;
-                if let Some(slot) = kept.get_mut(i) {
-                    *slot = word;
-                }
+            if DICT {
+                let (pairs, _) = group.as_chunks::<2>();
+                distinct(nodes, input, pairs.iter().map(|&[k, _]| k), group, width)?;
+            } else {
+                distinct(nodes, input, group.iter().copied(), group, width)?;
             }
             n
         };
@@ -128,6 +109,57 @@ impl<'a, 'p> Machine<'a, 'p> {
         self.stack.truncate(start);
         Some(Ok(()))
     }
+}
+
+/// `Some` when every key of `keys` (every `width`-th item of `group`) is plain ([`plain_key`])
+/// and none equals another: a key met for the first time has a [`plain_bit`] no key before
+/// it has; one whose bit was seen is compared with the keys before it ([`equal_before`]).
+#[inline(always)]
+fn distinct(
+    nodes: &[Node],
+    input: &[u8],
+    keys: impl Iterator<Item = NodeId>,
+    group: &[NodeId],
+    width: usize,
+) -> Option<()> {
+    let mut seen = 0u64;
+    // The keys so far, each as its fingerprint folded into a word: equal keys have equal
+    // words (and keys whose words are equal are compared).
+    let mut kept = [0u64; SMALL_KEYED];
+    for (i, k) in keys.enumerate() {
+        let key = plain_key(nodes, input, k)?;
+        let bit = plain_bit(key);
+        let word = key.1 ^ u64::from(key.0).rotate_right(8);
+        if seen & bit != 0 && equal_before(nodes, input, kept.get(..i)?, word, key, group, width) {
+            return None;
+        }
+        seen |= bit;
+        *kept.get_mut(i)? = word;
+    }
+    Some(())
+}
+
+/// Whether the key whose fingerprint is `key` (folded: `word`) equals one of the keys before
+/// it, the `width`-th items of `group` whose words are `kept`, compared as
+/// [`plain_find`] compares them (a key that is not plain counts as equal: the caller then
+/// leaves the group to the general path). Out of line: most keys never come here.
+#[inline(never)]
+fn equal_before(
+    nodes: &[Node],
+    input: &[u8],
+    kept: &[u64],
+    word: u64,
+    key: (u32, u64, u32),
+    group: &[NodeId],
+    width: usize,
+) -> bool {
+    kept.iter().enumerate().any(|(j, &w)| {
+        w == word
+            && group
+                .get(j * width)
+                .and_then(|&e| plain_key(nodes, input, e))
+                .is_none_or(|earlier| plain_find(&[earlier], key, input).is_some())
+    })
 }
 
 #[cfg(test)]
