@@ -109,9 +109,11 @@ impl<'a, 'p> Machine<'a, 'p> {
         self.r.pos = pos + 1;
         self.touch(target);
         let filled = if dict {
-            self.fill_fast::<true>(target, start)
+            self.fill_distinct::<true>(target, start)
+                .or_else(|| self.fill_fast::<true>(target, start))
         } else {
-            self.fill_fast::<false>(target, start)
+            self.fill_distinct::<false>(target, start)
+                .or_else(|| self.fill_fast::<false>(target, start))
         };
         match filled {
             None => Ok(false),
@@ -456,7 +458,7 @@ impl<'a, 'p> Machine<'a, 'p> {
                             start: start32,
                             len: len32,
                         }
-                    } else if len < 64 && text.is_ascii() {
+                    } else if len < 64 && short_ascii(text) {
                         Node::Str {
                             start: start32,
                             len: len32,
@@ -636,5 +638,24 @@ impl<'a, 'p> Machine<'a, 'p> {
         self.opcodes = top - budget;
         self.r.pos = pos;
         Ok(None)
+    }
+}
+
+/// Whether a text shorter than 64 bytes is ASCII (`<[u8]>::is_ascii`, which reads the bytes
+/// past the last whole word one at a time): read as words, the last word (or half-word)
+/// overlapping the one before, every byte of the text read and none past it.
+#[inline(always)]
+pub(super) fn short_ascii(text: &[u8]) -> bool {
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    if let Some(last) = text.last_chunk::<8>() {
+        let (words, _) = text.as_chunks::<8>();
+        let all = words
+            .iter()
+            .fold(u64::from_le_bytes(*last), |a, w| a | u64::from_le_bytes(*w));
+        return all & HIGH == 0;
+    }
+    match (text.first_chunk::<4>(), text.last_chunk::<4>()) {
+        (Some(a), Some(b)) => (u32::from_le_bytes(*a) | u32::from_le_bytes(*b)) & HIGH as u32 == 0,
+        _ => text.iter().fold(0, |a, &b| a | b) < 0x80,
     }
 }

@@ -35,6 +35,7 @@
 //!   ints.rs          runs of int opcodes read in one go (int_run, int_steps, int_blocks)
 //!   fill.rs          APPEND(S), SETITEM(S) and BUILD into a list, dict or record made earlier
 //!   keyed.rs         dict and set insertion: linear while small, else a hash index; plain keys
+//!   plain.rs         the fast loop's SETITEMS/ADDITEMS of a few distinct plain keys: read, then copied
 //!   globals.rs       a global the policy allowed, as a node
 //!   spare.rs         the stack, MARK and memo vectors kept from one small decode to the next
 //!   constructors.rs  REDUCE, NEWOBJ(_EX), INST, OBJ: records and the native constructors
@@ -42,7 +43,7 @@
 //!   keys/            Python equality and hashing of keys (mod.rs), numbers as keys (num.rs),
 //!                    datetime records as keys (datetime.rs), and the model of the reader's
 //!                    key work (reader.rs); unit tests in tests.rs and reader/tests.rs
-//!   tests.rs, ints_test.rs   unit tests
+//!   tests.rs, ints_test.rs, plain_test.rs   unit tests
 //! ```
 
 mod budget;
@@ -56,6 +57,7 @@ mod ints;
 mod keyed;
 mod keys;
 mod machine;
+mod plain;
 mod rescan;
 mod spare;
 mod step;
