@@ -3,7 +3,7 @@
 
 use std::collections::HashSet;
 
-use super::keys::reader::MixState;
+use super::keys::mix::MixState;
 use crate::value::NodeId;
 
 /// How many ids [`CalledWith`] keeps in its array before its hash set.

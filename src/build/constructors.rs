@@ -8,7 +8,7 @@ use std::mem;
 
 use super::budget::ITEM_BYTES;
 use super::keys::bigint_to_f64;
-use super::keys::reader::MixState;
+use super::keys::mix::MixState;
 use super::machine::{internal, Machine};
 use crate::error::{Error, ErrorKind, Result};
 use crate::latin1;

@@ -13,8 +13,8 @@ use std::collections::HashMap;
 use std::hash::{BuildHasher, Hash, Hasher};
 
 use super::datetime::key_of;
+use super::mix::{Mix, MixState};
 use super::num::{hash_num, num_of, Num};
-use super::reader::{Mix, MixState};
 use super::{held_int, KeyOps, Unhashable, CACHED_TEXT_BYTES, SHORT_BIG_INT_DIGITS, SMALL_TUPLE};
 use crate::policy::RecordKey;
 use crate::value::{Node, NodeId, Object, PyBytes, Value};

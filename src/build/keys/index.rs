@@ -37,8 +37,9 @@
 
 use std::hash::BuildHasher;
 
+use super::mix::splitmix64;
 use super::pyhash::{bigint_hash, float_hash, int_hash, FrozenSetHash, TupleHash};
-use super::reader::{counted, splitmix64};
+use super::reader::counted;
 use super::{held_int, Acc, KeyOps, Unhashable, SHORT_BIG_INT_DIGITS, SMALL_TUPLE};
 use crate::value::{Fat, Node, NodeId, Value};
 

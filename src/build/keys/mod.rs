@@ -22,6 +22,7 @@ mod datetime;
 pub(crate) mod entries;
 mod eq;
 mod index;
+pub(crate) mod mix;
 mod num;
 mod pyhash;
 pub(crate) mod reader;

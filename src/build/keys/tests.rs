@@ -257,7 +257,7 @@ fn tuples_of_equal_numbers_hash_alike_on_every_path() {
 #[test]
 fn mix_hashes_bytes_alike_in_any_pieces() {
     use std::hash::{BuildHasher, Hasher};
-    let state = reader::MixState::keyed(0x1234_5678);
+    let state = super::mix::MixState::keyed(0x1234_5678);
     let bytes: Vec<u8> = (0u8..=40).collect();
     let whole = {
         let mut h = state.build_hasher();
