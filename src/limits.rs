@@ -47,10 +47,14 @@ pub const DEFAULT_MAX_KEY_STEPS: u64 = 1024 * 1024;
 /// document. Without it a key used again and again (a 40,000-item tuple as the key of 40,000
 /// dicts) makes CPython's work quadratic in the input.
 pub const DEFAULT_MAX_KEY_STEPS_PER_BYTE: u64 = 64;
-/// Default for [`Limits::max_key_collisions`]: 8 distinct keys of one dict or set with one
+/// Default for [`Limits::max_key_collisions`]: 32 distinct keys of one dict or set with one
 /// CPython hash value. Without it keys chosen to collide (`k * (2**61 - 1)` all hash to 0)
-/// make CPython's dict quadratic: 40,000 of them (519 KB) took CPython 42 s.
-pub const DEFAULT_MAX_KEY_COLLISIONS: u64 = 8;
+/// make CPython's dict quadratic: 40,000 of them (519 KB) took CPython 42 s. Plain data
+/// collides too, because `hash(-1) == hash(-2)` in CPython: tuples of d small ints holding -1
+/// or -2 share a hash 2**d at a time (the points of `range(-8, 8)` in 4 dimensions, 16), so
+/// the cap admits 5 dimensions; the keys it admits cost CPython at most 31 comparisons an
+/// insertion, which `max_key_steps_per_byte` bounds over the document.
+pub const DEFAULT_MAX_KEY_COLLISIONS: u64 = 32;
 
 /// The name of one limit; `name()` is the field name of [`Limits`] and the key accepted by
 /// `--limit NAME=VALUE` and by the `[limits]` table of a policy file.

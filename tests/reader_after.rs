@@ -141,15 +141,20 @@ fn attacks() -> Vec<(String, Vec<u8>, Vec<&'static str>, LimitName)> {
             LimitName::MaxKeyStepsPerByte,
         ));
     }
-    // Floats m * 2**(61 j): 2**61 is 1 modulo 2**61 - 1, so they all hash as m.
+    // Floats m * 2**(61 j): 2**61 is 1 modulo 2**61 - 1, so they all hash as m; as many
+    // floats of one hash as the exponent range allows (16), then ints of the same hash
+    // (3 + k * (2**61 - 1)) past `max_key_collisions`.
     let mut f = b"\x80\x04\x8f(".to_vec();
     for j in 0..16 {
         f.push(b'G');
         f.extend_from_slice(&(3.0f64 * 2f64.powi(61 * j)).to_be_bytes());
     }
+    for k in 1..=24u128 {
+        f.extend(long1(3 + k * MODULUS));
+    }
     f.extend_from_slice(b"\x90.");
     out.push((
-        "16 colliding floats".into(),
+        "16 colliding floats and 24 ints".into(),
         f,
         all.clone(),
         LimitName::MaxKeyCollisions,

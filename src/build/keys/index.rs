@@ -2,7 +2,7 @@
 //!
 //! While the model of the reader's work (`reader.rs`) caps the keys of one container that
 //! share one CPython hash value at [`INDEX_BY_CPYTHON_COLLISIONS`] or fewer
-//! (`max_key_collisions`, 8 by default), the index is keyed by CPython's hash
+//! (`max_key_collisions`, 32 by default), the index is keyed by CPython's hash
 //! ([`KeyOps::hash`]), which the model needs anyway, through a keyed bijection
 //! ([`KeyOps::index_mix`]): one hash a key instead of two. This stays linear: the index's
 //! entries with the same mixed hash are exactly the keys with the same 64-bit CPython hash
