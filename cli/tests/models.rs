@@ -184,3 +184,63 @@ fn scan_sarif_and_trust() {
     let p = picklewarden::Policy::from_toml_str(&with_name).unwrap();
     assert!(p.find("__builtin__", "eval").is_some());
 }
+
+/// The text report: a refusal's message names the offset the report gives (a joblib pickle
+/// is checked with its arrays' bytes taken out, yet both name the offset in the file's
+/// pickle), an entry's offset follows a comma, and each global's row shows its offset in hex
+/// with `0x`, as the messages do.
+#[test]
+fn scan_text_offsets_agree_with_the_message() {
+    let out = pw(&["scan", "tests/corpus/models/hostile/os_system.bz2.joblib"]);
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(
+            "(global_not_allowed in decompressed, offset 0x126: global posix.system is not \
+             allowed by policy \"numpy\" at offset 294 (0x126, opcode 0x93 STACK_GLOBAL))"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("\n         0x126  decompressed: posix.system  NOT ALLOWED  (runs code)\n"),
+        "{text}"
+    );
+    // The same offset in the JSON report's finding and global.
+    let out = pw(&[
+        "scan",
+        "--format",
+        "json",
+        "tests/corpus/models/hostile/os_system.none.joblib",
+    ]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let file = &v["files"][0];
+    assert_eq!(file["reason"]["offset"], 294);
+    let message = file["reason"]["message"].as_str().unwrap();
+    assert!(message.contains("at offset 294 (0x126,"), "{message}");
+    let system = file["globals"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["name"] == "system")
+        .unwrap();
+    assert_eq!(system["offset"], 294);
+
+    let out = pw(&[
+        "scan",
+        "tests/corpus/models/hostile/object_array_os_system.joblib",
+        "tests/corpus/models/hostile/objects_os_system.npz",
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("(global_not_allowed in array 1 at 0xe2, offset 0xa3: global posix.system"),
+        "{text}"
+    );
+    assert!(
+        text.contains("(global_not_allowed in bad.npy, offset 0xa0: global posix.system"),
+        "{text}"
+    );
+    assert!(
+        text.contains("\n          0xa0  bad.npy: posix.system  NOT ALLOWED  (runs code)\n"),
+        "{text}"
+    );
+}

@@ -286,14 +286,16 @@ fn text_report(files: &[PathBuf], outcomes: &[Outcome]) -> String {
                     path.display()
                 );
                 if let Some(f) = &r.reason {
-                    let at = match f.offset {
-                        Some(o) => format!(" at {o:#x}"),
-                        None => String::new(),
+                    // `in ENTRY, offset 0x..` (an entry's name may itself end in `at 0x..`).
+                    let at = match (f.entry.is_empty(), f.offset) {
+                        (true, Some(o)) => format!(" at {o:#x}"),
+                        (false, Some(o)) => format!(", offset {o:#x}"),
+                        (_, None) => String::new(),
                     };
                     let entry = if f.entry.is_empty() {
                         String::new()
                     } else {
-                        format!(" in {}", f.entry)
+                        format!(" in {}", shown_entry(&f.entry))
                     };
                     let _ = write!(s, "  ({}{entry}{at}: {})", f.kind, f.message);
                 }
@@ -302,12 +304,12 @@ fn text_report(files: &[PathBuf], outcomes: &[Outcome]) -> String {
                     for g in &r.globals {
                         let _ = writeln!(
                             s,
-                            "    {:>8x}  {}{}.{}  {}{}",
-                            g.offset,
+                            "    {:>10}  {}{}.{}  {}{}",
+                            format!("{:#x}", g.offset),
                             if g.entry.is_empty() {
                                 String::new()
                             } else {
-                                format!("{}: ", g.entry)
+                                format!("{}: ", shown_entry(&g.entry))
                             },
                             g.module,
                             g.name,
@@ -329,6 +331,12 @@ fn text_report(files: &[PathBuf], outcomes: &[Outcome]) -> String {
         unreadable
     );
     s
+}
+
+/// An entry's name as the text report shows it: an npz member's pickle is named
+/// `MEMBER:` in the JSON report, shown as `MEMBER` before the `: ` or `, offset` that follows.
+fn shown_entry(entry: &str) -> &str {
+    entry.strip_suffix(':').unwrap_or(entry)
 }
 
 fn sarif_report(files: &[PathBuf], outcomes: &[Outcome]) -> Value {
