@@ -166,10 +166,8 @@ enum Command {
 /// Options shared by `check` and `decode`.
 #[derive(Args, Debug)]
 pub(crate) struct Common {
-    /// Policy: a built-in name (data, strict, mitogen, mitogen-plus) or a TOML policy file
-    /// (a built-in name wins: `./data` names a file) [default: data; for `decode --mitogen`,
-    /// mitogen].
-    #[arg(long, value_name = "NAME|FILE")]
+    /// Policy: a built-in name or a TOML policy file (help text: [`policy_help`]).
+    #[arg(long, value_name = "NAME|FILE", help = policy_help())]
     policy: Option<String>,
     /// Override one limit, e.g. `max_nesting_depth=100` or `max_input_bytes=64M`
     /// (repeatable). Names: max_input_bytes, max_nesting_depth, max_stack_len,
@@ -201,6 +199,15 @@ pub(crate) struct Common {
     /// terminal).
     #[arg(value_name = "FILE|-")]
     input: Option<PathBuf>,
+}
+
+/// The help of `--policy`, with the built-in names taken from the library's list.
+fn policy_help() -> String {
+    format!(
+        "Policy: a built-in name ({}) or a TOML policy file (a built-in name wins: `./data` \
+         names a file) [default: data; for `decode --mitogen`, mitogen]",
+        picklewarden::policy::BUILTIN_POLICIES.join(", ")
+    )
 }
 
 impl Common {
@@ -411,6 +418,15 @@ fn report_refusal(common: &Common, e: &Error) {
         picklewarden::ErrorKind::TrailingData if !common.stream => {
             " (several pickles one after another? --stream reads them all; padding after the \
              pickle? --allow-trailing leaves it unread)"
+        }
+        // A model file (torch zip, npy, a compressed joblib file) is read by `scan`, which
+        // knows its container.
+        picklewarden::ErrorKind::NotAPickle { looks_like, .. }
+            if looks_like.starts_with("a zip archive")
+                || looks_like.starts_with("a NumPy")
+                || looks_like.ends_with("-compressed data") =>
+        {
+            " (use `picklewarden scan` for model files)"
         }
         _ => "",
     };
