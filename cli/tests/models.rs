@@ -180,9 +180,72 @@ fn scan_sarif_and_trust() {
     let toml = String::from_utf8(out.stdout).unwrap();
     assert!(toml.contains("# WARNING: posix.system runs code"), "{toml}");
     assert!(toml.contains("at offset 0xe9"), "{toml}");
-    let with_name = format!("name = \"trusted\"\n{toml}");
-    let p = picklewarden::Policy::from_toml_str(&with_name).unwrap();
-    assert!(p.find("__builtin__", "eval").is_some());
+    // A complete policy: torch's, renamed, with the code-running globals left out.
+    let p = picklewarden::Policy::from_toml_str(&toml).unwrap();
+    assert_eq!(p.name, "torch-trusted");
+    assert!(p.find("torch._utils", "_rebuild_tensor_v2").is_some());
+    assert!(p.find("__builtin__", "eval").is_none());
+    assert!(p.find("posix", "system").is_none());
+    assert!(
+        toml.contains("\n# module = \"posix\"\n# name = \"system\"\n"),
+        "{toml}"
+    );
+}
+
+/// `scan --trust FILE > trust.toml`, then `check --policy trust.toml FILE` and
+/// `scan --policy trust.toml FILE`: the policy loads and accepts the file it was made from,
+/// and still refuses what `data` refuses.
+#[test]
+fn trust_output_is_a_policy_that_accepts_its_file() {
+    let dir = std::env::temp_dir().join(format!("pw-trust-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    // Point(3, 4) as a class whose __reduce__ returns (myapp.Point, (3, 4)), protocol 2.
+    let pickle = dir.join("point.pkl");
+    std::fs::write(&pickle, b"\x80\x02cmyapp\nPoint\nK\x03K\x04\x86R.").unwrap();
+    let pickle = pickle.to_str().unwrap();
+    let out = pw(&["scan", "--trust", pickle]);
+    assert_eq!(out.status.code(), Some(1), "the scan refused it");
+    let toml = String::from_utf8(out.stdout).unwrap();
+    assert!(toml.contains("\nname = \"data-trusted\"\n"), "{toml}");
+    assert!(
+        toml.contains(&format!(
+            "# needed by {pickle} at offset 0x2\n[[global]]\nmodule = \"myapp\"\nname = \
+             \"Point\"\nconstructor = \"record\"\n"
+        )),
+        "{toml}"
+    );
+    let policy = dir.join("trust.toml");
+    std::fs::write(&policy, &toml).unwrap();
+    let policy = policy.to_str().unwrap();
+    let out = pw(&["check", "--policy", policy, pickle]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        pw(&["scan", "--policy", policy, pickle]).status.code(),
+        Some(0)
+    );
+    // data's globals are kept, and what data refuses stays refused.
+    let out = pw(&[
+        "check",
+        "--policy",
+        policy,
+        "tests/corpus/good/mixed_bag.p2.c.pkl",
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    let out = pw(&[
+        "check",
+        "--policy",
+        policy,
+        "tests/corpus/hostile/global-os.system-GLOBAL_REDUCE.pkl",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("by policy \"data-trusted\""), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// The text report: a refusal's message names the offset the report gives (a joblib pickle

@@ -65,7 +65,7 @@ enum Command {
         "  picklewarden scan tests/corpus/models\n",
         "  picklewarden scan --format json model.pt\n",
         "  picklewarden scan --format sarif checkpoints/ > scan.sarif\n",
-        "  picklewarden scan --trust downloaded.pt >> my-policy.toml\n\n",
+        "  picklewarden scan --trust data.pkl > trusted.toml   # then check --policy ./trusted.toml\n\n",
         "Built-in policies: torch (torch.load(weights_only=True)'s allowlist, storages checked)\n",
         "for torch files, numpy for npy, npz and joblib, data for plain pickles. A zip archive\n",
         "is read through its directory: the storages of a checkpoint are not read.\n\n",
