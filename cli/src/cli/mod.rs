@@ -123,10 +123,11 @@ enum Command {
     /// Run a Mitogen child behind the filter: stdin is relayed unchanged, the child's stdout
     /// passes the bootstrap handshake and then every frame is validated before it is relayed.
     #[command(after_help = concat!(
-        "Examples:\n",
-        "  picklewarden guard -- python3\n",
-        "  # in a Mitogen parent:\n",
+        "Examples (the command a Mitogen parent starts; run by hand, guard waits for the\n",
+        "parent's bootstrap handshake on stdin):\n",
+        "  # in the parent's Python:\n",
         "  #   router.local(python_path=[\"picklewarden\", \"guard\", \"--\", \"python3\"])\n",
+        "  picklewarden guard -- python3\n",
         "  picklewarden guard --capture /tmp/cap --policy mitogen-plus -- python3\n\n",
         "Exit status:\n",
         "  the child's exit status when its stdout ends cleanly after the handshake\n",
