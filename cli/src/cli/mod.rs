@@ -189,8 +189,8 @@ pub(crate) struct Common {
     stream: bool,
     /// Allow bytes after the pickle's STOP (padding or a newline at the end of a file, as
     /// numpy payloads from Python 2 have); they are left unread, and their offset and length
-    /// reported (on standard error, in typed JSON as `trailing`, in `scan`'s report). Without
-    /// it they are refused (trailing_data).
+    /// reported (on standard error, in typed JSON as `trailing`, in `scan-pickle`'s report).
+    /// Without it they are refused (trailing_data).
     #[arg(long, conflicts_with = "stream")]
     allow_trailing: bool,
     /// Out-of-band buffer for NEXT_BUFFER (protocol 5), in order (repeatable).
