@@ -394,6 +394,44 @@ fn help_has_examples_and_exit_status() {
         assert!(help.contains("Examples:"), "{sub}");
         assert!(help.contains("Exit status:"), "{sub}");
     }
+    // `--policy` names every built-in policy, taken from the library's list.
+    for sub in ["check", "decode", "scan-pickle", "filter", "guard"] {
+        let help = text(&run(&[sub, "--help"], None).stdout);
+        for name in picklewarden::policy::BUILTIN_POLICIES {
+            assert!(help.contains(name), "{sub} --help lacks {name}:\n{help}");
+        }
+    }
+    // The top-level help lists the subcommands that exist, and no other.
+    let help = text(&run(&["--help"], None).stdout);
+    assert!(
+        help.contains("(check, decode, scan, convert, scan-pickle, dis, filter, guard)"),
+        "{help}"
+    );
+}
+
+/// `check` on a model file says which command reads it.
+#[test]
+fn check_points_model_files_at_scan() {
+    for file in [
+        "tests/corpus/models/good/state_dict.pt",
+        "tests/corpus/models/hostile/os_system.bz2.joblib",
+    ] {
+        let out = run(&["check", file], None);
+        assert_eq!(out.status.code(), Some(1), "{file}");
+        let err = text(&out.stderr);
+        assert!(
+            err.contains("refused (malformed, not_a_pickle): not a pickle"),
+            "{err}"
+        );
+        assert!(
+            err.trim_end()
+                .ends_with("(use `picklewarden scan` for model files)"),
+            "{err}"
+        );
+    }
+    // A plain pickle's refusal gets no such hint.
+    let err = text(&run(&["check", HOSTILE], None).stderr);
+    assert!(!err.contains("picklewarden scan"), "{err}");
 }
 
 /// Typed JSON orders a set's items by a key written from each item on its own: a set of

@@ -180,7 +180,130 @@ fn scan_sarif_and_trust() {
     let toml = String::from_utf8(out.stdout).unwrap();
     assert!(toml.contains("# WARNING: posix.system runs code"), "{toml}");
     assert!(toml.contains("at offset 0xe9"), "{toml}");
-    let with_name = format!("name = \"trusted\"\n{toml}");
-    let p = picklewarden::Policy::from_toml_str(&with_name).unwrap();
-    assert!(p.find("__builtin__", "eval").is_some());
+    // A complete policy: torch's, renamed, with the code-running globals left out.
+    let p = picklewarden::Policy::from_toml_str(&toml).unwrap();
+    assert_eq!(p.name, "torch-trusted");
+    assert!(p.find("torch._utils", "_rebuild_tensor_v2").is_some());
+    assert!(p.find("__builtin__", "eval").is_none());
+    assert!(p.find("posix", "system").is_none());
+    assert!(
+        toml.contains("\n# module = \"posix\"\n# name = \"system\"\n"),
+        "{toml}"
+    );
+}
+
+/// `scan --trust FILE > trust.toml`, then `check --policy trust.toml FILE` and
+/// `scan --policy trust.toml FILE`: the policy loads and accepts the file it was made from,
+/// and still refuses what `data` refuses.
+#[test]
+fn trust_output_is_a_policy_that_accepts_its_file() {
+    let dir = std::env::temp_dir().join(format!("pw-trust-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    // Point(3, 4) as a class whose __reduce__ returns (myapp.Point, (3, 4)), protocol 2.
+    let pickle = dir.join("point.pkl");
+    std::fs::write(&pickle, b"\x80\x02cmyapp\nPoint\nK\x03K\x04\x86R.").unwrap();
+    let pickle = pickle.to_str().unwrap();
+    let out = pw(&["scan", "--trust", pickle]);
+    assert_eq!(out.status.code(), Some(1), "the scan refused it");
+    let toml = String::from_utf8(out.stdout).unwrap();
+    assert!(toml.contains("\nname = \"data-trusted\"\n"), "{toml}");
+    assert!(
+        toml.contains(&format!(
+            "# needed by {pickle} at offset 0x2\n[[global]]\nmodule = \"myapp\"\nname = \
+             \"Point\"\nconstructor = \"record\"\n"
+        )),
+        "{toml}"
+    );
+    let policy = dir.join("trust.toml");
+    std::fs::write(&policy, &toml).unwrap();
+    let policy = policy.to_str().unwrap();
+    let out = pw(&["check", "--policy", policy, pickle]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        pw(&["scan", "--policy", policy, pickle]).status.code(),
+        Some(0)
+    );
+    // data's globals are kept, and what data refuses stays refused.
+    let out = pw(&[
+        "check",
+        "--policy",
+        policy,
+        "tests/corpus/good/mixed_bag.p2.c.pkl",
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    let out = pw(&[
+        "check",
+        "--policy",
+        policy,
+        "tests/corpus/hostile/global-os.system-GLOBAL_REDUCE.pkl",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("by policy \"data-trusted\""), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The text report: a refusal's message names the offset the report gives (a joblib pickle
+/// is checked with its arrays' bytes taken out, yet both name the offset in the file's
+/// pickle), an entry's offset follows a comma, and each global's row shows its offset in hex
+/// with `0x`, as the messages do.
+#[test]
+fn scan_text_offsets_agree_with_the_message() {
+    let out = pw(&["scan", "tests/corpus/models/hostile/os_system.bz2.joblib"]);
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(
+            "(global_not_allowed in decompressed, offset 0x126: global posix.system is not \
+             allowed by policy \"numpy\" at offset 294 (0x126, opcode 0x93 STACK_GLOBAL))"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("\n         0x126  decompressed: posix.system  NOT ALLOWED  (runs code)\n"),
+        "{text}"
+    );
+    // The same offset in the JSON report's finding and global.
+    let out = pw(&[
+        "scan",
+        "--format",
+        "json",
+        "tests/corpus/models/hostile/os_system.none.joblib",
+    ]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let file = &v["files"][0];
+    assert_eq!(file["reason"]["offset"], 294);
+    let message = file["reason"]["message"].as_str().unwrap();
+    assert!(message.contains("at offset 294 (0x126,"), "{message}");
+    let system = file["globals"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["name"] == "system")
+        .unwrap();
+    assert_eq!(system["offset"], 294);
+
+    let out = pw(&[
+        "scan",
+        "tests/corpus/models/hostile/object_array_os_system.joblib",
+        "tests/corpus/models/hostile/objects_os_system.npz",
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("(global_not_allowed in array 1 at 0xe2, offset 0xa3: global posix.system"),
+        "{text}"
+    );
+    assert!(
+        text.contains("(global_not_allowed in bad.npy, offset 0xa0: global posix.system"),
+        "{text}"
+    );
+    assert!(
+        text.contains("\n          0xa0  bad.npy: posix.system  NOT ALLOWED  (runs code)\n"),
+        "{text}"
+    );
 }

@@ -8,8 +8,10 @@ constructors, every resource is bounded, and every refusal is a ``RefusedError``
     picklewarden.loads(pickle.dumps({"a": [1, 2.5, b"x"]}))   # plain data comes back as is
     picklewarden.loads(evil)        # raises picklewarden.RefusedError: global os.system ...
 
-Objects of classes (records) come back as inert ``picklewarden.Record`` values unless the
-caller names the class: ``loads(data, classes={"geometry.Point": Point})``.
+A class the policy does not list is refused like any other global. Allowed in the policy
+(``Policy("data").allow("geometry", "Point")``), its objects come back as inert
+``picklewarden.Record`` values; named by the caller (``loads(data,
+classes={"geometry.Point": Point})``), as instances of the class.
 """
 
 import os as _os

@@ -15,7 +15,10 @@ class RefusedError(pickle.UnpicklingError):
 
     A subclass of ``pickle.UnpicklingError``, so code written for ``pickle.loads`` catches it.
     The message is the one the ``picklewarden`` command prints, e.g.
-    ``global os.system is not allowed by policy "data" at offset 0 (0x0, opcode 0x63 GLOBAL)``.
+    ``global os.system is not allowed by policy "data" at offset 0 (0x0, opcode 0x63 GLOBAL)``,
+    and for a refusal the caller can lift a hint in this package's terms, as the command adds
+    one in its own: for ``global_not_allowed``, ``Policy(...).allow(module, name)`` (a
+    ``Record``) or ``classes={"module.Name": cls}``; for ``trailing_data``, ``loads_stream``.
 
     Attributes:
         kind: the refusal's kind, e.g. ``"global_not_allowed"`` (docs/errors.md lists them).
@@ -67,11 +70,26 @@ _VALUE_KINDS = frozenset(["invalid_number", "version_dependent_number", "invalid
 _TYPE_KINDS = frozenset(["type_mismatch", "unhashable_key"])
 
 
+def _hint(message, kind):
+    """What to do about a refusal, in this package's terms (as the command-line tool adds its
+    options' names), or "" when there is nothing to say."""
+    if kind == "global_not_allowed" and message.startswith("global "):
+        dotted = message[len("global "):].split(" is not allowed", 1)[0]
+        return (" (to accept it: policy=picklewarden.Policy(...).allow(module, name) returns "
+                "it as a picklewarden.Record; classes={\"%s\": cls} rebuilds it as your "
+                "class)" % dotted)
+    if kind == "trailing_data":
+        return (" (several pickles one after another? picklewarden.loads_stream reads them "
+                "all)")
+    return ""
+
+
 def refused(message, kind=None, category=None, offset=None, opcode=None, opcode_byte=None,
             limit=None):
     """The RefusedError for a refusal, of the subclass that is also the built-in exception
     ``pickle.loads`` raises for such input (so ``except EOFError`` around a read loop keeps
-    working)."""
+    working). The message gets a hint for the refusals a caller can lift (``_hint``)."""
+    message += _hint(message, kind)
     if kind in _EOF_KINDS:
         cls = RefusedEOFError
     elif kind in _VALUE_KINDS:
@@ -223,5 +241,6 @@ class ScanResult:
         return [g for g in self.globals if not g.allowed]
 
     def __repr__(self):
-        return "ScanResult(globals=%r, error=%r, protocol=%d)" % (self.globals, self.error,
-                                                                  self.protocol)
+        # ``refused`` first: ``error`` is None for a scan that found refused globals.
+        return "ScanResult(refused=%d, error=%r, protocol=%d, globals=%r)" % (
+            len(self.refused), self.error, self.protocol, self.globals)

@@ -108,7 +108,13 @@ def test_refused_error_fields():
     assert err.opcode == "GLOBAL" and err.opcode_byte == 0x63
     assert err.limit is None
     assert str(err) == ('global os.system is not allowed by policy "data" at offset 0 '
-                        '(0x0, opcode 0x63 GLOBAL)')
+                        '(0x0, opcode 0x63 GLOBAL) (to accept it: '
+                        'policy=picklewarden.Policy(...).allow(module, name) returns it as a '
+                        'picklewarden.Record; classes={"os.system": cls} rebuilds it as your '
+                        'class)')
+    # Pickled and read back, the message keeps one hint.
+    again = pickle.loads(pickle.dumps(err))
+    assert str(again) == str(err) and again.kind == err.kind
 
 
 def test_limit_error_names_the_limit():
@@ -137,6 +143,11 @@ def test_trailing_data_refused():
     with pytest.raises(picklewarden.RefusedError) as e:
         picklewarden.loads(pickle.dumps(1) + b"x")
     assert e.value.kind == "trailing_data"
+    with pytest.raises(picklewarden.RefusedError) as e:
+        picklewarden.loads(pickle.dumps(1) + b"\n")
+    assert str(e.value) == ("trailing data after STOP at offset 5 (0x5, byte 0x0a) (several pickles one "
+                            "after another? picklewarden.loads_stream reads them all)")
+    assert picklewarden.loads_stream(pickle.dumps(1) + pickle.dumps(2)) == [1, 2]
 
 
 class Point:
@@ -167,6 +178,22 @@ def test_records_inert_without_classes():
     assert (rec.module, rec.name, rec.kind) == (__name__, "Point", "newobj")
     assert rec.args == () and rec.state == {"x": 1, "y": [2]}
     assert rec.listitems == [] and rec.dictitems == []
+
+
+def test_unlisted_class_is_refused_with_the_ways_to_allow_it():
+    data = pickle.dumps(Point(1, 2), 2)
+    with pytest.raises(picklewarden.RefusedError) as e:
+        picklewarden.loads(data)
+    assert e.value.kind == "global_not_allowed"
+    msg = str(e.value)
+    assert msg.startswith('global %s.Point is not allowed by policy "data"' % __name__), msg
+    assert 'classes={"%s.Point": cls}' % __name__ in msg, msg
+    assert "Policy(...).allow(module, name)" in msg, msg
+    # Each way the hint names works: a Record, or the class itself.
+    rec = picklewarden.loads(data, policy=picklewarden.Policy("data").allow(__name__, "Point"))
+    assert isinstance(rec, picklewarden.Record) and rec.state == {"x": 1, "y": 2}
+    p = picklewarden.loads(data, classes={__name__ + ".Point": Point})
+    assert type(p) is Point and (p.x, p.y) == (1, 2)
 
 
 def test_classes_rebuild_like_pickle():
@@ -262,6 +289,10 @@ def test_scan_goes_on_past_refused_globals():
     assert {g.name for g in res.refused} == {"Point", "WithSetstate"}
     offsets = [g.offset for g in res.globals]
     assert offsets == sorted(offsets)
+    # The repr says what was refused first: `error=None` alone would read as clean.
+    assert repr(res).startswith("ScanResult(refused=2, error=None, protocol=2, globals=["), repr(res)
+    assert repr(picklewarden.scan(pickle.dumps(1, 2))) == (
+        "ScanResult(refused=0, error=None, protocol=2, globals=[])")
 
 
 def test_load_from_file_and_stream():

@@ -427,6 +427,9 @@ pub(crate) struct Report<'p> {
     pub(crate) limits: ModelLimits,
     format: Format,
     refused: Vec<Finding>,
+    /// The pickle refusals among `refused` (by index), kept so that [`Report::map_offsets`]
+    /// can write their messages again with the mapped offset.
+    errors: Vec<(usize, Error)>,
     incomplete: Vec<Finding>,
     globals: Vec<GlobalUse>,
     pickles: Vec<String>,
@@ -440,6 +443,7 @@ impl<'p> Report<'p> {
             limits,
             format,
             refused: Vec::new(),
+            errors: Vec::new(),
             incomplete: Vec::new(),
             globals: Vec::new(),
             pickles: Vec::new(),
@@ -490,6 +494,7 @@ impl<'p> Report<'p> {
             Category::PolicyDenied => "policy_denied",
             Category::Io => "io",
         };
+        self.errors.push((self.refused.len(), e.clone()));
         self.refused.push(Finding {
             kind: e.kind().name().to_owned(),
             category,
@@ -502,6 +507,9 @@ impl<'p> Report<'p> {
     /// Takes in what a report made beside this one found (pickles of a part checked under
     /// another policy).
     pub(crate) fn absorb(&mut self, other: Report<'_>) {
+        let base = self.refused.len();
+        self.errors
+            .extend(other.errors.into_iter().map(|(i, e)| (base + i, e)));
         self.refused.extend(other.refused);
         self.incomplete.extend(other.incomplete);
         self.globals.extend(other.globals);
@@ -583,13 +591,23 @@ impl<'p> Report<'p> {
     }
 
     /// Maps every offset found so far (globals, findings) through `f`: a pickle checked with
-    /// spans taken out reports offsets of the original.
+    /// spans taken out reports offsets of the original. `f` never moves an offset back (the
+    /// spans were taken out before it).
     pub(crate) fn map_offsets(&mut self, f: impl Fn(u64) -> u64) {
         for g in &mut self.globals {
             g.offset = f(g.offset);
         }
         for x in self.refused.iter_mut().chain(&mut self.incomplete) {
             x.offset = x.offset.map(&f);
+        }
+        // A pickle refusal's message names its offset: written again with the mapped one, so
+        // that the message and the finding's offset agree.
+        for (i, e) in &mut self.errors {
+            let at = e.offset();
+            *e = e.clone().shifted(f(at).saturating_sub(at));
+            if let Some(x) = self.refused.get_mut(*i) {
+                x.message = e.to_string();
+            }
         }
     }
 

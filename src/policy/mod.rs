@@ -107,8 +107,10 @@ const MITOGEN_PLUS_TOML: &str = include_str!("../../policy/mitogen-plus.toml");
 const TORCH_TOML: &str = include_str!("../../policy/torch.toml");
 const NUMPY_TOML: &str = include_str!("../../policy/numpy.toml");
 
-/// The built-in policy file `name`'s text.
-fn builtin_toml(name: &str) -> Option<&'static str> {
+/// The text of the built-in policy file `policy/NAME.toml` (names: [`BUILTIN_POLICIES`]), or
+/// `None` for a name that is not one: the base a tool extends into a policy file of its own
+/// (`picklewarden scan --trust`).
+pub fn builtin_toml(name: &str) -> Option<&'static str> {
     Some(match name {
         "data" => DATA_TOML,
         "strict" => STRICT_TOML,

@@ -34,11 +34,20 @@ pub(crate) enum OnReject {
     Drop,
 }
 
+/// The help of `filter`'s and `guard`'s `--policy`, with the built-in names taken from the
+/// library's list.
+fn policy_help() -> String {
+    format!(
+        "Policy: a built-in name ({}) or a TOML policy file",
+        picklewarden::policy::BUILTIN_POLICIES.join(", ")
+    )
+}
+
 /// Options shared by `filter` and `guard`.
 #[derive(Args, Debug)]
 pub(crate) struct FrameOpts {
-    /// Policy: a built-in name (mitogen, mitogen-plus, data, strict) or a TOML policy file.
-    #[arg(long, default_value = "mitogen", value_name = "NAME|FILE")]
+    /// Policy: a built-in name or a TOML policy file (help text: [`policy_help`]).
+    #[arg(long, default_value = "mitogen", value_name = "NAME|FILE", help = policy_help())]
     pub(crate) policy: String,
     /// Override one limit of the policy (repeatable), e.g. `max_nesting_depth=100`.
     #[arg(long = "limit", value_name = "NAME=VALUE")]

@@ -65,7 +65,7 @@ enum Command {
         "  picklewarden scan tests/corpus/models\n",
         "  picklewarden scan --format json model.pt\n",
         "  picklewarden scan --format sarif checkpoints/ > scan.sarif\n",
-        "  picklewarden scan --trust downloaded.pt >> my-policy.toml\n\n",
+        "  picklewarden scan --trust data.pkl > trusted.toml   # then check --policy ./trusted.toml\n\n",
         "Built-in policies: torch (torch.load(weights_only=True)'s allowlist, storages checked)\n",
         "for torch files, numpy for npy, npz and joblib, data for plain pickles. A zip archive\n",
         "is read through its directory: the storages of a checkpoint are not read.\n\n",
@@ -123,10 +123,11 @@ enum Command {
     /// Run a Mitogen child behind the filter: stdin is relayed unchanged, the child's stdout
     /// passes the bootstrap handshake and then every frame is validated before it is relayed.
     #[command(after_help = concat!(
-        "Examples:\n",
-        "  picklewarden guard -- python3\n",
-        "  # in a Mitogen parent:\n",
+        "Examples (the command a Mitogen parent starts; run by hand, guard waits for the\n",
+        "parent's bootstrap handshake on stdin):\n",
+        "  # in the parent's Python:\n",
         "  #   router.local(python_path=[\"picklewarden\", \"guard\", \"--\", \"python3\"])\n",
+        "  picklewarden guard -- python3\n",
         "  picklewarden guard --capture /tmp/cap --policy mitogen-plus -- python3\n\n",
         "Exit status:\n",
         "  the child's exit status when its stdout ends cleanly after the handshake\n",
@@ -166,10 +167,8 @@ enum Command {
 /// Options shared by `check` and `decode`.
 #[derive(Args, Debug)]
 pub(crate) struct Common {
-    /// Policy: a built-in name (data, strict, mitogen, mitogen-plus) or a TOML policy file
-    /// (a built-in name wins: `./data` names a file) [default: data; for `decode --mitogen`,
-    /// mitogen].
-    #[arg(long, value_name = "NAME|FILE")]
+    /// Policy: a built-in name or a TOML policy file (help text: [`policy_help`]).
+    #[arg(long, value_name = "NAME|FILE", help = policy_help())]
     policy: Option<String>,
     /// Override one limit, e.g. `max_nesting_depth=100` or `max_input_bytes=64M`
     /// (repeatable). Names: max_input_bytes, max_nesting_depth, max_stack_len,
@@ -190,8 +189,8 @@ pub(crate) struct Common {
     stream: bool,
     /// Allow bytes after the pickle's STOP (padding or a newline at the end of a file, as
     /// numpy payloads from Python 2 have); they are left unread, and their offset and length
-    /// reported (on standard error, in typed JSON as `trailing`, in `scan`'s report). Without
-    /// it they are refused (trailing_data).
+    /// reported (on standard error, in typed JSON as `trailing`, in `scan-pickle`'s report).
+    /// Without it they are refused (trailing_data).
     #[arg(long, conflicts_with = "stream")]
     allow_trailing: bool,
     /// Out-of-band buffer for NEXT_BUFFER (protocol 5), in order (repeatable).
@@ -201,6 +200,15 @@ pub(crate) struct Common {
     /// terminal).
     #[arg(value_name = "FILE|-")]
     input: Option<PathBuf>,
+}
+
+/// The help of `--policy`, with the built-in names taken from the library's list.
+fn policy_help() -> String {
+    format!(
+        "Policy: a built-in name ({}) or a TOML policy file (a built-in name wins: `./data` \
+         names a file) [default: data; for `decode --mitogen`, mitogen]",
+        picklewarden::policy::BUILTIN_POLICIES.join(", ")
+    )
 }
 
 impl Common {
@@ -411,6 +419,15 @@ fn report_refusal(common: &Common, e: &Error) {
         picklewarden::ErrorKind::TrailingData if !common.stream => {
             " (several pickles one after another? --stream reads them all; padding after the \
              pickle? --allow-trailing leaves it unread)"
+        }
+        // A model file (torch zip, npy, a compressed joblib file) is read by `scan`, which
+        // knows its container.
+        picklewarden::ErrorKind::NotAPickle { looks_like, .. }
+            if looks_like.starts_with("a zip archive")
+                || looks_like.starts_with("a NumPy")
+                || looks_like.ends_with("-compressed data") =>
+        {
+            " (use `picklewarden scan` for model files)"
         }
         _ => "",
     };

@@ -3,7 +3,7 @@
 //! checked under its format's built-in policy (or `--policy`), in parallel across files.
 //! For each file: its format, its verdict (clean, refused, incomplete), the reason, and every
 //! global its pickles name with the offset and whether the policy allows it. `--trust` prints
-//! instead the policy entries a user would add to accept what was refused.
+//! instead a policy file that would accept what was refused.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -47,9 +47,10 @@ pub(crate) struct Opts {
     /// built-in policy of each file's format (torch, numpy, data).
     #[arg(long, value_name = "NAME|FILE")]
     policy: Option<String>,
-    /// Print the policy entries (TOML) that would accept what was refused, each with the
-    /// files and offsets that need it and a warning on globals known to run code, instead of
-    /// the report.
+    /// Print, instead of the report, a complete policy file (TOML) that would accept what was
+    /// refused: the policy the files were checked under plus a `record` entry for each refused
+    /// global, with the files and offsets that need it; a global known to run code is left
+    /// commented out, under a warning.
     #[arg(long)]
     trust: bool,
     /// Files scanned at once [default: the number of CPUs].
@@ -89,7 +90,8 @@ fn scan_all(opts: &Opts) -> Result<ExitCode, Fatal> {
     let outcomes = scan_parallel(&files, opts, &options);
     let mut out = io::stdout().lock();
     let written = if opts.trust {
-        out.write_all(trust_toml(&files, &outcomes).as_bytes())
+        let base = trust_base(opts.policy.as_deref(), &outcomes)?;
+        out.write_all(trust_toml(&files, &outcomes, &base).as_bytes())
     } else {
         match opts.format {
             OutFormat::Text => out.write_all(text_report(&files, &outcomes).as_bytes()),
@@ -286,14 +288,16 @@ fn text_report(files: &[PathBuf], outcomes: &[Outcome]) -> String {
                     path.display()
                 );
                 if let Some(f) = &r.reason {
-                    let at = match f.offset {
-                        Some(o) => format!(" at {o:#x}"),
-                        None => String::new(),
+                    // `in ENTRY, offset 0x..` (an entry's name may itself end in `at 0x..`).
+                    let at = match (f.entry.is_empty(), f.offset) {
+                        (true, Some(o)) => format!(" at {o:#x}"),
+                        (false, Some(o)) => format!(", offset {o:#x}"),
+                        (_, None) => String::new(),
                     };
                     let entry = if f.entry.is_empty() {
                         String::new()
                     } else {
-                        format!(" in {}", f.entry)
+                        format!(" in {}", shown_entry(&f.entry))
                     };
                     let _ = write!(s, "  ({}{entry}{at}: {})", f.kind, f.message);
                 }
@@ -302,12 +306,12 @@ fn text_report(files: &[PathBuf], outcomes: &[Outcome]) -> String {
                     for g in &r.globals {
                         let _ = writeln!(
                             s,
-                            "    {:>8x}  {}{}.{}  {}{}",
-                            g.offset,
+                            "    {:>10}  {}{}.{}  {}{}",
+                            format!("{:#x}", g.offset),
                             if g.entry.is_empty() {
                                 String::new()
                             } else {
-                                format!("{}: ", g.entry)
+                                format!("{}: ", shown_entry(&g.entry))
                             },
                             g.module,
                             g.name,
@@ -329,6 +333,12 @@ fn text_report(files: &[PathBuf], outcomes: &[Outcome]) -> String {
         unreadable
     );
     s
+}
+
+/// An entry's name as the text report shows it: an npz member's pickle is named
+/// `MEMBER:` in the JSON report, shown as `MEMBER` before the `: ` or `, offset` that follows.
+fn shown_entry(entry: &str) -> &str {
+    entry.strip_suffix(':').unwrap_or(entry)
 }
 
 fn sarif_report(files: &[PathBuf], outcomes: &[Outcome]) -> Value {
@@ -403,14 +413,54 @@ fn sarif_report(files: &[PathBuf], outcomes: &[Outcome]) -> Value {
     })
 }
 
-/// The TOML a user would add to a policy to accept what was refused: one `[[global]]` per
-/// refused global (as a `record`, which runs nothing), with comments naming each file, pickle
-/// and offset that needs it, and a warning on globals known to run code.
-fn trust_toml(files: &[PathBuf], outcomes: &[Outcome]) -> String {
+/// The policy `--trust` extends: its name and its TOML text. `--policy`'s (a built-in one or
+/// the file), else the built-in policy the first refused file was checked under (`data` when
+/// none was refused).
+struct TrustBase {
+    name: String,
+    text: String,
+}
+
+fn trust_base(policy: Option<&str>, outcomes: &[Outcome]) -> Result<TrustBase, Fatal> {
+    let checked_under = outcomes
+        .iter()
+        .filter_map(|o| match o {
+            Outcome::Report(r) if r.verdict == Verdict::Refused => Some(r.policy.as_str()),
+            _ => None,
+        })
+        .next();
+    let name = policy.or(checked_under).unwrap_or("data");
+    if let Some(text) = picklewarden::policy::builtin_toml(name) {
+        return Ok(TrustBase {
+            name: name.to_owned(),
+            text: text.to_owned(),
+        });
+    }
+    let text = std::fs::read_to_string(name)
+        .map_err(|e| Fatal(format!("cannot read policy {name}: {e}")))?;
+    let parsed =
+        picklewarden::Policy::from_toml_str(&text).map_err(|e| Fatal(format!("{name}: {e}")))?;
+    Ok(TrustBase {
+        name: parsed.name,
+        text,
+    })
+}
+
+/// A complete policy file that accepts what was refused: `base`'s text (its top-level `name`
+/// and `description` replaced) plus one `[[global]]` per refused global (as a `record`, which
+/// runs nothing), with comments naming each file, pickle and offset that needs it. A global
+/// known to run code is written commented out, under a warning. Files refused under another
+/// policy than `base`'s are named in a comment, their globals left out.
+fn trust_toml(files: &[PathBuf], outcomes: &[Outcome], base: &TrustBase) -> String {
     let mut needed: BTreeMap<(String, String), (bool, Vec<String>)> = BTreeMap::new();
     let mut other = Vec::new();
+    let mut elsewhere = Vec::new();
     for (path, o) in files.iter().zip(outcomes) {
         let Outcome::Report(r) = o else { continue };
+        if r.verdict == Verdict::Refused && r.policy != base.name {
+            elsewhere.push(format!("{} (policy {:?})", path.display(), r.policy));
+            continue;
+        }
         for g in r.globals.iter().filter(|g| !g.allowed) {
             let e = needed
                 .entry((g.module.clone(), g.name.clone()))
@@ -418,7 +468,7 @@ fn trust_toml(files: &[PathBuf], outcomes: &[Outcome]) -> String {
             let entry = if g.entry.is_empty() {
                 String::new()
             } else {
-                format!(" {}", g.entry)
+                format!(" {}", shown_entry(&g.entry))
             };
             e.1.push(format!(
                 "{}{entry} at offset {:#x}",
@@ -432,32 +482,59 @@ fn trust_toml(files: &[PathBuf], outcomes: &[Outcome]) -> String {
             }
         }
     }
-    let mut s = String::from(
-        "# Policy entries that would accept the globals these files name (picklewarden scan \
-         --trust).\n# Each is a record: picklewarden keeps the call as data and runs nothing; \
-         trusting it\n# means trusting whatever program loads these files to call it.\n",
+    let mut s = format!(
+        "# A policy made by `picklewarden scan --trust`: policy {:?} and the globals these \
+         files name\n# that it refused. Use it with `picklewarden check --policy FILE` or \
+         `picklewarden scan --policy FILE`.\n# Each added global is a record: picklewarden keeps \
+         the call as data and runs nothing;\n# trusting it means trusting whatever program \
+         loads these files to call it.\n",
+        base.name
     );
+    let _ = writeln!(s, "name = {}", toml_str(&format!("{}-trusted", base.name)));
+    let _ = writeln!(
+        s,
+        "description = {}",
+        toml_str(&format!(
+            "{} and the globals picklewarden scan --trust listed",
+            base.name
+        ))
+    );
+    let _ = writeln!(s, "\n# ---- policy {:?} ----", base.name);
+    // Top-level keys come before the first table (`[limits]`, `[[global]]`, ...).
+    let mut top_level = true;
+    for line in base.text.lines() {
+        top_level &= !line.trim_start().starts_with('[');
+        if !(top_level && (is_top_key(line, "name") || is_top_key(line, "description"))) {
+            s.push_str(line);
+            s.push('\n');
+        }
+    }
+    let _ = writeln!(s, "\n# ---- the globals these files need ----");
     for ((module, name), (runs_code, wheres)) in &needed {
         s.push('\n');
-        if *runs_code {
-            let _ = writeln!(
-                s,
-                "# WARNING: {module}.{name} runs code or touches the system when called: a file \
-                 that needs it is\n# almost certainly an attack. Do not add it."
-            );
-        }
         for w in wheres.iter().take(20) {
             let _ = writeln!(s, "# needed by {w}");
         }
         if wheres.len() > 20 {
             let _ = writeln!(s, "# ... and {} more", wheres.len() - 20);
         }
-        let _ = writeln!(
-            s,
+        let entry = format!(
             "[[global]]\nmodule = {}\nname = {}\nconstructor = \"record\"",
             toml_str(module),
             toml_str(name)
         );
+        if *runs_code {
+            let _ = writeln!(
+                s,
+                "# WARNING: {module}.{name} runs code or touches the system when called: a file \
+                 that needs it is\n# almost certainly an attack. Left out; do not add it."
+            );
+            for line in entry.lines() {
+                let _ = writeln!(s, "# {line}");
+            }
+        } else {
+            let _ = writeln!(s, "{entry}");
+        }
     }
     if !other.is_empty() {
         s.push_str("\n# Refusals no policy entry can lift:\n");
@@ -465,7 +542,22 @@ fn trust_toml(files: &[PathBuf], outcomes: &[Outcome]) -> String {
             let _ = writeln!(s, "# {}", o.replace('\n', " "));
         }
     }
+    if !elsewhere.is_empty() {
+        s.push_str(
+            "\n# Refused under another policy (run `picklewarden scan --trust` on them alone):\n",
+        );
+        for o in elsewhere {
+            let _ = writeln!(s, "# {o}");
+        }
+    }
     s
+}
+
+/// Whether `line` sets the top-level key `key` (`key = ...`), as a policy file's `name` and
+/// `description` lines do.
+fn is_top_key(line: &str, key: &str) -> bool {
+    line.strip_prefix(key)
+        .is_some_and(|rest| rest.trim_start().starts_with('='))
 }
 
 /// A TOML basic string.
