@@ -779,4 +779,40 @@ fn keys_set_into_a_record_are_counted() {
     let state_dict = od(&texts);
     let doc = Decoder::new(&state_dict, &policy).decode();
     assert!(doc.is_ok(), "{:?}", doc.err());
+    // A 512 KiB text set as a key, then an equal text (another object, memoized) set again
+    // 40,000 times through BINGET (1.2 MB): CPython compares the two whole at each insertion
+    // (A72 through a record). Refused by max_key_steps_per_byte; set 20 times, accepted.
+    let long = vec![b'a'; 512 * 1024];
+    let equal_again = |times: usize| {
+        let mut body = Vec::new();
+        for _ in 0..2 {
+            body.push(b'X');
+            body.extend((long.len() as u32).to_le_bytes());
+            body.extend(&long);
+            body.push(b'N');
+        }
+        body.truncate(body.len() - 1);
+        body.extend_from_slice(b"q\x00N");
+        for _ in 0..times {
+            body.extend_from_slice(b"h\x00N");
+        }
+        od(&body)
+    };
+    let many = equal_again(40_000);
+    let Err(e) = Decoder::new(&many, &policy).decode() else {
+        panic!("a long text set again 40,000 times was accepted");
+    };
+    assert!(
+        matches!(
+            e.kind(),
+            ErrorKind::LimitExceeded {
+                limit: LimitName::MaxKeyStepsPerByte,
+                ..
+            }
+        ),
+        "{e}"
+    );
+    let few = equal_again(20);
+    let doc = Decoder::new(&few, &policy).decode();
+    assert!(doc.is_ok(), "{:?}", doc.err());
 }

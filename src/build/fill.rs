@@ -3,7 +3,7 @@
 use std::mem;
 
 use super::budget::ITEM_BYTES;
-use super::keys::reader::Container;
+use super::keys::reader::{text_size, Container};
 use super::machine::{internal, Machine};
 use crate::error::{ErrorKind, Result};
 use crate::limits::LimitName;
@@ -219,9 +219,32 @@ impl<'a, 'p> Machine<'a, 'p> {
         for pair in self.stack.get(start..).unwrap_or_default().chunks_exact(2) {
             if let &[k, _] = pair {
                 self.model_key(&ops, container, k, None, None, None)?;
+                self.model_record_text_key(k)?;
             }
         }
         Ok(())
+    }
+
+    /// Counts a text or bytes key given to a record that takes items as if it met an equal
+    /// key that is another object (`reader.rs` `text_size`: one step per 256 bytes beyond the
+    /// one `model_key` counts). Equal keys are not looked up here, and the memo can hand one
+    /// long text again and again while the record already holds an equal one: CPython then
+    /// compares the two whole at every insertion. An over-count for a long key set once.
+    fn model_record_text_key(&self, k: NodeId) -> Result<()> {
+        let len = match self.get(k) {
+            Ok(Value::Str(t)) => t.as_bytes().len(),
+            Ok(Value::Bytes(b)) => b.len(),
+            _ => return Ok(()),
+        };
+        let steps = text_size(len) - 1;
+        if steps == 0 {
+            return Ok(());
+        }
+        let Ok(mut m) = self.reader_keys.try_borrow_mut() else {
+            return Err(self.err(internal()));
+        };
+        m.add(steps, &self.limits, self.arena.input.len() as u64)
+            .map_err(|r| self.limit(r.limit, r.seen))
     }
 
     /// Runs the model of the reader's key work on what a record that takes items is called
@@ -253,6 +276,7 @@ impl<'a, 'p> Machine<'a, 'p> {
                 for &pair in items {
                     if let Ok(Value::Tuple([k, _]) | Value::List([k, _])) = self.get(pair) {
                         self.model_key(&ops, container, *k, None, None, None)?;
+                        self.model_record_text_key(*k)?;
                     }
                 }
             }
@@ -260,6 +284,7 @@ impl<'a, 'p> Machine<'a, 'p> {
                 count(pairs.len())?;
                 for &(k, _) in pairs {
                     self.model_key(&ops, container, k, None, None, None)?;
+                    self.model_record_text_key(k)?;
                 }
             }
             _ => {}

@@ -326,7 +326,7 @@ const TEXT_STEP_BYTES: u64 = 256;
 /// The size of a text or bytes value of `len` bytes ([`TEXT_STEP_BYTES`]): one step, and one
 /// more for each `TEXT_STEP_BYTES` bytes.
 #[inline]
-fn text_size(len: usize) -> u64 {
+pub(crate) fn text_size(len: usize) -> u64 {
     1 + len as u64 / TEXT_STEP_BYTES
 }
 
