@@ -38,7 +38,7 @@
 use std::hash::BuildHasher;
 
 use super::mix::splitmix64;
-use super::pyhash::{bigint_hash, float_hash, int_hash, FrozenSetHash, TupleHash};
+use super::pyhash::{bigint_hash, float_hash, int_hash, FrozenSetHash, OldTupleHash, TupleHash};
 use super::reader::counted;
 use super::{held_int, Acc, KeyOps, Unhashable, SHORT_BIG_INT_DIGITS, SMALL_TUPLE};
 use crate::value::{Fat, Node, NodeId, Value};
@@ -89,14 +89,14 @@ impl<S: BuildHasher> KeyOps<'_, '_, S> {
                 }
             }
             Some(Node::Tuple { start, len }) => {
-                let h = match self.flat_hash(start, len, true) {
+                let h = match self.flat_hash(k, start, len, true) {
                     Some(h) => h,
                     None => self.hash(k)?,
                 };
                 return Ok((self.index_mix(h), Some(h)));
             }
             Some(Node::FrozenSet { start, len }) => {
-                let h = match self.flat_hash(start, len, false) {
+                let h = match self.flat_hash(k, start, len, false) {
                     Some(h) => h,
                     None => self.hash(k)?,
                 };
@@ -133,7 +133,7 @@ impl<S: BuildHasher> KeyOps<'_, '_, S> {
     /// `(i, j)`, `(i, 'name')`); `None` for any other (the caller takes the general way). The
     /// same hash as [`KeyOps::hash`]'s, item by item (`hash_flat`, `hash_view`).
     #[inline]
-    fn flat_hash(&self, start: u32, len: u32, tuple: bool) -> Option<u64> {
+    fn flat_hash(&self, id: NodeId, start: u32, len: u32, tuple: bool) -> Option<u64> {
         let s = start as usize;
         let items = self.arena.items.get(s..s.checked_add(len as usize)?)?;
         if items.len() > SMALL_TUPLE {
@@ -144,6 +144,7 @@ impl<S: BuildHasher> KeyOps<'_, '_, S> {
         } else {
             Acc::Set(FrozenSetHash::new())
         };
+        let mut old = OldTupleHash::new(items.len());
         for &item in items {
             let h = match held_int(item) {
                 Some(i) => int_hash(i),
@@ -157,6 +158,12 @@ impl<S: BuildHasher> KeyOps<'_, '_, S> {
                 },
             };
             acc.add(h);
+            old.lane(h);
+        }
+        // A tuple's hash under CPython 3.7 and before, from the same item hashes, for the
+        // model ([`KeyOps::old_hash_of`]), as `KeyOps::hash` keeps it for a flat tuple.
+        if tuple {
+            self.keep_old(id, old.finish());
         }
         Some(acc.finish())
     }

@@ -491,11 +491,18 @@ impl<S: BuildHasher> KeyOps<'_, '_, S> {
             old.lane(h);
         }
         if tuple {
-            if let Some(Ok(mut c)) = self.cache.map(RefCell::try_borrow_mut) {
-                c.last_old = Some((id, old.finish()));
-            }
+            self.keep_old(id, old.finish());
         }
         Ok(Some(acc.finish()))
+    }
+
+    /// Keeps `old`, the hash under CPython 3.7 and before of the flat tuple `id`, as the last
+    /// one hashed ([`KeyOps::old_hash_of`]).
+    #[inline]
+    pub(crate) fn keep_old(&self, id: NodeId, old: u64) {
+        if let Some(Ok(mut c)) = self.cache.map(RefCell::try_borrow_mut) {
+            c.last_old = Some((id, old));
+        }
     }
 
     /// The hash under CPython 3.7 and before of the flat tuple `id`, when it is the last

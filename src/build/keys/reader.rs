@@ -318,6 +318,38 @@ fn flat_size<S: std::hash::BuildHasher>(ops: &KeyOps<'_, '_, S>, items: &[NodeId
     Some(size)
 }
 
+/// [`flat_size`] and [`chosen_items`] of `items` in one pass.
+#[inline]
+fn flat_size_chosen<S: std::hash::BuildHasher>(
+    ops: &KeyOps<'_, '_, S>,
+    items: &[NodeId],
+) -> Option<(u64, usize)> {
+    if items.len() > SMALL_TUPLE {
+        return None;
+    }
+    let (mut size, mut chosen) = (1u64, 0usize);
+    for &item in items {
+        size += match ops.arena.node(item) {
+            None if item.is_shared() => {
+                chosen += usize::from(item != NodeId::EMPTY_STR && item != NodeId::EMPTY_BYTES);
+                1
+            }
+            Some(Node::Int(_) | Node::Float(_)) => {
+                chosen += 1;
+                1
+            }
+            Some(
+                Node::Str { len, .. }
+                | Node::Surrogates { len, .. }
+                | Node::Bytes { len, .. }
+                | Node::Latin1 { len, .. },
+            ) => text_size(len as usize),
+            _ => return None,
+        };
+    }
+    Some((size, chosen))
+}
+
 /// Bytes of a text or bytes value that one step of the model stands for when CPython compares
 /// it with an equal text that is another object (`unicode_eq`, `bytes_richcompare`: a
 /// `memcmp` of the whole text, some 256 bytes in the time of one comparison of two items).
@@ -576,15 +608,22 @@ impl ReaderKeys {
                 true,
             ),
             Some(Node::Float(w)) => (0, 1, known.or_else(|| float_hash(w.get_f64())), true),
-            // A flat tuple whose hash the caller has, with fewer than two items whose CPython
-            // hash the peer can choose ([`chosen_items`]: no collision under the old tuple hash
-            // can be chosen there), counted without a view; others as
-            // [`ReaderKeys::insert_shape`] counts them.
+            // A flat tuple whose hash the caller has, counted without a view: with fewer than
+            // two items whose CPython hash the peer can choose ([`chosen_items`]: no collision
+            // under the old tuple hash can be chosen there) by its hash alone, else with the
+            // old hash `KeyOps::hash` kept for it; others as [`ReaderKeys::insert_shape`]
+            // counts them.
             Some(Node::Tuple { start, len }) if known.is_some() => {
-                let items = run_of(ops, start, len);
-                match flat_size(ops, items) {
-                    Some(size) if chosen_items(ops, items) < 2 => (size, size, known, true),
-                    _ => self.insert_shape(ops, k, known, &mut old_hash),
+                match flat_size_chosen(ops, run_of(ops, start, len)) {
+                    Some((size, chosen)) if chosen < 2 => (size, size, known, true),
+                    Some((size, _)) => match ops.old_hash_of(k) {
+                        Some(old) => {
+                            old_hash = Some(old);
+                            (size, size, known, true)
+                        }
+                        None => self.insert_shape(ops, k, known, &mut old_hash),
+                    },
+                    None => self.insert_shape(ops, k, known, &mut old_hash),
                 }
             }
             // A flat frozenset (items of one step, none a tuple): its hash is the same under
