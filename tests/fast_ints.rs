@@ -102,13 +102,13 @@ fn pickle(rng: &mut Rng) -> Vec<u8> {
     } else {
         let mut at = 0;
         while at < body.len() {
-            let len = match rng.below(5) {
+            let len = match rng.below(6) {
                 0 => body.len() - at,
                 // Frames that end between two opcodes (the run stops at the frame's end).
                 1 | 2 => cuts
                     .get(rng.below(cuts.len() as u64) as usize)
                     .map_or(1, |&c| c.saturating_sub(at).max(1)),
-                1 => rng.below(12) as usize + 1,
+                3 => rng.below(12) as usize + 1,
                 _ => rng.below(800) as usize + 1,
             }
             .min(body.len() - at);
