@@ -127,10 +127,8 @@ impl Heights {
     /// are all leaves (texts, ints): only the values are looked at.
     #[inline]
     pub(crate) fn filled_values(&mut self, target: NodeId, flat: &[NodeId]) {
-        self.fill(
-            target,
-            flat.chunks_exact(2).filter_map(|p| p.get(1).copied()),
-        );
+        let (pairs, _) = flat.as_chunks::<2>();
+        self.fill(target, pairs.iter().map(|&[_, v]| v));
     }
 
     /// [`Heights::fill`] for children that are all leaves (each past the last container
