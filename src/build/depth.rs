@@ -127,10 +127,29 @@ impl Heights {
     /// are all leaves (texts, ints): only the values are looked at.
     #[inline]
     pub(crate) fn filled_values(&mut self, target: NodeId, flat: &[NodeId]) {
-        self.fill(
-            target,
-            flat.chunks_exact(2).filter_map(|p| p.get(1).copied()),
-        );
+        let (pairs, _) = flat.as_chunks::<2>();
+        self.fill(target, pairs.iter().map(|&[_, v]| v));
+    }
+
+    /// [`Heights::fill`] for children that are all leaves (each past the last container
+    /// made, so none is `target`): the height of `target` becomes at least 2 when there is
+    /// `any` child. The same entry and the same give-up as `fill`, with no look at the
+    /// children's entries.
+    #[inline(always)]
+    fn fill_leaves(&mut self, target: NodeId, any: bool) {
+        let Some(e) = self.entries.get_mut(target.index()) else {
+            self.give_up();
+            return;
+        };
+        let entry = *e;
+        // As in `fill`: not a container made through `made`, or already inside another.
+        if entry == 0 || entry & CONTAINED != 0 {
+            self.give_up();
+            return;
+        }
+        if any {
+            *e = entry.max(2);
+        }
     }
 
     /// [`Heights::filled`] and [`Heights::filled_values`]: `children` were put into
@@ -202,8 +221,18 @@ impl Heights {
 
     /// `children` were put into the existing container `target` (APPEND, APPENDS, SETITEM,
     /// SETITEMS, ADDITEMS; BUILD's state).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn filled(&mut self, target: NodeId, children: &[NodeId]) {
+        if !self.on || self.stale {
+            return;
+        }
+        // Every child past the last container made (ints, texts, shared values, as a list
+        // of leaves holds): all leaves, whose heights are one, and none is `target`. One
+        // pass for the least id, in place of a look at each child's entry.
+        let least = children.iter().fold(u32::MAX, |m, c| m.min(c.0));
+        if least as usize >= self.made {
+            return self.fill_leaves(target, !children.is_empty());
+        }
         self.fill(target, children.iter().copied());
     }
 
@@ -354,6 +383,29 @@ mod tests {
         assert_eq!(h.bound(&[NodeId(2)]), Some(3));
         h.filled(NodeId(0), &[NodeId(9)]);
         assert_eq!(h.bound(&[NodeId(2)]), None);
+    }
+
+    /// Children all past the last container made (leaves) and children among the
+    /// containers give the same heights through `filled` and `filled_values`.
+    #[test]
+    fn leaves_past_the_last_container_count_as_leaves() {
+        let mut h = Heights::new(true);
+        h.made(NodeId(0), &list(&[]));
+        // No child: the height stays 1; leaves only (ids 5, 6 and a held int): 2.
+        h.filled(NodeId(0), &[]);
+        assert_eq!(h.bound(&[NodeId(0)]), Some(1));
+        h.filled_values(
+            NodeId(0),
+            &[NodeId(5), NodeId(6), NodeId(0x8000_0001), NodeId::NONE],
+        );
+        assert_eq!(h.bound(&[NodeId(0)]), Some(2));
+        // 1 = {k: 0, k: leaf}: the value 0 is a container of height 2.
+        h.made(NodeId(1), &list(&[]));
+        h.filled_values(NodeId(1), &[NodeId(7), NodeId(9), NodeId(8), NodeId(0)]);
+        assert_eq!(h.bound(&[NodeId(1)]), Some(3));
+        // Leaves given to 0, now inside 1: the heights give up.
+        h.filled(NodeId(0), &[NodeId(11)]);
+        assert_eq!(h.bound(&[NodeId(1)]), None);
     }
 
     #[test]
