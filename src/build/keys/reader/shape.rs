@@ -67,8 +67,8 @@ pub(super) fn leaf_shape<'v, S: std::hash::BuildHasher>(
     })
 }
 
-/// Keys of at most this size go through the model's filter ([`super::ReaderKeys::first_time`]); larger ones
-/// are counted exactly.
+/// Keys of at most this size go through the model's filter
+/// ([`super::ReaderKeys::first_time`]); larger ones are counted exactly.
 pub(super) const SMALL_KEY_SIZE: u64 = 16;
 
 /// Tuples of at most this many items, none a tuple or frozenset, are walked directly and not
