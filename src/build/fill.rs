@@ -292,7 +292,7 @@ impl<'a, 'p> Machine<'a, 'p> {
         Ok(())
     }
 
-    /// BUILD: `state` kept as the record `target`'s,    /// BUILD: `state` kept as the record `target`'s, when its rule allows the `build` form.
+    /// BUILD: `state` kept as the record `target`'s, when its rule allows the `build` form.
     pub(super) fn build_state(&mut self, target: NodeId, state: NodeId) -> Result<()> {
         let rule = match self.get(target)? {
             Value::Object(o) => self.rule_of(o.callable)?,

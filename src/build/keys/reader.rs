@@ -38,17 +38,17 @@
 //!   keys whose hash is deterministic; else one, if a key equal to it but not the same object
 //!   is there.
 //!
-//! Keys that are ints from -2**30 to 2**30 - 1, texts and bytes are counted as cost 0 (but a
-//! text or bytes that meets an equal key which is another object, as the memo can hand one
-//! again and again, costs its length: one step per 256 bytes, as CPython compares the two
-//! whole; so does a text inside a tuple) and are not tracked for collisions (their hashes are unique among themselves, or randomized;
-//! a text *inside* a tuple or frozenset is hashed with the build's keyed hash, as CPython's
-//! is keyed but one for the process, so that `(k * (2**61 - 1), 'x')` for every k collide
-//! here as there):
-//! inserted from the stack, each needs at least one input byte per insertion, so they add at
-//! most one constant step a byte, and at most two members (`''`, `b''` and one such int) to a
-//! class of colliding keys. A `set()` or `frozenset()` call inserts the items of a list that
-//! the memo may hand it again and again: it adds one step per item ([`ReaderKeys::add`]).
+//! Keys that are ints from -2**30 to 2**30 - 1, texts and bytes are counted as cost 0 (but a text
+//! or bytes that meets an equal key which is another object, as the memo can hand one again and
+//! again, costs its length: one step per 256 bytes, as CPython compares the two whole; so does a
+//! text inside a tuple) and are not tracked for collisions (their hashes are unique among
+//! themselves, or randomized; a text *inside* a tuple or frozenset is hashed with the build's keyed
+//! hash, as CPython's is keyed but one for the process, so that `(k * (2**61 - 1), 'x')` for every
+//! k collide here as there): inserted from the stack, each needs at least one input byte per
+//! insertion, so they add at most one constant step a byte, and at most two members (`''`, `b''`
+//! and one such int) to a class of colliding keys. A `set()` or `frozenset()` call inserts the
+//! items of a list that the memo may hand it again and again: it adds one step per item
+//! ([`ReaderKeys::add`]).
 //!
 //! CPython's hash functions are those of CPython 3.12 and later (`Python/pyhash.c`,
 //! `Objects/longobject.c`, `floatobject.c`, `complexobject.c`, `tupleobject.c` (xxHash-based,
@@ -114,10 +114,10 @@ pub(crate) struct ReaderKeys {
     /// Distinct tracked keys per (container, CPython hash value), for the pairs met more than
     /// once ([`ReaderKeys::seen`] holds the others).
     classes: HashMap<(u64, u64), u32, MixState>,
-    /// A Bloom filter (two bits a pair) of the (container, CPython hash value) pairs of keys of at most
-    /// [`SMALL_KEY_SIZE`] met: a pair not in it is met for the first time, and needs no entry
-    /// in `classes` (most keys never share a hash: a table entry for each cost more than the
-    /// rest of the model). A false positive counts one key more for its pair (one comparison
+    /// A Bloom filter (two bits a pair) of the (container, CPython hash value) pairs of keys of
+    /// at most [`SMALL_KEY_SIZE`] met: a pair not in it is met for the first time, and needs no
+    /// entry in `classes` (most keys never share a hash: a table entry for each cost more than
+    /// the rest of the model). A false positive counts one key more for its pair (one comparison
     /// of at most `SMALL_KEY_SIZE` steps too many). A larger key's pairs are all in `classes`,
     /// so its comparisons are counted exactly; a class mixing both may count one small key
     /// fewer (one comparison of at most `SMALL_KEY_SIZE` steps). Two bits per input byte (at
@@ -368,10 +368,11 @@ impl ReaderKeys {
 
     /// Models one insertion of the key `k` into `container` ([`Key`]: `equal` is the key
     /// already there that `k` equals, if any; `hash`, `k`'s [`KeyOps::hash`] when the caller
-    /// has it (the model's hash of a frozenset of scalars, or of a big int, is that hash; a
-    /// tuple's is computed again, with its hash under CPython 3.7). Refuses when the insertion passes
-    /// `max_key_steps` or `max_key_collisions`, or the document passes
-    /// `max_key_steps_per_byte` for an input of `input_len` bytes.
+    /// has it (the model's hash of a flat tuple or frozenset, or of a big int, is that hash; a
+    /// flat tuple's hash under CPython 3.7 is the one [`KeyOps::hash`] or the index's hash kept,
+    /// else the walk works both out). Refuses when the insertion passes `max_key_steps` or
+    /// `max_key_collisions`, or the document passes `max_key_steps_per_byte` for an input of
+    /// `input_len` bytes.
     pub(crate) fn insert<S: std::hash::BuildHasher>(
         &mut self,
         ops: &KeyOps<'_, '_, S>,
