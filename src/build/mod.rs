@@ -35,7 +35,7 @@
 //!   ints.rs          runs of int opcodes read in one go (int_run, int_steps, int_blocks)
 //!   fill.rs          APPEND(S), SETITEM(S) and BUILD into a list, dict or record made earlier
 //!   keyed.rs         dict and set insertion: linear while small, else a hash index; plain keys
-//!   plain.rs         the fast loop's SETITEMS/ADDITEMS of a few distinct plain keys: read, then copied
+//!   plain.rs         the fast loop's SETITEMS/ADDITEMS of a few distinct plain keys, read, copied
 //!   globals.rs       a global the policy allowed, as a node
 //!   spare.rs         the stack, MARK and memo vectors kept from one small decode to the next
 //!   constructors.rs  REDUCE, NEWOBJ(_EX), INST, OBJ: records and the native constructors
@@ -221,7 +221,8 @@ impl<'a, 'p> Decoder<'a, 'p> {
     /// every check the scan makes, and those that need the values. A refusal of the latter is
     /// followed by the scan from where the build was (`src/build/rescan.rs`): a refusal the
     /// scan finds there is the one reported, so that the error of an input does not depend on
-    /// whether the decode or `scan` met it (`fuzz/src/harness/scan_build.rs` `check_scan_build_agree`).
+    /// whether the decode or `scan` met it (`fuzz/src/harness/scan_build.rs`,
+    /// `check_scan_build_agree`).
     fn decode_one_pass(self, stream: bool) -> Result<Document<'a>> {
         self.build(None, stream)
     }

@@ -1,7 +1,8 @@
 //! CPython's hash functions, for the values a pickle can make a key of: ints and big ints,
 //! floats, complex numbers, `None`, tuples and frozensets, as CPython 3.12 and later computes
-//! them, and the tuple hash of CPython 3.7 and before ([`OldTupleHash`]) (`Python/pyhash.c`, `Objects/longobject.c`, `floatobject.c`, `complexobject.c`,
-//! `tupleobject.c` (xxHash-based, 3.8+), `setobject.c`). [`super::KeyOps::hash`] builds a
+//! them, and the tuple hash of CPython 3.7 and before ([`OldTupleHash`]) (`Python/pyhash.c`,
+//! `Objects/longobject.c`, `floatobject.c`, `complexobject.c`, `tupleobject.c` (xxHash-based,
+//! 3.8+), `setobject.c`). [`super::KeyOps::hash`] builds a
 //! key's hash from them; the model of the reader's work (`reader.rs`) counts the keys that
 //! share one.
 
