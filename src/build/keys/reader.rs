@@ -75,8 +75,7 @@ use crate::value::{Fat, Node, NodeId, Value};
 mod shape;
 pub(crate) use shape::text_size;
 use shape::{
-    chosen_items, flat_size, flat_size_chosen, leaf_shape, run_of, small_shape, SMALL_KEY_SIZE,
-    SMALL_TUPLE,
+    flat_size, flat_size_chosen, leaf_shape, run_of, small_shape, SMALL_KEY_SIZE, SMALL_TUPLE,
 };
 
 /// What the bookkeeping of one remembered value or one class of keys is charged
@@ -402,7 +401,7 @@ impl ReaderKeys {
             ),
             Some(Node::Float(w)) => (0, 1, known.or_else(|| float_hash(w.get_f64())), true),
             // A flat tuple whose hash the caller has, counted without a view: with fewer than
-            // two items whose CPython hash the peer can choose ([`chosen_items`]: no collision
+            // two items whose CPython hash the peer can choose ([`flat_size_chosen`]: no collision
             // under the old tuple hash can be chosen there) by its hash alone, else with the
             // old hash `KeyOps::hash` kept for it; others as [`ReaderKeys::insert_shape`]
             // counts them.
@@ -506,12 +505,10 @@ impl ReaderKeys {
             Some(Value::Tuple(items)) => {
                 // A flat tuple's shape is `known`; its old hash is the one `KeyOps::hash`
                 // worked out with `known`, and is not counted with fewer than two items whose
-                // CPython hash is deterministic ([`chosen_items`]).
-                let flat = match (known, flat_size(ops, items)) {
-                    (Some(hash), Some(size)) if chosen_items(ops, items) < 2 => {
-                        Some((hash, size, None))
-                    }
-                    (Some(hash), Some(size)) => {
+                // CPython hash is deterministic ([`flat_size_chosen`]).
+                let flat = match (known, flat_size_chosen(ops, items)) {
+                    (Some(hash), Some((size, chosen))) if chosen < 2 => Some((hash, size, None)),
+                    (Some(hash), Some((size, _))) => {
                         ops.old_hash_of(k).map(|old| (hash, size, Some(old)))
                     }
                     _ => None,

@@ -144,27 +144,16 @@ pub(super) fn flat_size<S: std::hash::BuildHasher>(
     ops: &KeyOps<'_, '_, S>,
     items: &[NodeId],
 ) -> Option<u64> {
-    if items.len() > SMALL_TUPLE {
-        return None;
-    }
-    let mut size = 1u64;
-    for &item in items {
-        size += match ops.arena.node(item) {
-            None if item.is_shared() => 1,
-            Some(Node::Int(_) | Node::Float(_)) => 1,
-            Some(
-                Node::Str { len, .. }
-                | Node::Surrogates { len, .. }
-                | Node::Bytes { len, .. }
-                | Node::Latin1 { len, .. },
-            ) => text_size(len as usize),
-            _ => return None,
-        };
-    }
-    Some(size)
+    flat_size_chosen(ops, items).map(|(size, _)| size)
 }
 
-/// [`flat_size`] and [`chosen_items`] of `items` in one pass.
+/// [`flat_size`] of `items`, and how many of them have a CPython hash the peer can choose:
+/// ints, floats and the shared `None`, `False`, `True` and small ints (texts and bytes hash
+/// with CPython's random key). Two tuples collide under the tuple hash of CPython 3.7 and
+/// before only where they differ in at least two items (each lane, `x = (x ^ h) * mult` with
+/// an odd `mult`, is a bijection of `x`), and a collision is chosen by the hashes of those
+/// items: with fewer than two chosen items, the other differences are in hashes the peer
+/// cannot know.
 #[inline]
 pub(super) fn flat_size_chosen<S: std::hash::BuildHasher>(
     ops: &KeyOps<'_, '_, S>,
@@ -206,27 +195,6 @@ pub(super) const TEXT_STEP_BYTES: u64 = 256;
 #[inline]
 pub(crate) fn text_size(len: usize) -> u64 {
     1 + len as u64 / TEXT_STEP_BYTES
-}
-
-/// How many of a flat tuple's `items` (of one step each, [`flat_size`]) have a CPython hash
-/// the peer can choose: ints, floats and the shared `None`, `False`, `True` and small ints
-/// (texts and bytes hash with CPython's random key). Two tuples collide under the tuple hash
-/// of CPython 3.7 and before only where they differ in at least two items (each lane,
-/// `x = (x ^ h) * mult` with an odd `mult`, is a bijection of `x`), and a collision is chosen
-/// by the hashes of those items: with fewer than two chosen items, the other differences are
-/// in hashes the peer cannot know.
-#[inline]
-pub(super) fn chosen_items<S: std::hash::BuildHasher>(
-    ops: &KeyOps<'_, '_, S>,
-    items: &[NodeId],
-) -> usize {
-    items
-        .iter()
-        .filter(|&&item| match ops.arena.node(item) {
-            None => item != NodeId::EMPTY_STR && item != NodeId::EMPTY_BYTES,
-            Some(n) => matches!(n, Node::Int(_) | Node::Float(_)),
-        })
-        .count()
 }
 
 /// The items of a tuple or frozenset whose node is the pool's run `start`, `len`.
