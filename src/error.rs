@@ -79,13 +79,14 @@ pub enum ErrorKind {
     /// GET/BINGET/LONG_BINGET of a memo index that no PUT/BINPUT/LONG_BINPUT/MEMOIZE set.
     #[error("memo index {0} was never set")]
     MemoKeyMissing(u64),
-    /// PUT/BINPUT/LONG_BINPUT of an index far past the entries set so far: at least twice
-    /// their number plus 256. Every pickler numbers its memo 0, 1, 2, ... (`len(memo)`, in
-    /// `Lib/pickle.py` and `_pickle.c`), but CPython's unpickler sizes its memo array by the
-    /// largest index it is given (`_Unpickler_MemoPut`: twice the index), so 7 bytes of
-    /// LONG_BINPUT make the reader after picklewarden allocate and clear gigabytes. Below the
-    /// bound, that array stays linear in the entries.
-    #[error("memo index {index} is too far ahead of the {entries} entries set (at most twice that plus 255)")]
+    /// PUT/BINPUT/LONG_BINPUT of an index far past the entries set so far: at least 2**20 and
+    /// at least twice their number plus 256. Every pickler numbers its memo 0, 1, 2, ...
+    /// (`len(memo)`, in `Lib/pickle.py` and `_pickle.c`), but CPython's unpickler sizes its
+    /// memo array by the largest index it is given (`_Unpickler_MemoPut`: twice the index, 8
+    /// bytes a slot), so 7 bytes of LONG_BINPUT make the reader after picklewarden allocate and
+    /// clear gigabytes. Below the bound, that array stays linear in the entries, or under 16
+    /// MiB.
+    #[error("memo index {index} is too far ahead of the {entries} entries set (at most 2**20 - 1, or twice the entries plus 255)")]
     MemoIndexAhead {
         /// The index written.
         index: u64,

@@ -51,13 +51,6 @@ BY_DESIGN = {
         ValueError,
         "encoding='koi8-r': Python 2 strings decode only as bytes, ASCII, Latin-1 or UTF-8 "
         "(the encodings the library implements); another encoding is a ValueError"),
-    "test_get": (
-        "memo_index_ahead",
-        "PUT 100000 with an empty memo: a memo index far ahead of the entries set is refused, "
-        "the bound that keeps a few bytes from making CPython allocate gigabytes"),
-    "test_long_binget": (
-        "memo_index_ahead",
-        "LONG_BINPUT 65536 with an empty memo, as test_get"),
     "test_misc_get": (
         "trailing_data",
         "b'((Kdtp0\\nh\\x00l.))' has bytes after STOP: pickle.loads ignores them, "

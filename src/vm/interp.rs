@@ -7,7 +7,7 @@ use std::borrow::Cow;
 use super::{Empty, Globals, StackOps, TextAt, TextKind, Vm};
 use crate::error::{ErrorKind, Result};
 use crate::limits::LimitName;
-use crate::memo::memo_index_bound;
+use crate::memo::memo_index_limit;
 use crate::opcode::{Opcode, BININT_ARG};
 use crate::policy::{PersistentIds, Python2Str, TextEncoding};
 use crate::text::{self, IntTextOf, Text};
@@ -460,8 +460,9 @@ pub(crate) trait Interpreter<'a>: Vm<'a> {
     fn memo_put(&mut self, index: u64) -> Result<()> {
         let top = self.top()?;
         let count = self.memo().count;
-        // Near the entries set, as every pickler writes it (`ErrorKind::MemoIndexAhead`).
-        if index >= memo_index_bound(count) {
+        // Near the entries set, as every pickler writes it, or below 2**20
+        // (`ErrorKind::MemoIndexAhead`, src/vm/memo.rs `memo_index_limit`).
+        if index >= memo_index_limit(count) {
             return Err(self.err(ErrorKind::MemoIndexAhead {
                 index,
                 entries: count,

@@ -15,13 +15,29 @@ const DENSE_SLOT_BYTES: usize = std::mem::size_of::<NodeId>();
 /// the hash table's control byte.
 const SPARSE_SLOT_BYTES: usize = std::mem::size_of::<(u64, NodeId)>() + 1;
 
-/// The first memo index a PUT may not set when `entries` are set: twice the entries plus 256
-/// (`crate::ErrorKind::MemoIndexAhead`). Below it CPython's unpickler, which sizes its memo
-/// array by the largest index, holds an array linear in the entries; and this memo stays
-/// dense.
+/// The first memo index up to which this memo stays dense when `entries` are set: twice the
+/// entries plus 256. CPython's unpickler, which sizes its memo array by the largest index,
+/// holds an array linear in the entries below it.
 #[inline]
 pub(crate) fn memo_index_bound(entries: u64) -> u64 {
     entries.saturating_mul(2).saturating_add(256)
+}
+
+/// Memo indices below this may be set however few entries are: CPython's C unpickler
+/// (`Modules/_pickle.c` `_Unpickler_MemoPut`, up to 3.13) grows its memo array to twice the
+/// index, 8 bytes a slot, so an index below 2**20 costs the reader after at most 16 MiB once
+/// (and nothing here: a sparse entry). CPython's own tests write such pickles
+/// (`Lib/test/pickletester.py` `test_get`: PUT 100000; `test_long_binget`: LONG_BINPUT
+/// 65536, each with an empty memo).
+pub(crate) const MEMO_INDEX_FREE: u64 = 1 << 20;
+
+/// The first memo index a PUT may not set when `entries` are set
+/// (`crate::ErrorKind::MemoIndexAhead`): [`memo_index_bound`] or [`MEMO_INDEX_FREE`],
+/// whichever is larger. Past it, 9 bytes of LONG_BINPUT would make CPython allocate
+/// gigabytes.
+#[inline]
+pub(crate) fn memo_index_limit(entries: u64) -> u64 {
+    memo_index_bound(entries).max(MEMO_INDEX_FREE)
 }
 
 /// A memo entry's type, with the value that marks a dense slot as unset (so that a slot is
