@@ -56,6 +56,19 @@ pub const DEFAULT_MAX_KEY_STEPS_PER_BYTE: u64 = 64;
 /// insertion, which `max_key_steps_per_byte` bounds over the document.
 pub const DEFAULT_MAX_KEY_COLLISIONS: u64 = 32;
 
+/// Default for [`Limits::max_copy_bytes_per_byte`]: 32 bytes copied per input byte for the
+/// whole document. Without it one value handed again and again through the memo to a
+/// constructor that copies it (`bytearray(b)`, `_codecs.encode(t, 'latin1')`, Mitogen's
+/// `Kwargs(d)`, a BUILD with one big state) makes the memory of the reader after (and of
+/// picklewarden, where it copies too) quadratic in the input: 2,300 `bytearray(b)` of one
+/// 900 KB bytes object are 2 GB from 912 KB of pickle. A pickler hands each value to one call,
+/// which costs at most 16 bytes per input byte (a set item, 32 bytes, from a 2-byte BINGET;
+/// CPython 3's protocol-2 sets of ints reach 10-13); the default leaves twice that.
+pub const DEFAULT_MAX_COPY_BYTES_PER_BYTE: u64 = 32;
+/// What [`Limits::max_copy_bytes_per_byte`] allows whatever the input's length: 64 KiB, so
+/// that a short pickle that copies what it holds once is never refused by the ratio.
+pub const COPY_BYTES_FLOOR: u64 = 64 * 1024;
+
 /// The name of one limit; `name()` is the field name of [`Limits`] and the key accepted by
 /// `--limit NAME=VALUE` and by the `[limits]` table of a policy file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -87,11 +100,13 @@ pub enum LimitName {
     MaxKeyStepsPerByte,
     /// [`Limits::max_key_collisions`].
     MaxKeyCollisions,
+    /// [`Limits::max_copy_bytes_per_byte`].
+    MaxCopyBytesPerByte,
 }
 
 impl LimitName {
     /// Every limit, in documentation order.
-    pub const ALL: [LimitName; 13] = [
+    pub const ALL: [LimitName; 14] = [
         LimitName::MaxInputBytes,
         LimitName::MaxNestingDepth,
         LimitName::MaxStackLen,
@@ -105,6 +120,7 @@ impl LimitName {
         LimitName::MaxKeySteps,
         LimitName::MaxKeyStepsPerByte,
         LimitName::MaxKeyCollisions,
+        LimitName::MaxCopyBytesPerByte,
     ];
 
     /// The limit's name (the field name of [`Limits`]).
@@ -123,6 +139,7 @@ impl LimitName {
             LimitName::MaxKeySteps => "max_key_steps",
             LimitName::MaxKeyStepsPerByte => "max_key_steps_per_byte",
             LimitName::MaxKeyCollisions => "max_key_collisions",
+            LimitName::MaxCopyBytesPerByte => "max_copy_bytes_per_byte",
         }
     }
 
@@ -141,6 +158,7 @@ impl LimitName {
             LimitName::MaxKeySteps => "steps",
             LimitName::MaxKeyStepsPerByte => "steps per input byte",
             LimitName::MaxKeyCollisions => "keys",
+            LimitName::MaxCopyBytesPerByte => "bytes per input byte",
         }
     }
 
@@ -161,6 +179,7 @@ impl LimitName {
             LimitName::MaxKeySteps => "key work",
             LimitName::MaxKeyStepsPerByte => "key work",
             LimitName::MaxKeyCollisions => "colliding keys",
+            LimitName::MaxCopyBytesPerByte => "copy work",
         }
     }
 
@@ -191,6 +210,9 @@ impl LimitName {
             LimitName::MaxKeyCollisions => {
                 "distinct keys of one dict or set with one CPython hash value"
             }
+            LimitName::MaxCopyBytesPerByte => {
+                "bytes the reader after allocates copying arguments and states, per byte of input"
+            }
         }
     }
 
@@ -219,6 +241,9 @@ impl LimitName {
             }
             LimitName::MaxKeyCollisions => {
                 "numbers and tuples of them hash deterministically in CPython, so colliding keys make its dicts quadratic"
+            }
+            LimitName::MaxCopyBytesPerByte => {
+                "a value handed again and again through the memo to a constructor that copies it makes memory quadratic in the input"
             }
         }
     }
@@ -310,6 +335,17 @@ pub struct Limits {
     /// numbers, tuples and frozensets of numbers, `None`, bools and empty texts).
     /// Default [`DEFAULT_MAX_KEY_COLLISIONS`].
     pub max_key_collisions: u64,
+    /// The bytes the reader after allocates when constructors copy what they are given and
+    /// BUILD applies a state, at every call and every BUILD (a value handed again through the
+    /// memo included), per input byte (rounded up): the total may reach this many times the
+    /// input's length, or [`COPY_BYTES_FLOOR`], whichever is more. Charged: `bytearray()` and
+    /// `_codecs.encode()` their result's length, `set()` and `frozenset()` 32 bytes an item,
+    /// and a record call and BUILD what its rule's [`crate::policy::Cost`] says (a text's or
+    /// bytes' length, 8 bytes a sequence item, 32 a dict pair or set item). Everything else a
+    /// decode builds is at most a constant per opcode, so with this limit the memory of
+    /// picklewarden and of the reader after is linear in the input (docs/limits.md).
+    /// Default [`DEFAULT_MAX_COPY_BYTES_PER_BYTE`].
+    pub max_copy_bytes_per_byte: u64,
 }
 
 impl Default for Limits {
@@ -328,6 +364,7 @@ impl Default for Limits {
             max_key_steps: DEFAULT_MAX_KEY_STEPS,
             max_key_steps_per_byte: DEFAULT_MAX_KEY_STEPS_PER_BYTE,
             max_key_collisions: DEFAULT_MAX_KEY_COLLISIONS,
+            max_copy_bytes_per_byte: DEFAULT_MAX_COPY_BYTES_PER_BYTE,
         }
     }
 }
@@ -349,6 +386,7 @@ impl Limits {
             LimitName::MaxKeySteps => self.max_key_steps,
             LimitName::MaxKeyStepsPerByte => self.max_key_steps_per_byte,
             LimitName::MaxKeyCollisions => self.max_key_collisions,
+            LimitName::MaxCopyBytesPerByte => self.max_copy_bytes_per_byte,
         }
     }
 
@@ -368,6 +406,7 @@ impl Limits {
             LimitName::MaxKeySteps => &mut self.max_key_steps,
             LimitName::MaxKeyStepsPerByte => &mut self.max_key_steps_per_byte,
             LimitName::MaxKeyCollisions => &mut self.max_key_collisions,
+            LimitName::MaxCopyBytesPerByte => &mut self.max_copy_bytes_per_byte,
         };
         *slot = value;
     }

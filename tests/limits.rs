@@ -794,6 +794,29 @@ fn max_key_collisions() {
     }
 }
 
+fn max_copy_bytes_per_byte() {
+    // `bytearray(b)` of one memoized 100,000-byte bytes object, 30 times: 3,000,000 bytes
+    // copied (each call its length; src/build/copies.rs), over the 64 KiB floor, so the
+    // per-byte rule decides.
+    let mut p = b"\x80\x03c__builtin__\nbytearray\nq\x000B".to_vec();
+    p.extend_from_slice(&100_000u32.to_le_bytes());
+    p.extend_from_slice(&[b'x'; 100_000]);
+    p.extend_from_slice(b"q\x010(");
+    for _ in 0..30 {
+        p.extend_from_slice(b"h\x00h\x01\x85R");
+    }
+    p.extend_from_slice(b"l.");
+    let n = (30u64 * 100_000).div_ceil(p.len() as u64);
+    check_exact(
+        "bytearray of one bytes object",
+        &p,
+        &data(),
+        LimitName::MaxCopyBytesPerByte,
+        n,
+        false,
+    );
+}
+
 /// One test per limit; a limit added without one fails the test (`LimitName` is
 /// `#[non_exhaustive]`, so the match cannot be exhaustive outside the crate).
 #[test]
@@ -814,6 +837,7 @@ fn every_limit_at_n_minus_1_n_and_n_plus_1() {
             LimitName::MaxKeySteps => max_key_steps(),
             LimitName::MaxKeyStepsPerByte => max_key_steps_per_byte(),
             LimitName::MaxKeyCollisions => max_key_collisions(),
+            LimitName::MaxCopyBytesPerByte => max_copy_bytes_per_byte(),
             other => panic!("no test of the limit {other}"),
         }
     }
@@ -851,8 +875,8 @@ fn nesting_depth_of_a_scalar_root_is_one() {
 
 /// A protocol-2 pickle whose LONG_BINPUT names memo index 0x0fffffff: CPython 3.11 would grow
 /// its memo array to twice that (4 GiB); picklewarden refuses it before anything is set, as
-/// the reader after it must not be handed it (`memo_index_ahead`), and accepts the index
-/// 2 x entries + 255, the last below the bound.
+/// the reader after it must not be handed it (`memo_index_ahead`), and accepts any index
+/// below 2**20, and past it the index 2 x entries + 255, the last below the bound.
 #[test]
 fn memo_index_dos_is_refused_for_the_reader_after() {
     let p = b"\x80\x02]r\xff\xff\xff\x0f.";
@@ -866,11 +890,28 @@ fn memo_index_dos_is_refused_for_the_reader_after() {
         }
     );
     assert_eq!((e.offset(), e.opcode()), (3, Some(b'r')));
-    // One entry set (index 0): index 257 is the last allowed, 258 the first refused.
-    for (index, ok) in [(257u32, true), (258, false)] {
+    // One entry set (index 0): every index below 2**20 is allowed (an older CPython's memo
+    // array then takes at most 16 MiB; src/vm/memo.rs), 2**20 is the first refused.
+    for (index, ok) in [
+        (257u32, true),
+        (258, true),
+        ((1 << 20) - 1, true),
+        (1 << 20, false),
+    ] {
         let mut p = b"\x80\x02]q\x00]r".to_vec();
         p.extend_from_slice(&index.to_le_bytes());
         p.extend_from_slice(b"0.");
+        let got = Decoder::new(&p, &policy).decode();
+        assert_eq!(got.is_ok(), ok, "index {index}: {:?}", got.err());
+    }
+    // Past 2**20 the bound is twice the entries plus 256: 600,000 entries (0 to 599,999)
+    // allow index 1,200,255, not 1,200,256.
+    for (index, ok) in [(1_200_255u32, true), (1_200_256, false)] {
+        let mut p = b"\x80\x04]".to_vec();
+        p.extend_from_slice(&[0x94; 600_000]); // MEMOIZE
+        p.push(b'r');
+        p.extend_from_slice(&index.to_le_bytes());
+        p.push(b'.');
         let got = Decoder::new(&p, &policy).decode();
         assert_eq!(got.is_ok(), ok, "index {index}: {:?}", got.err());
     }

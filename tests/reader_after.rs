@@ -119,7 +119,7 @@ fn attacks() -> Vec<(String, Vec<u8>, Vec<&'static str>, LimitName)> {
             LimitName::MaxKeyCollisions,
         ));
     }
-    // frozenset() of one memoized list of n small ints (cheap keys, two bytes each), called
+    // frozenset() of one memoized list of n small ints (cheap keys, five bytes each), called
     // again and again (six bytes a call): CPython inserts the n items at every call (2 s for
     // 64 KB of such calls before they were counted).
     for n in [2_000u32, 8_000] {
@@ -134,11 +134,14 @@ fn attacks() -> Vec<(String, Vec<u8>, Vec<&'static str>, LimitName)> {
             p.extend_from_slice(b"h\x00h\x01\x85R0");
         }
         p.extend_from_slice(b"1N.");
+        // Each call also builds a new n-item table (32 bytes an item), which passes
+        // `max_copy_bytes_per_byte` (16 an input byte) before its steps (one an item) pass
+        // `max_key_steps_per_byte` (64 an input byte).
         out.push((
             format!("frozenset() of a memoized {n}-item list, called again and again"),
             p,
             vec!["data", "mitogen-plus"],
-            LimitName::MaxKeyStepsPerByte,
+            LimitName::MaxCopyBytesPerByte,
         ));
     }
     // Floats m * 2**(61 j): 2**61 is 1 modulo 2**61 - 1, so they all hash as m; as many

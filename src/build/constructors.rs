@@ -7,6 +7,7 @@ use std::collections::HashMap;
 use std::mem;
 
 use super::budget::ITEM_BYTES;
+use super::copies::KEYED_ITEM_BYTES;
 use super::keys::bigint_to_f64;
 use super::keys::mix::MixState;
 use super::machine::{internal, Machine};
@@ -163,11 +164,9 @@ impl<'a, 'p> Machine<'a, 'p> {
                 if kind.is_inst() {
                     self.records_unreplayable = true;
                 }
-                if rule.forms.items {
-                    self.open_keys();
-                    let r = self.model_record_argument(argv);
-                    self.close_keys(r)?;
-                }
+                // What the class's constructor does with its arguments in the reader after,
+                // at every call (src/build/copies.rs).
+                self.charge_call(rule.call_cost, argv, rule.forms.items)?;
                 self.note_call_arguments(args)?;
                 if let Some(k) = kwargs {
                     self.note_call_arguments(k)?;
@@ -224,9 +223,13 @@ impl<'a, 'p> Machine<'a, 'p> {
                     },
                     _ => return Err(self.rejected("set() takes at most one argument")),
                 };
-                // CPython inserts every item again, whatever inserted them before.
+                // CPython inserts every item again, whatever inserted them before, into a new
+                // table: one step and one entry an item, at every call.
                 let r = self
                     .model_items(items.len())
+                    .and_then(|()| {
+                        self.charge_copy(KEYED_ITEM_BYTES.saturating_mul(items.len() as u64))
+                    })
                     .and_then(|()| self.new_set(&items, frozen));
                 self.call_items = items;
                 r
@@ -296,6 +299,8 @@ impl<'a, 'p> Machine<'a, 'p> {
             return self.shared(NodeId::EMPTY_BYTES, 0);
         }
         let extra = len as u64;
+        // And a copy in the reader after, at every call (`max_copy_bytes_per_byte`).
+        self.charge_copy(extra)?;
         match text {
             Cow::Borrowed(t) => match self.arena.offsets(t) {
                 // ASCII: the bytes are the text's.
@@ -312,26 +317,32 @@ impl<'a, 'p> Machine<'a, 'p> {
         }
     }
 
+    /// `bytearray()`, `bytearray(b)`, `bytearray(text, 'latin-1')`: a copy, here and in the
+    /// reader after, charged (`max_alloc_bytes`, `max_copy_bytes_per_byte`) before it is made.
     pub(super) fn bytearray(&mut self, argv: &[NodeId]) -> Result<NodeId> {
-        let data = match argv {
-            [] => Vec::new(),
+        let len = match argv {
+            [] => 0,
             [b] => match self.get(*b)? {
-                Value::Bytes(b) => {
-                    self.fat_fits(b.len() as u64)?;
-                    b.to_vec()
-                }
-                Value::ByteArray(b) => {
-                    self.fat_fits(b.len() as u64)?;
-                    b.to_vec()
-                }
+                Value::Bytes(b) => b.len(),
+                Value::ByteArray(b) => b.len(),
                 _ => return Err(self.rejected("bytearray() takes bytes")),
+            },
+            [text, encoding] => self.latin1_source(*text, *encoding)?.1,
+            _ => return Err(self.rejected("bytearray() takes at most two arguments")),
+        };
+        self.fat_fits(len as u64)?;
+        self.charge_copy(len as u64)?;
+        let data = match argv {
+            [b] => match self.get(*b)? {
+                Value::Bytes(b) => b.to_vec(),
+                Value::ByteArray(b) => b.to_vec(),
+                _ => return Err(self.err(internal())),
             },
             [text, encoding] => {
                 let (text, len) = self.latin1_source(*text, *encoding)?;
-                self.fat_fits(len as u64)?;
                 latin1::pack(&text, len)
             }
-            _ => return Err(self.rejected("bytearray() takes at most two arguments")),
+            _ => Vec::new(),
         };
         let extra = data.len() as u64;
         self.fat(Fat::ByteArray(data), extra)

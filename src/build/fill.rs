@@ -230,7 +230,7 @@ impl<'a, 'p> Machine<'a, 'p> {
     /// one `model_key` counts). Equal keys are not looked up here, and the memo can hand one
     /// long text again and again while the record already holds an equal one: CPython then
     /// compares the two whole at every insertion. An over-count for a long key set once.
-    fn model_record_text_key(&self, k: NodeId) -> Result<()> {
+    pub(super) fn model_record_text_key(&self, k: NodeId) -> Result<()> {
         let len = match self.get(k) {
             Ok(Value::Str(t)) => t.as_bytes().len(),
             Ok(Value::Bytes(b)) => b.len(),
@@ -298,11 +298,14 @@ impl<'a, 'p> Machine<'a, 'p> {
             Value::Object(o) => self.rule_of(o.callable)?,
             _ => return Err(self.err(ErrorKind::BuildNotAllowed)),
         };
-        match self.policy.rule(rule) {
-            Some(r) if r.forms.build => {}
+        let policy = self.policy;
+        let cost = match policy.rule(rule) {
+            Some(r) if r.forms.build => r.build_cost,
             Some(r) => return Err(self.err(r.form_refused("BUILD"))),
             None => return Err(self.err(internal())),
-        }
+        };
+        // What the reader's BUILD does with the state, at every BUILD (src/build/copies.rs).
+        self.charge_build(cost, state)?;
         if let Some(o) = self.object_mut(target) {
             o.state = Some(state);
         }

@@ -99,6 +99,9 @@ pub(super) struct Machine<'a, 'p> {
     pub(super) careful: bool,
     /// The persistent ids kept under `persistent_ids = "record"` ([`Document::persistent_ids`]).
     pub(super) persistent_ids: Vec<NodeId>,
+    /// Bytes the reader after allocates copying what constructors and BUILD were given, so
+    /// far (`max_copy_bytes_per_byte`, src/build/copies.rs).
+    pub(super) copied: u64,
 }
 
 pub(super) fn internal() -> ErrorKind {
@@ -168,6 +171,7 @@ impl<'a, 'p> Machine<'a, 'p> {
             pickle_starts: Vec::new(),
             called_with: CalledWith::default(),
             records_unreplayable: false,
+            copied: 0,
         }
     }
 

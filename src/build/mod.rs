@@ -49,6 +49,7 @@
 mod budget;
 mod called;
 mod constructors;
+mod copies;
 mod depth;
 mod fast;
 mod fill;

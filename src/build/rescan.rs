@@ -30,6 +30,7 @@ fn build_only(kind: &ErrorKind) -> bool {
                 | LimitName::MaxKeySteps
                 | LimitName::MaxKeyStepsPerByte
                 | LimitName::MaxKeyCollisions
+                | LimitName::MaxCopyBytesPerByte
         ),
         ErrorKind::ConstructorRejected(_)
         | ErrorKind::UnhashableKey

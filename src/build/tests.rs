@@ -315,6 +315,8 @@ fn latin1_of_ascii_text_is_charged_every_time() {
     let policy = Policy::data();
     let mut limits = policy.limits;
     limits.max_alloc_bytes = 64 << 20;
+    // The copies are `max_copy_bytes_per_byte`'s too (src/build/copies_test.rs); lifted here.
+    limits.max_copy_bytes_per_byte = 1 << 20;
     // 48 calls are 48 MiB of charges (with the text's own node): accepted.
     let accepted = pickle(48);
     let doc = Decoder::new(&accepted, &policy)

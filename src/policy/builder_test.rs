@@ -52,6 +52,8 @@ fn builder_refuses_what_a_policy_file_would() {
         forms: Forms::ALL,
         args: None,
         key: RecordKey::FirstArgument,
+        call_cost: crate::policy::Cost::Walks,
+        build_cost: crate::policy::Cost::Walks,
     };
     let e = Policy::builder()
         .allow_rule(keyed.clone())
@@ -69,6 +71,8 @@ fn builder_refuses_what_a_policy_file_would() {
         forms: Forms::NONE,
         args: None,
         key: RecordKey::Identity,
+        call_cost: crate::policy::Cost::Walks,
+        build_cost: crate::policy::Cost::Walks,
     };
     newobj_set.forms.newobj = true;
     assert!(Policy::builder().allow_rule(newobj_set).build().is_err());

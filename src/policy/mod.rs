@@ -17,7 +17,7 @@ use std::collections::HashMap;
 
 pub use builder::PolicyBuilder;
 pub use message::{HandleRule, MessagePolicy, PayloadRule};
-pub use rule::{Constructor, Forms, GlobalRule, RecordKey};
+pub use rule::{Constructor, Cost, Forms, GlobalRule, RecordKey};
 pub(crate) use schema::Checked;
 pub use schema::{ArgSpec, ArgType, ArgsSchema};
 

@@ -1,6 +1,7 @@
 //! What one allowed global is: [`GlobalRule`] (a `[[global]]` entry of a policy file), the
-//! closed set of [`Constructor`]s it maps to, the [`Forms`] it may be used in and how a `record`
-//! object is compared as a key ([`RecordKey`]).
+//! closed set of [`Constructor`]s it maps to, the [`Forms`] it may be used in, how a `record`
+//! object is compared as a key ([`RecordKey`]) and what the reader after does with a record's
+//! arguments and state ([`Cost`]).
 
 use super::ArgsSchema;
 #[cfg(doc)]
@@ -176,6 +177,71 @@ pub struct GlobalRule {
     /// For `record`: how the object is compared as a dict key or set item ([`RecordKey`];
     /// [`RecordKey::Identity`] for every other constructor).
     pub key: RecordKey,
+    /// For `record`: what the class's constructor does with the call's arguments in the
+    /// reader after (the TOML setting `call_cost`; [`Cost::Walks`], the worst, when not
+    /// given).
+    pub call_cost: Cost,
+    /// For `record`: what BUILD does with the state in the reader after (the TOML setting
+    /// `build_cost`; [`Cost::Walks`] when not given).
+    pub build_cost: Cost,
+}
+
+/// What the reader after picklewarden does with a record's call arguments or BUILD state, as
+/// the class's `__new__`/`__init__` or `__setstate__` (or CPython's default BUILD) does it in
+/// CPython: the work and memory the build charges at **every** call and every BUILD, a value
+/// handed again through the memo included, to `max_key_steps_per_byte` (one step an item
+/// iterated or inserted, and the model of the keys' hashing and comparisons for an
+/// insertion) and to `max_copy_bytes_per_byte` (the bytes the copy allocates: a text's or
+/// bytes' length, 8 a list, tuple or sequence item, 32 a dict pair or set item). A policy
+/// sets it from the class's source; the built-in policies cite the lines.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Cost {
+    /// `"keeps"`: keeps references to its arguments (or state) without iterating them
+    /// (`Exception.__init__`, a factory that looks its arguments up). Charged nothing.
+    Keeps,
+    /// `"copies"`: copies each argument (each item of a state tuple) one level deep: a str or
+    /// bytes subclass made from a text or bytes, `tuple(t)`, `dict(d)` into a new object
+    /// (whose keys are inserted again: modelled as a new dict's), `torch.Size(t)`.
+    Copies,
+    /// `"inserts_items"`: inserts each item of its first argument (each key of a dict) as a key
+    /// of a new dict or set: `collections.Counter(iterable)` (`Counter.update`), `set(it)`.
+    InsertsItems,
+    /// `"inserts_pairs"`: inserts the first item of each pair of its first argument (each key
+    /// of a dict) as a key of a new dict: `dict(pairs)`, `collections.OrderedDict(pairs)`,
+    /// a dict subclass's `dict.__init__` (Mitogen's `Kwargs`).
+    InsertsPairs,
+    /// `"sets_attributes"`, for BUILD: CPython's BUILD of an object without `__setstate__`
+    /// (`Modules/_pickle.c` `load_build`): each key of a state dict, and of the slot-state dict
+    /// of a `(state, slotstate)` pair, set on the instance (`inst.__dict__[k] = v`,
+    /// `setattr`).
+    SetsAttributes,
+    /// `"walks"` (the default, for a class whose source was not read): walks every plain value
+    /// its arguments (or state) reach, once each (lists, tuples, dicts, sets, frozensets,
+    /// texts and bytes; not into other record objects, whose own calls were charged), as a
+    /// deep copy would, and inserts every dict's and set's keys again.
+    #[default]
+    Walks,
+}
+
+impl Cost {
+    /// The TOML name of each setting, in [`Cost`]'s order.
+    pub const NAMES: [(&'static str, Cost); 6] = [
+        ("keeps", Cost::Keeps),
+        ("copies", Cost::Copies),
+        ("inserts_items", Cost::InsertsItems),
+        ("inserts_pairs", Cost::InsertsPairs),
+        ("sets_attributes", Cost::SetsAttributes),
+        ("walks", Cost::Walks),
+    ];
+
+    /// The setting's TOML name.
+    pub fn name(self) -> &'static str {
+        Cost::NAMES
+            .iter()
+            .find(|(_, c)| *c == self)
+            .map_or("walks", |(n, _)| n)
+    }
 }
 
 /// How a `record` object is hashed and compared as a dict key or set item: what the class it
@@ -244,6 +310,8 @@ impl GlobalRule {
             forms: Forms::ALL,
             args: None,
             key: RecordKey::Identity,
+            call_cost: Cost::Walks,
+            build_cost: Cost::Walks,
         }
     }
 
@@ -262,6 +330,14 @@ impl GlobalRule {
     /// Sets how the object is compared as a dict key or set item (for `record`).
     pub fn key(mut self, key: RecordKey) -> GlobalRule {
         self.key = key;
+        self
+    }
+
+    /// Sets what the reader after does with the call's arguments and with BUILD's state (for
+    /// `record`; [`Cost`]).
+    pub fn cost(mut self, call: Cost, build: Cost) -> GlobalRule {
+        self.call_cost = call;
+        self.build_cost = build;
         self
     }
 

@@ -40,6 +40,8 @@ fn native_forms_cannot_be_widened() {
         forms: Forms::ALL,
         args: None,
         key: RecordKey::Identity,
+        call_cost: Cost::Walks,
+        build_cost: Cost::Walks,
     });
     let r = p.rule(p.find("builtins", "set").unwrap()).unwrap();
     assert!(r.forms.reduce && r.forms.inst);
@@ -240,4 +242,55 @@ fn mitogen_sections_that_could_never_apply_are_refused() {
             packages: vec!["ansible_mitogen".into()]
         })
     );
+}
+
+#[test]
+fn costs_are_read_from_the_file_and_default_to_the_worst() {
+    let file = |extra: &str, constructor: &str| {
+        format!(
+            "name = \"x\"\n[[global]]\nmodule = \"m\"\nname = \"C\"\nconstructor = \"{constructor}\"\n{extra}"
+        )
+    };
+    let p = Policy::from_toml_str(&file(
+        "call_cost = \"inserts_pairs\"\nbuild_cost = \"sets_attributes\"\n",
+        "record",
+    ))
+    .unwrap();
+    let r = p.rule(p.find("m", "C").unwrap()).unwrap();
+    assert_eq!(
+        (r.call_cost, r.build_cost),
+        (Cost::InsertsPairs, Cost::SetsAttributes)
+    );
+    let p = Policy::from_toml_str(&file("", "record")).unwrap();
+    let r = p.rule(p.find("m", "C").unwrap()).unwrap();
+    assert_eq!((r.call_cost, r.build_cost), (Cost::Walks, Cost::Walks));
+    let e = Policy::from_toml_str(&file("call_cost = \"cheap\"\n", "record"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("unknown call_cost \"cheap\"") && e.contains("keeps"),
+        "{e}"
+    );
+    let e = Policy::from_toml_str(&file("build_cost = \"keeps\"\n", "set"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("build_cost applies to record globals only"),
+        "{e}"
+    );
+    // The built-in ones say what their classes do (policy/mitogen.toml, policy/torch.toml).
+    let m = Policy::builtin("mitogen").unwrap();
+    let kwargs = m.rule(m.find("mitogen.core", "Kwargs").unwrap()).unwrap();
+    assert_eq!(kwargs.call_cost, Cost::InsertsPairs);
+    let t = Policy::builtin("torch").unwrap();
+    let od = t
+        .rule(t.find("collections", "OrderedDict").unwrap())
+        .unwrap();
+    assert_eq!(
+        (od.call_cost, od.build_cost),
+        (Cost::InsertsPairs, Cost::SetsAttributes)
+    );
+    for (name, cost) in Cost::NAMES {
+        assert_eq!(cost.name(), name);
+    }
 }

@@ -6,7 +6,7 @@ use serde::Deserialize;
 
 use super::message::{HandleRule, MessagePolicy, PayloadRule, FIRST_REPLY_HANDLE};
 use super::{
-    ArgSpec, ArgType, ArgsSchema, Constructor, Forms, GlobalRule, PersistentIds, Policy,
+    ArgSpec, ArgType, ArgsSchema, Constructor, Cost, Forms, GlobalRule, PersistentIds, Policy,
     PolicyError, Python2Str, RecordKey, TextEncoding,
 };
 use crate::limits::{parse_size, LimitName, Limits};
@@ -78,6 +78,10 @@ struct GlobalEntry {
     min_args: Option<usize>,
     #[serde(default)]
     key: Option<String>,
+    #[serde(default)]
+    call_cost: Option<String>,
+    #[serde(default)]
+    build_cost: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -334,6 +338,31 @@ pub(super) fn parse(text: &str) -> Result<Policy, PolicyError> {
                 key
             }
         };
+        let cost = |setting: &str, given: Option<&str>| -> Result<Cost, PolicyError> {
+            let Some(name) = given else {
+                return Ok(Cost::Walks);
+            };
+            if constructor != Constructor::Record {
+                return Err(err(format!(
+                    "{setting} applies to record globals only ({}.{})",
+                    g.module, g.name
+                )));
+            }
+            Cost::NAMES
+                .iter()
+                .find(|(n, _)| *n == name)
+                .map(|&(_, c)| c)
+                .ok_or_else(|| {
+                    err(format!(
+                        "{}.{}: unknown {setting} {name:?} (one of: {})",
+                        g.module,
+                        g.name,
+                        Cost::NAMES.map(|(n, _)| n).join(", ")
+                    ))
+                })
+        };
+        let call_cost = cost("call_cost", g.call_cost.as_deref())?;
+        let build_cost = cost("build_cost", g.build_cost.as_deref())?;
         policy.allow(GlobalRule {
             module: g.module,
             name: g.name,
@@ -341,6 +370,8 @@ pub(super) fn parse(text: &str) -> Result<Policy, PolicyError> {
             forms,
             args,
             key,
+            call_cost,
+            build_cost,
         });
     }
     if let Some(m) = file.mitogen {

@@ -9,13 +9,14 @@ use super::{may_be_tuple_dag, policies, tight_limits, KNOWN_OPEN_TUPLE_DAG_HASH}
 
 /// The limits only the build pass can see (it needs the values); every other limit is the
 /// scan's to enforce.
-pub const BUILD_ONLY_LIMITS: [LimitName; 7] = [
+pub const BUILD_ONLY_LIMITS: [LimitName; 8] = [
     LimitName::MaxNestingDepth,
     LimitName::MaxContainerItems,
     LimitName::MaxNodes,
     LimitName::MaxAllocBytes,
     LimitName::MaxKeySteps,
     LimitName::MaxKeyStepsPerByte,
+    LimitName::MaxCopyBytesPerByte,
     LimitName::MaxKeyCollisions,
 ];
 
