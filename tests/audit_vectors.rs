@@ -1,8 +1,9 @@
 //! Every attack vector of `audit/ATTACKS.md` gets the outcome its manifest line names
 //! (`audit/vectors/MANIFEST.tsv`: file, expected kind or `ok`, limit, policy, limit overrides
 //! (and `deadline_ms=N`, a deadline N ms after the decode starts),
-//! mode (`single`, `stream`, `mitogen` for a child's stdout, or `model` for a model file
-//! scanned as `picklewarden scan` scans it), attack id), and the
+//! mode (`single`, `stream`, `mitogen` for a child's stdout, `model` for a model file
+//! scanned as `picklewarden scan` scans it, or `convert` for a torch checkpoint converted as
+//! `picklewarden convert` converts it), attack id), and the
 //! hash-flooding checks: dicts and sets whose keys all collide under CPython's hash decode
 //! correctly (timings are printed, never asserted; see audit/FUZZING.md).
 
@@ -40,6 +41,9 @@ struct Row {
     /// The file is a model file (a torch zip or tar...), scanned with
     /// `formats::container::scan_bytes`.
     model: bool,
+    /// The file is a torch zip checkpoint converted to safetensors with
+    /// `formats::safetensors::convert` (its default output bound).
+    convert: bool,
     attack: String,
 }
 
@@ -59,12 +63,13 @@ fn manifest() -> Vec<Row> {
             policy: c[3].to_owned(),
             limits: c[4].to_owned(),
             stream: match c[5] {
-                "single" | "mitogen" | "model" => false,
+                "single" | "mitogen" | "model" | "convert" => false,
                 "stream" => true,
                 other => panic!("line {}: mode {other:?}", i + 1),
             },
             mitogen: c[5] == "mitogen",
             model: c[5] == "model",
+            convert: c[5] == "convert",
             attack: c[6].to_owned(),
         });
     }
@@ -142,6 +147,26 @@ fn every_vector_has_its_expected_outcome() {
         let policy = Policy::builtin(&row.policy)
             .unwrap_or_else(|| panic!("{}: unknown policy {}", row.file, row.policy));
         let limits = limits_for(&policy, &row.limits);
+        if row.convert {
+            // The outcome is `ok`, `output_too_large`, or the scan's refusal kind.
+            use picklewarden::formats::safetensors::{convert, ConvertError};
+            let got = match convert(std::io::Cursor::new(&data), std::io::sink(), None) {
+                Ok(_) => "ok".to_owned(),
+                Err(ConvertError::OutputTooLarge { .. }) => "output_too_large".to_owned(),
+                Err(ConvertError::Refused(r)) => r
+                    .reason
+                    .as_ref()
+                    .map_or_else(|| "refused".to_owned(), |f| f.kind.clone()),
+                Err(e) => format!("{e}"),
+            };
+            if got != row.expected {
+                failures.push(format!(
+                    "{} ({}, convert): expected {}, got {got}",
+                    row.file, row.attack, row.expected
+                ));
+            }
+            continue;
+        }
         if row.model {
             // The outcome is the kind of the first refusal, or of the first part not
             // understood (`incomplete`), or `ok` for a clean file.

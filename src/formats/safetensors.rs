@@ -2,7 +2,9 @@
 //! package's format: an 8-byte little-endian header length, a JSON header naming each tensor's
 //! dtype, shape and byte range, then the bytes), without running any pickle code. Each tensor
 //! is written contiguous, in row-major order, gathered from its storage by its offset and
-//! strides; tensors that share a storage are written each on its own.
+//! strides; tensors that share a storage are written each on its own, so the output can be
+//! larger than the checkpoint: it is bounded ([`convert`]'s `max_output_bytes`), and refused
+//! before anything is written when it would pass the bound.
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -21,7 +23,24 @@ pub enum ConvertError {
     Unsupported(String),
     /// Reading the checkpoint or writing the output failed.
     Io(std::io::Error),
+    /// The safetensors file would be larger than the bound: `bytes` it would take, `max` the
+    /// bound. Nothing was written.
+    OutputTooLarge {
+        /// Bytes the output would take.
+        bytes: u64,
+        /// The bound.
+        max: u64,
+    },
 }
+
+/// The default bound of [`convert`]'s output, per byte of the checkpoint's distinct storages
+/// (each storage the tensors use, counted once): 4. A view writes its own elements, so 64
+/// tensors that each view all of one storage write 64 times it (17 GB from a 264 KB file
+/// whose storage was deflated; the scan refuses a compressed storage, and this bounds the
+/// rest). Tied weights, the common sharing (an embedding and its output layer), write twice
+/// their storage; a checkpoint of a tensor and five views of it (tests/corpus/models/good/
+/// views.pt) 3.3 times.
+pub const DEFAULT_OUTPUT_PER_STORAGE_BYTE: u64 = 4;
 
 impl std::fmt::Display for ConvertError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -37,6 +56,11 @@ impl std::fmt::Display for ConvertError {
             ),
             ConvertError::Unsupported(why) => write!(f, "{why}"),
             ConvertError::Io(e) => write!(f, "{e}"),
+            ConvertError::OutputTooLarge { bytes, max } => write!(
+                f,
+                "the safetensors file would take {bytes} bytes, more than the bound of {max} \
+                 (tensors that share a storage are each written whole)"
+            ),
         }
     }
 }
@@ -65,11 +89,17 @@ fn safetensors_dtype(torch: &str) -> Option<&'static str> {
 }
 
 /// Converts the checkpoint read from `reader` to safetensors on `out`; returns the number of
-/// tensors written.
+/// tensors written. The output may take at most `max_output_bytes` (header included), or by
+/// default [`DEFAULT_OUTPUT_PER_STORAGE_BYTE`] times the bytes of the distinct storages the
+/// tensors use; past it nothing is written.
 ///
 /// # Errors
-/// [`ConvertError`].
-pub fn convert<R: Read + Seek, W: Write>(mut reader: R, mut out: W) -> Result<usize, ConvertError> {
+/// [`ConvertError`]: [`ConvertError::OutputTooLarge`] past the bound.
+pub fn convert<R: Read + Seek, W: Write>(
+    mut reader: R,
+    mut out: W,
+    max_output_bytes: Option<u64>,
+) -> Result<usize, ConvertError> {
     let tensors = list_tensors(&mut reader).map_err(ConvertError::Refused)?;
     reader
         .seek(std::io::SeekFrom::Start(0))
@@ -92,7 +122,6 @@ pub fn convert<R: Read + Seek, W: Write>(mut reader: R, mut out: W) -> Result<us
     }
     let mut header = String::from("{");
     let mut begin = 0u64;
-    let mut sizes = Vec::with_capacity(tensors.len());
     for (i, t) in tensors.iter().enumerate() {
         let dt = safetensors_dtype(&t.dtype).ok_or_else(|| {
             ConvertError::Unsupported(format!(
@@ -100,8 +129,12 @@ pub fn convert<R: Read + Seek, W: Write>(mut reader: R, mut out: W) -> Result<us
                 t.name, t.dtype
             ))
         })?;
-        let size = element_size(t)?.saturating_mul(t.shape.iter().product::<u64>());
-        sizes.push(size);
+        let size = element_size(t)?.saturating_mul(
+            t.shape
+                .iter()
+                .try_fold(1u64, |a, &n| a.checked_mul(n))
+                .unwrap_or(u64::MAX),
+        );
         if i > 0 {
             header.push(',');
         }
@@ -111,13 +144,36 @@ pub fn convert<R: Read + Seek, W: Write>(mut reader: R, mut out: W) -> Result<us
             header,
             ":{{\"dtype\":\"{dt}\",\"shape\":[{}],\"data_offsets\":[{begin},{}]}}",
             shape.join(","),
-            begin + size
+            begin.saturating_add(size)
         );
-        begin += size;
+        begin = begin.saturating_add(size);
     }
     header.push('}');
     while header.len() % 8 != 0 {
         header.push(' ');
+    }
+    let max = match max_output_bytes {
+        Some(m) => m,
+        None => {
+            let mut distinct = 0u64;
+            let mut seen = std::collections::HashSet::new();
+            for t in &tensors {
+                if seen.insert(t.storage_key.as_str()) {
+                    let size = archive
+                        .by_name(&format!("{top}/data/{}", t.storage_key))
+                        .map_err(|e| ConvertError::Io(std::io::Error::other(e)))?
+                        .size();
+                    distinct = distinct.saturating_add(size);
+                }
+            }
+            distinct
+                .saturating_mul(DEFAULT_OUTPUT_PER_STORAGE_BYTE)
+                .saturating_add(8 + header.len() as u64)
+        }
+    };
+    let bytes = (8 + header.len() as u64).saturating_add(begin);
+    if bytes > max {
+        return Err(ConvertError::OutputTooLarge { bytes, max });
     }
     out.write_all(&(header.len() as u64).to_le_bytes())
         .map_err(ConvertError::Io)?;

@@ -197,8 +197,12 @@ fn tensors_of_checkpoints() {
 #[test]
 fn convert_views_to_safetensors() {
     let mut out = Vec::new();
-    let n = super::safetensors::convert(std::io::Cursor::new(corpus("good/views.pt")), &mut out)
-        .unwrap_or_else(|e| unreachable!("{e}"));
+    let n = super::safetensors::convert(
+        std::io::Cursor::new(corpus("good/views.pt")),
+        &mut out,
+        None,
+    )
+    .unwrap_or_else(|e| unreachable!("{e}"));
     assert_eq!(n, 6);
     let len = u64::from_le_bytes(
         out.get(..8)
@@ -223,8 +227,27 @@ fn convert_views_to_safetensors() {
     let refused = super::safetensors::convert(
         std::io::Cursor::new(corpus("hostile/view_out_of_storage.pt")),
         &mut Vec::new(),
+        None,
     );
     assert!(refused.is_err());
+    // The output is 8 + header + 316 bytes (79 elements of 4): refused below, written at.
+    let total = out.len() as u64;
+    for (max, ok) in [(total - 1, false), (total, true)] {
+        let mut again = Vec::new();
+        let r = super::safetensors::convert(
+            std::io::Cursor::new(corpus("good/views.pt")),
+            &mut again,
+            Some(max),
+        );
+        match r {
+            Ok(_) if ok => assert_eq!(again, out),
+            Err(super::safetensors::ConvertError::OutputTooLarge { bytes, max: m }) if !ok => {
+                assert_eq!((bytes, m), (total, max));
+                assert!(again.is_empty(), "nothing is written past the bound");
+            }
+            other => unreachable!("max {max}: {other:?}"),
+        }
+    }
 }
 
 /// Fuzz finds of the `containers` target (tests/corpus/models/regression, the selector byte

@@ -170,13 +170,19 @@ pub(crate) fn scan_zip<R: Read + Seek>(mut archive: zip::ZipArchive<R>, report: 
                 None,
             );
         }
-        if !matches!(
-            method,
-            zip::CompressionMethod::Stored | zip::CompressionMethod::Deflated
-        ) {
-            report.incomplete(
-                "not_understood",
-                format!("compression method {method:?} is not read"),
+        // torch writes every record stored (`caffe2/serialize/inline_container.cc`
+        // `PyTorchStreamWriter::writeRecord`: no compression, data aligned for mmap; what
+        // `torch.save` wrote in torch 1.6 to 2.15 lists method 0 for every entry). A
+        // compressed entry is not what the writer makes, and a deflated storage makes
+        // `torch.load` allocate its whole size from a small file (1 GB from 1 MB): refused.
+        if method != zip::CompressionMethod::Stored {
+            report.refuse(
+                "zip_entry_compressed",
+                "malformed",
+                format!(
+                    "a {method:?} entry: torch writes every record stored, and a compressed \
+                     storage costs torch.load its whole size"
+                ),
                 name,
                 None,
             );

@@ -121,6 +121,28 @@ def all_dtypes():
     return out
 
 
+def torch_canonical(root):
+    """A storage written deflated (torch writes every record stored: a deflated storage makes
+    torch.load allocate its whole size from a small file), and 64 tensors viewing all of one
+    storage (clean, but `convert` would write 64 times the storage: refused past its bound)."""
+    good = os.path.join(root, "good", "state_dict.pt")
+    with zipfile.ZipFile(good) as zin:
+        items = [(i.filename, zin.read(i.filename)) for i in zin.infolist()]
+    p = out_path(root, "hostile", "storage_deflated.pt")
+    with zipfile.ZipFile(p, "w", zipfile.ZIP_STORED) as zout:
+        for name, data in items:
+            info = zipfile.ZipInfo(name, date_time=(2020, 1, 1, 0, 0, 0))
+            info.compress_type = zipfile.ZIP_DEFLATED if "/data/" in name else zipfile.ZIP_STORED
+            zout.writestr(info, data)
+    assert torch.load(p, weights_only=True).keys() == torch.load(good, weights_only=True).keys()
+    entry("hostile", "storage_deflated.pt", "torch-zip", "refused", "zip_entry_compressed",
+          "the storages deflated (torch.load reads them; torch writes them stored)")
+    base = torch.arange(1000, dtype=torch.float32)
+    torch_save(root, "good", "views_64_of_one_storage.pt",
+               {f"v{i}": base.view(10, 100) for i in range(64)}, "torch-zip", "clean", "-",
+               "64 tensors viewing all of one storage (convert refuses: 64 times the storage)")
+
+
 def main():
     root = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else DEFAULT_OUT)
     for folder in ("good", "hostile"):
@@ -225,6 +247,9 @@ def main():
 
     # Zip records that disagree (tests/python/zip_quirks.py).
     zip_quirks.make(root, entry, out_path, evil)
+
+    # Canonical or refused, and convert's bound.
+    torch_canonical(root)
 
     # A view whose extent leaves its storage: hand-written data.pkl over a real storage.
     def view_out(name, data):

@@ -18,6 +18,16 @@ pub(crate) struct Opts {
     /// The safetensors file to write.
     #[arg(value_name = "OUT")]
     output: PathBuf,
+    /// Most bytes the safetensors file may take (a number, or with K, M or G as --limit):
+    /// tensors that share a storage are each written whole, so the output can outgrow the
+    /// checkpoint. Default: 4 times the bytes of the distinct storages the tensors use. Past it
+    /// nothing is written and the exit status is 1.
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    max_output: Option<u64>,
+}
+
+fn parse_size(text: &str) -> Result<u64, String> {
+    picklewarden::limits::parse_size(text).ok_or_else(|| format!("bad size {text:?}"))
 }
 
 pub(crate) fn run(opts: &Opts) -> ExitCode {
@@ -33,7 +43,7 @@ pub(crate) fn run(opts: &Opts) -> ExitCode {
         Ok(f) => BufWriter::new(f),
         Err(e) => return fail(2, format!("cannot write {}: {e}", opts.output.display())),
     };
-    match convert(input, output) {
+    match convert(input, output, opts.max_output) {
         Ok(n) => {
             let _ = writeln!(io::stderr().lock(), "picklewarden: {n} tensors written");
             ExitCode::SUCCESS
@@ -41,7 +51,9 @@ pub(crate) fn run(opts: &Opts) -> ExitCode {
         Err(e) => {
             let _ = std::fs::remove_file(&opts.output);
             let code = match e {
-                ConvertError::Refused(_) | ConvertError::Unsupported(_) => 1,
+                ConvertError::Refused(_)
+                | ConvertError::Unsupported(_)
+                | ConvertError::OutputTooLarge { .. } => 1,
                 ConvertError::Io(_) => 2,
                 // A failure this tool does not know: not converted, reported as refused.
                 _ => 1,
