@@ -665,6 +665,23 @@ pub(crate) fn scan_legacy(bytes: &[u8], report: &mut Report<'_>) {
     report.absorb(sub);
     let Some(end) = end else { return };
     pos += end;
+    // `_legacy_save` writes `sorted(serialized_storages.keys())`: every storage the object
+    // names, once, in order (torch/serialization.py). torch.load reads a storage again for a
+    // key listed twice, and leaves one never listed empty: neither is what the writer makes.
+    let mut named: Vec<&str> = pids.iter().map(|(k, _, _)| k.as_str()).collect();
+    named.sort_unstable();
+    named.dedup();
+    if keys.windows(2).any(|w| matches!(w, [a, b] if a >= b))
+        || keys.iter().map(String::as_str).ne(named.iter().copied())
+    {
+        return report.refuse(
+            "legacy_layout",
+            "malformed",
+            "the storage keys are not the sorted keys of the storages the object names, each once",
+            entry_keys,
+            None,
+        );
+    }
     // The storages, in key order: numel (8 bytes LE), then numel x itemsize bytes.
     let itemsize_of: HashMap<&str, u64> = pids.iter().map(|(k, _, s)| (k.as_str(), *s)).collect();
     let mut sizes = HashMap::new();

@@ -32,6 +32,7 @@ if os.environ.get("PYTHONHASHSEED") != "0":
     os.execv(sys.executable, [sys.executable] + sys.argv)
 
 import pickle
+import pickletools
 import zipfile
 from collections import OrderedDict
 
@@ -137,6 +138,25 @@ def torch_canonical(root):
     assert torch.load(p, weights_only=True).keys() == torch.load(good, weights_only=True).keys()
     entry("hostile", "storage_deflated.pt", "torch-zip", "refused", "zip_entry_compressed",
           "the storages deflated (torch.load reads them; torch writes them stored)")
+    # A legacy file whose storage keys list names its first storage twice (torch.load reads
+    # the storage twice, from the bytes after it; _legacy_save writes sorted keys, each once).
+    with open(os.path.join(root, "good", "legacy_state_dict.pt"), "rb") as f:
+        legacy = f.read()
+    f = io.BytesIO(legacy)
+    for _ in range(3):
+        pickle.load(f)
+    # The object pickle, to its STOP (its persistent ids name storages: not loaded here).
+    keys_at = f.tell() + max(pos for _, _, pos in pickletools.genops(legacy[f.tell():])) + 1
+    f.seek(keys_at)
+    keys = pickle.load(f)
+    records_at = f.tell()
+    numel = int.from_bytes(legacy[records_at:records_at + 8], "little")
+    first = legacy[records_at:records_at + 8 + numel * 4]  # float32 storages
+    with open(out_path(root, "hostile", "legacy_storage_key_twice.pt"), "wb") as out:
+        out.write(legacy[:keys_at] + pickle.dumps([keys[0]] + keys, protocol=2) + first
+                  + legacy[records_at:])
+    entry("hostile", "legacy_storage_key_twice.pt", "torch-legacy", "refused", "legacy_layout",
+          "legacy format: the storage keys list names the first storage twice")
     base = torch.arange(1000, dtype=torch.float32)
     torch_save(root, "good", "views_64_of_one_storage.pt",
                {f"v{i}": base.view(10, 100) for i in range(64)}, "torch-zip", "clean", "-",
