@@ -7,7 +7,7 @@ use std::borrow::Cow;
 use super::{Empty, Globals, StackOps, TextAt, TextKind, Vm};
 use crate::error::{ErrorKind, Result};
 use crate::limits::LimitName;
-use crate::memo::memo_index_limit;
+use crate::memo::memo_index_ahead;
 use crate::opcode::{Opcode, BININT_ARG};
 use crate::policy::{PersistentIds, Python2Str, TextEncoding};
 use crate::text::{self, IntTextOf, Text};
@@ -461,8 +461,8 @@ pub(crate) trait Interpreter<'a>: Vm<'a> {
         let top = self.top()?;
         let count = self.memo().count;
         // Near the entries set, as every pickler writes it, or below 2**20
-        // (`ErrorKind::MemoIndexAhead`, src/vm/memo.rs `memo_index_limit`).
-        if index >= memo_index_limit(count) {
+        // (`ErrorKind::MemoIndexAhead`, src/vm/memo.rs `memo_index_ahead`).
+        if memo_index_ahead(index, count) {
             return Err(self.err(ErrorKind::MemoIndexAhead {
                 index,
                 entries: count,

@@ -31,13 +31,14 @@ pub(crate) fn memo_index_bound(entries: u64) -> u64 {
 /// 65536, each with an empty memo).
 pub(crate) const MEMO_INDEX_FREE: u64 = 1 << 20;
 
-/// The first memo index a PUT may not set when `entries` are set
-/// (`crate::ErrorKind::MemoIndexAhead`): [`memo_index_bound`] or [`MEMO_INDEX_FREE`],
-/// whichever is larger. Past it, 9 bytes of LONG_BINPUT would make CPython allocate
-/// gigabytes.
-#[inline]
-pub(crate) fn memo_index_limit(entries: u64) -> u64 {
-    memo_index_bound(entries).max(MEMO_INDEX_FREE)
+/// Whether a PUT may not set memo `index` when `entries` are set
+/// (`crate::ErrorKind::MemoIndexAhead`): it is at or past both [`memo_index_bound`] and
+/// [`MEMO_INDEX_FREE`]. Past them, 9 bytes of LONG_BINPUT would make CPython allocate
+/// gigabytes. The bound of the entries is tested first: every pickler's index is below it (a
+/// MEMOIZE's always is), so the common path is one comparison.
+#[inline(always)]
+pub(crate) fn memo_index_ahead(index: u64, entries: u64) -> bool {
+    index >= memo_index_bound(entries) && index >= MEMO_INDEX_FREE
 }
 
 /// A memo entry's type, with the value that marks a dense slot as unset (so that a slot is
