@@ -294,14 +294,18 @@ impl<'a, 'p> Machine<'a, 'p> {
 
     /// BUILD: `state` kept as the record `target`'s, when its rule allows the `build` form.
     pub(super) fn build_state(&mut self, target: NodeId, state: NodeId) -> Result<()> {
-        let rule = match self.get(target)? {
-            Value::Object(o) => self.rule_of(o.callable)?,
+        let (rule, callable) = match self.get(target)? {
+            Value::Object(o) => (self.rule_of(o.callable)?, o.callable),
             _ => return Err(self.err(ErrorKind::BuildNotAllowed)),
         };
-        match self.policy.rule(rule) {
-            Some(r) if r.forms.build => {}
+        let check = match self.policy.rule(rule) {
+            Some(r) if r.forms.build => r.check,
             Some(r) => return Err(self.err(r.form_refused("BUILD"))),
             None => return Err(self.err(internal())),
+        };
+        // The rule's check of what the global's writer produces (src/build/checks.rs).
+        if let Some(check) = check {
+            self.check_build(check, target, callable, state)?;
         }
         if let Some(o) = self.object_mut(target) {
             o.state = Some(state);

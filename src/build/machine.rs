@@ -99,6 +99,8 @@ pub(super) struct Machine<'a, 'p> {
     pub(super) careful: bool,
     /// The persistent ids kept under `persistent_ids = "record"` ([`Document::persistent_ids`]).
     pub(super) persistent_ids: Vec<NodeId>,
+    /// What the policy's checks found about the records they saw (src/build/checks.rs).
+    pub(super) checks: super::checks::Checks,
 }
 
 pub(super) fn internal() -> ErrorKind {
@@ -147,6 +149,7 @@ impl<'a, 'p> Machine<'a, 'p> {
             reader_keys: ReaderCell::default(),
             sealed: HashMap::default(),
             persistent_ids: Vec::new(),
+            checks: super::checks::Checks::default(),
             checked: Checked::default(),
             clock: Clock::default(),
             new_pairs: Vec::new(),

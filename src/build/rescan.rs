@@ -32,6 +32,7 @@ fn build_only(kind: &ErrorKind) -> bool {
                 | LimitName::MaxKeyCollisions
         ),
         ErrorKind::ConstructorRejected(_)
+        | ErrorKind::NonCanonical(_)
         | ErrorKind::UnhashableKey
         | ErrorKind::AllocationFailed { .. } => true,
         _ => false,

@@ -52,6 +52,7 @@ fn builder_refuses_what_a_policy_file_would() {
         forms: Forms::ALL,
         args: None,
         key: RecordKey::FirstArgument,
+        check: None,
     };
     let e = Policy::builder()
         .allow_rule(keyed.clone())
@@ -69,6 +70,7 @@ fn builder_refuses_what_a_policy_file_would() {
         forms: Forms::NONE,
         args: None,
         key: RecordKey::Identity,
+        check: None,
     };
     newobj_set.forms.newobj = true;
     assert!(Policy::builder().allow_rule(newobj_set).build().is_err());

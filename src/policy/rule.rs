@@ -2,7 +2,7 @@
 //! closed set of [`Constructor`]s it maps to, the [`Forms`] it may be used in and how a `record`
 //! object is compared as a key ([`RecordKey`]).
 
-use super::ArgsSchema;
+use super::{ArgsSchema, Check};
 #[cfg(doc)]
 use super::{Policy, PolicyBuilder};
 use crate::error::{escape_for_display, ErrorKind};
@@ -176,6 +176,9 @@ pub struct GlobalRule {
     /// For `record`: how the object is compared as a dict key or set item ([`RecordKey`];
     /// [`RecordKey::Identity`] for every other constructor).
     pub key: RecordKey,
+    /// For `record`: a check of the call and BUILD against what the global's real writer
+    /// produces ([`Check`], the TOML setting `check`), applied by the build; `None` for none.
+    pub check: Option<Check>,
 }
 
 /// How a `record` object is hashed and compared as a dict key or set item: what the class it
@@ -244,6 +247,7 @@ impl GlobalRule {
             forms: Forms::ALL,
             args: None,
             key: RecordKey::Identity,
+            check: None,
         }
     }
 
@@ -256,6 +260,13 @@ impl GlobalRule {
     /// Sets the argument schema (for `record`).
     pub fn args(mut self, args: ArgsSchema) -> GlobalRule {
         self.args = Some(args);
+        self
+    }
+
+    /// Sets the check of its calls and BUILDs (for `record`; its forms must be within
+    /// [`Check::forms`]).
+    pub fn check(mut self, check: Check) -> GlobalRule {
+        self.check = Some(check);
         self
     }
 

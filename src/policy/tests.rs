@@ -40,6 +40,7 @@ fn native_forms_cannot_be_widened() {
         forms: Forms::ALL,
         args: None,
         key: RecordKey::Identity,
+        check: None,
     });
     let r = p.rule(p.find("builtins", "set").unwrap()).unwrap();
     assert!(r.forms.reduce && r.forms.inst);

@@ -6,7 +6,7 @@ use serde::Deserialize;
 
 use super::message::{HandleRule, MessagePolicy, PayloadRule, FIRST_REPLY_HANDLE};
 use super::{
-    ArgSpec, ArgType, ArgsSchema, Constructor, Forms, GlobalRule, PersistentIds, Policy,
+    ArgSpec, ArgType, ArgsSchema, Check, Constructor, Forms, GlobalRule, PersistentIds, Policy,
     PolicyError, Python2Str, RecordKey, TextEncoding,
 };
 use crate::limits::{parse_size, LimitName, Limits};
@@ -78,6 +78,8 @@ struct GlobalEntry {
     min_args: Option<usize>,
     #[serde(default)]
     key: Option<String>,
+    #[serde(default)]
+    check: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -255,8 +257,20 @@ pub(super) fn parse(text: &str) -> Result<Policy, PolicyError> {
         {
             return Err(err(format!("global {}.{} listed twice", g.module, g.name)));
         }
+        let check = match g.check.as_deref() {
+            None => None,
+            Some(c) => Some(Check::from_name(c).ok_or_else(|| {
+                err(format!(
+                    "{}.{}: unknown check {c:?} (one of: {})",
+                    g.module,
+                    g.name,
+                    Check::NAMES.map(|(n, _)| n).join(", ")
+                ))
+            })?),
+        };
         let forms = match g.forms {
-            None => constructor.supported_forms(),
+            // A rule with a check takes the forms the check follows.
+            None => check.map_or(constructor.supported_forms(), Check::forms),
             Some(names) => {
                 let mut f = Forms::NONE;
                 for n in &names {
@@ -334,6 +348,9 @@ pub(super) fn parse(text: &str) -> Result<Policy, PolicyError> {
                 key
             }
         };
+        if let Some(check) = check {
+            super::builder::check_forms(&g.module, &g.name, constructor, forms, check)?;
+        }
         policy.allow(GlobalRule {
             module: g.module,
             name: g.name,
@@ -341,6 +358,7 @@ pub(super) fn parse(text: &str) -> Result<Policy, PolicyError> {
             forms,
             args,
             key,
+            check,
         });
     }
     if let Some(m) = file.mitogen {
