@@ -407,6 +407,19 @@ impl Error {
         self
     }
 
+    /// The same refusal at `offset` instead (a pickle read inside a larger input, reported at
+    /// its own offsets, or one whose offsets were taken out of a larger input).
+    #[cold]
+    pub(crate) fn moved_to(mut self, offset: u64) -> Error {
+        let from = self.0.offset;
+        self.0.offset = offset;
+        self.0.read_as = self.0.read_as.take().map(|e| {
+            let at = e.offset().saturating_sub(from).saturating_add(offset);
+            e.moved_to(at)
+        });
+        self
+    }
+
     /// What was refused.
     pub fn kind(&self) -> &ErrorKind {
         &self.0.kind

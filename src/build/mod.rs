@@ -230,11 +230,24 @@ impl<'a, 'p> Decoder<'a, 'p> {
         self.build(None, stream, None)
     }
 
+    /// Decodes one pickle of a joblib file, whose arrays sit between its opcodes: each
+    /// `joblib.numpy_pickle.NumpyArrayWrapper` BUILD under a rule with the
+    /// `joblib_array_wrapper` check reads the array joblib reads after it
+    /// (src/build/checks.rs). Also returns the arrays read, up to a refusal. In one pass
+    /// (there is no scan first: a scan would read the arrays as opcodes), and a refusal is the
+    /// build's own.
+    pub(crate) fn decode_joblib(self) -> (Result<Document<'a>>, Vec<ArraySpan>) {
+        let mut arrays = Vec::new();
+        let doc = self.build(None, false, Some(&mut arrays));
+        (doc, arrays)
+    }
+
     /// The build: executes the opcodes into a document. `bound` is the scan's count of what
     /// it makes, when the scan ran first (the arena is then reserved once); without it the
     /// arena starts from a guess from the input's length and grows.
     ///
-    /// With `arrays`, the decode is a joblib file's, and the arrays read are put there.
+    /// With `arrays`, the decode is a joblib file's ([`Decoder::decode_joblib`]), and the arrays
+    /// read are put there.
     fn build(
         self,
         bound: Option<Bound>,

@@ -26,7 +26,6 @@ pub mod container;
 mod decompress;
 mod globals;
 pub mod joblib;
-mod joblib_arrays;
 pub mod mitogen;
 pub mod numpy;
 pub mod safetensors;

@@ -159,12 +159,6 @@ fn descr_itemsize(descr: &Lit, depth: usize) -> Result<Option<u64>, String> {
     }
 }
 
-/// The element size of a dtype string as numpy pickles a dtype (`numpy.dtype('f8', False,
-/// True)`, `'U12'`, `'O8'`, `'V8'`), or `None` when it holds objects.
-pub(crate) fn dtype_itemsize(s: &str) -> Result<Option<u64>, String> {
-    simple_itemsize(s)
-}
-
 /// The element size of a dtype string (`<f8`, `|u1`, `<U3`, `|S5`, `<M8[ns]`, `|O`).
 fn simple_itemsize(s: &str) -> Result<Option<u64>, String> {
     let body = s.strip_prefix(['<', '>', '|', '=']).unwrap_or(s);
@@ -377,9 +371,10 @@ pub(crate) fn scan_npz<R: Read + Seek>(mut archive: zip::ZipArchive<R>, report: 
             let compressed = file.compressed_size();
             match super::decompress::read_bounded(file, compressed, &limits) {
                 Ok(d) => (name, d),
-                Err(super::decompress::Failure::Malformed(why)) => {
-                    return report.refuse("zip_malformed", "malformed", why, &name, None)
-                }
+                Err(
+                    super::decompress::Failure::Malformed(why)
+                    | super::decompress::Failure::Trailing(why),
+                ) => return report.refuse("zip_malformed", "malformed", why, &name, None),
                 Err(super::decompress::Failure::Limit(why)) => {
                     return report.refuse("container_limit", "limit_exceeded", why, &name, None)
                 }

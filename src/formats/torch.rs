@@ -298,7 +298,9 @@ pub(crate) fn read_entry<R: Read + Seek>(
     bounded.max_decompressed_bytes = bounded.max_decompressed_bytes.min(max);
     match super::decompress::read_bounded(file, compressed, &bounded) {
         Ok(v) => Some(v),
-        Err(super::decompress::Failure::Malformed(why)) => {
+        Err(
+            super::decompress::Failure::Malformed(why) | super::decompress::Failure::Trailing(why),
+        ) => {
             report.refuse("zip_malformed", "malformed", why, name, None);
             None
         }

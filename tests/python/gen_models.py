@@ -316,7 +316,7 @@ def main():
     joblib.dump({"w": np.arange(64, dtype="<f8")}, buf)
     with open(out_path(root, "hostile", "array_cut_short.joblib"), "wb") as f:
         f.write(buf.getvalue()[:200])
-    entry("hostile", "array_cut_short.joblib", "joblib", "refused", "joblib_array_truncated",
+    entry("hostile", "array_cut_short.joblib", "joblib", "refused", "truncated",
           "a joblib file cut inside its array bytes")
 
     # ---- plain pickles ----
