@@ -27,6 +27,7 @@ mod decompress;
 mod globals;
 pub mod joblib;
 pub mod mitogen;
+mod npy_header;
 pub mod numpy;
 pub mod safetensors;
 pub mod tensors;
