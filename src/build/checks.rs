@@ -11,7 +11,6 @@ use super::budget::ITEM_BYTES;
 use super::machine::{internal, Machine};
 use crate::error::{Error, ErrorKind, Result};
 use crate::opcode::Opcode;
-use crate::options::Pickles;
 use crate::policy::check::joblib::{self, ArraySpan, Refusal};
 use crate::policy::check::numpy::{self, Dtype};
 use crate::policy::Check;
@@ -246,12 +245,20 @@ impl Machine<'_, '_> {
                 ))
             }
         };
-        let (doc, report) = crate::Decoder::new(rest, self.policy)
+        // The scan finds where the pickle ends (and refuses a FRAME running past its STOP);
+        // the decode then reads that pickle alone.
+        let deadline = self.clock.deadline();
+        let report = crate::Scanner::new(rest, self.policy)
             .limits(self.limits)
             .allow_trailing(true)
-            .deadline(self.clock.deadline())
-            .decode_and_report(Pickles::One);
-        let doc = doc.map_err(|e| e.shifted(start as u64))?;
+            .deadline(deadline)
+            .run();
+        if let Err(e) = report.result {
+            return Err(e.shifted(start as u64));
+        }
+        let len = report
+            .trailing
+            .map_or(rest.len(), |t| usize::try_from(t.offset).unwrap_or(rest.len()));
         let frames = report
             .opcode_counts
             .get(usize::from(Opcode::Frame.byte()))
@@ -263,6 +270,11 @@ impl Machine<'_, '_> {
                 "a FRAME in the protocol-2 pickle of an array holding objects",
             ));
         }
+        let doc = crate::Decoder::new(rest.get(..len).unwrap_or_default(), self.policy)
+            .limits(self.limits)
+            .deadline(deadline)
+            .decode()
+            .map_err(|e| e.shifted(start as u64))?;
         let ok = doc
             .roots
             .first()
@@ -294,8 +306,7 @@ impl Machine<'_, '_> {
                  shape",
             ));
         }
-        let len = doc.trailing().map_or(rest.len() as u64, |t| t.offset);
-        Ok(start + usize::try_from(len).map_err(|_| self.err(internal()))?)
+        Ok(start + len)
     }
 }
 
