@@ -60,7 +60,7 @@ fn check_file(file: &str, min_rows: usize) {
             ("accept", Ok(_)) => {}
             ("refuse", Err(e)) => {
                 let at = r.bytes[e.offset() as usize];
-                let opcode_ok = [Opcode::Build, Opcode::Reduce]
+                let opcode_ok = [Opcode::Build, Opcode::Reduce, Opcode::Setitem]
                     .iter()
                     .any(|o| o.byte() == at);
                 if e.kind().name() != r.kind || !opcode_ok {

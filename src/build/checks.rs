@@ -8,6 +8,7 @@
 use std::collections::HashMap;
 
 use super::budget::ITEM_BYTES;
+use super::keys::mix::MixState;
 use super::machine::{internal, Machine};
 use crate::error::{Error, ErrorKind, Result};
 use crate::opcode::Opcode;
@@ -134,6 +135,13 @@ impl Machine<'_, '_> {
                     use_dtype(records, id)
                 });
                 let made = made.map_err(|why| refuse(self, &why))?;
+                if made.layout == numpy::Layout::Structured {
+                    // numpy keeps the fields dict itself (`self->fields = fields`): a SETITEM
+                    // on it later would change the dtype after this check.
+                    if let Ok(Value::Tuple(&[_, _, _, _, fields, ..])) = self.get(state) {
+                        self.seal(fields, callable);
+                    }
+                }
                 self.checks.records.insert(
                     target,
                     Seen::Dtype {
@@ -256,9 +264,9 @@ impl Machine<'_, '_> {
         if let Err(e) = report.result {
             return Err(e.shifted(start as u64));
         }
-        let len = report
-            .trailing
-            .map_or(rest.len(), |t| usize::try_from(t.offset).unwrap_or(rest.len()));
+        let len = report.trailing.map_or(rest.len(), |t| {
+            usize::try_from(t.offset).unwrap_or(rest.len())
+        });
         let frames = report
             .opcode_counts
             .get(usize::from(Opcode::Frame.byte()))
@@ -307,6 +315,17 @@ impl Machine<'_, '_> {
             ));
         }
         Ok(start + len)
+    }
+}
+
+impl Machine<'_, '_> {
+    /// Refuses any later change of the list or dict `id` (APPEND, SETITEM...), as the
+    /// arguments an argument schema checked are (`Machine::items_allowed`).
+    fn seal(&mut self, id: NodeId, callable: NodeId) {
+        if self.sealed.capacity() == 0 {
+            self.sealed = HashMap::with_capacity_and_hasher(8, MixState::random());
+        }
+        self.sealed.entry(id).or_insert(callable);
     }
 }
 

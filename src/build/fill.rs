@@ -121,7 +121,7 @@ impl<'a, 'p> Machine<'a, 'p> {
                 _ => "a record".to_owned(),
             };
             return Err(self.rejected(&format!(
-                "{name}: a list or dict its argument schema checked changed after the call"
+                "{name}: a list or dict its argument schema or check read changed after the call"
             )));
         }
         // Only a record (a side-table value) may refuse: the rest answer from the node.

@@ -18,7 +18,8 @@ to 5 (arrays: 2 to 4 and, for object arrays, 5; protocol 5 writes other arrays t
 `numpy._core.numeric._frombuffer`, which the policy does not allow). hostile.tsv is made here
 by pickling stand-ins whose `__reduce__` returns what numpy's would with one thing changed, and
 a few pickles written opcode by opcode; tests/python/numpy_prove.py loads each with the real
-numpy in a child process and prints what it does.
+numpy in a child process and prints what it does. The output is the same from run to run but
+for the six padding bytes of each x87 `longdouble` (whatever memory held).
 
 Usage: /work/venv-loaders/bin/python tests/python/gen_numpy.py [OUTDIR]
 """
@@ -272,6 +273,18 @@ def array_built_twice():
             b"\x87R(K\x01K\x01\x85" + dtype + b"\x89C\x08" + b"\x00" * 8 + b"tb" + state + b"b.")
 
 
+def fields_changed():
+    """A structured dtype, built, then a field added to its fields dict (fetched from the
+    memo) at offset 100 of its 4 bytes: numpy keeps that dict as the dtype's fields, so the
+    field would read past each element (protocol 2, opcode by opcode after numpy's own)."""
+    import pickletools
+    data = pickle.dumps(np.dtype([("a", "<i4")]), protocol=2)
+    ops = list(pickletools.genops(data))
+    fields = next(ops[k + 1][1] for k in range(len(ops)) if ops[k][0].name == "EMPTY_DICT")
+    f8 = b"cnumpy\ndtype\nX\x02\x00\x00\x00f8\x89\x88\x87R"
+    return (data[:-1] + b"h" + bytes([fields]) + b"X\x01\x00\x00\x00b" + f8 + b"Kd\x86s0.")
+
+
 def hostile_rows():
     rows = []
     for name, value, _desc in hostile_values():
@@ -280,6 +293,8 @@ def hostile_rows():
                        ("dtype_built_after_use", built_after_use()),
                        ("ndarray_built_twice", array_built_twice())):
         rows.append([name, "refuse", "non_canonical", "-", "-", "-", "-", data.hex()])
+    rows.append(["struct_fields_changed", "refuse", "constructor_rejected", "-", "-", "-", "-",
+                 fields_changed().hex()])
     return rows
 
 
