@@ -13,6 +13,8 @@
 //! bytes). The `descr` must be one `dtype_to_descr` (line 251) writes: `dtype.str` for a
 //! plain dtype (`'<f8'`, `'|O'`, `'<M8[ns]'`), `dtype.descr` for a structured one.
 
+use std::collections::HashSet;
+
 use crate::output::repr::str_repr;
 use crate::value::PyStr;
 
@@ -338,7 +340,8 @@ fn structured_descr(fields: &[Lit], depth: usize) -> Result<(u64, bool), String>
     }
     let mut total = 0u64;
     let mut objects = false;
-    let mut names: Vec<&str> = Vec::new();
+    // A set, not a list: a header may hold tens of thousands of fields.
+    let mut names: HashSet<&str> = HashSet::new();
     for f in fields {
         let Lit::Tuple(parts) = f else {
             return Err("a structured dtype field that is not a tuple".into());
@@ -358,11 +361,8 @@ fn structured_descr(fields: &[Lit], depth: usize) -> Result<(u64, bool), String>
         if name.is_empty() && !padding {
             return Err("a field without a name that is not padding".into());
         }
-        if !padding {
-            if names.contains(&name.as_str()) {
-                return Err("a field name twice".into());
-            }
-            names.push(name);
+        if !padding && !names.insert(name.as_str()) {
+            return Err("a field name twice".into());
         }
         let count = match shape {
             None => 1,
