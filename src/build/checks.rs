@@ -2,7 +2,7 @@
 //! the call that makes a record ([`Machine::check_call`]) and at its BUILD
 //! ([`Machine::check_build`]). What a check found about a record is kept here by node: a
 //! dtype's size and flags, whether it was built or used, whether an ndarray or a joblib wrapper
-//! was built. Inside a joblib file ([`Decoder::joblib_arrays`](super::Decoder)) a wrapper's
+//! was built. Inside a joblib file (`Decoder::decode_joblib`) a wrapper's
 //! BUILD also reads the array joblib reads after it, moving the reader past it.
 
 use std::collections::HashMap;
