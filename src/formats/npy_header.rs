@@ -111,9 +111,14 @@ pub(crate) fn read_header(bytes: &[u8]) -> Result<Header, String> {
     let Lit::Dict(items) = lit else {
         return Err("a header that is not a dict".into());
     };
-    let [(Lit::Str(k1), descr), (Lit::Str(k2), Lit::Bool(fortran)), (Lit::Str(k3), Lit::Tuple(shape))] =
+    let [(Lit::Str(k1), descr), (Lit::Str(k2), fortran), (Lit::Str(k3), Lit::Tuple(shape))] =
         items.as_slice()
     else {
+        return Err(
+            "a header that is not {'descr': ..., 'fortran_order': bool, 'shape': (...)}".into(),
+        );
+    };
+    let Lit::Bool(fortran) = fortran else {
         return Err(
             "a header that is not {'descr': ..., 'fortran_order': bool, 'shape': (...)}".into(),
         );

@@ -547,11 +547,19 @@ pub(crate) fn same_shape(a: &Arena<'_>, x: NodeId, b: &Arena<'_>, y: NodeId) -> 
 /// # Errors
 /// Why the arguments are not numpy's.
 pub(crate) fn reconstruct_args(arena: &Arena<'_>, argv: &[NodeId]) -> Result<(), String> {
+    let ndarray = |id| {
+        matches!(arena.get(id), Some(Value::Global(g))
+            if g.module == "numpy" && g.name == "ndarray")
+    };
+    let code_b = |id| {
+        matches!(arena.get(id), Some(Value::Bytes(b))
+            if b.len() == 1 && *b.to_cow() == *b"b")
+    };
     let ok = match argv {
         &[cls, shape, code] => {
-            matches!(arena.get(cls), Some(Value::Global(g)) if g.module == "numpy" && g.name == "ndarray")
+            ndarray(cls)
                 && matches!(tuple(arena, shape), Some(&[z]) if int(arena, z) == Some(0))
-                && matches!(arena.get(code), Some(Value::Bytes(b)) if b.len() == 1 && *b.to_cow() == *b"b")
+                && code_b(code)
         }
         _ => false,
     };
@@ -564,8 +572,9 @@ pub(crate) fn reconstruct_args(arena: &Arena<'_>, argv: &[NodeId]) -> Result<(),
 
 /// The BUILD state of a `_reconstruct` ndarray: `(1, shape, dtype, is_fortran, data)` as
 /// `array_reduce` writes it (`methods.c:1783-1860`): `shape` a tuple of at most 64
-/// non-negative ints whose product (and times the itemsize) fits `npy_intp`; `dtype` a checked plain or
-/// structured dtype (an array never has a sub-array dtype: numpy folds it into the shape);
+/// non-negative ints whose product (and times the itemsize) fits `npy_intp`; `dtype` a
+/// checked plain or structured dtype (an array never has a sub-array dtype: numpy folds it
+/// into the shape);
 /// `is_fortran` a bool; `data` for a dtype holding objects (`NPY_LIST_PICKLE`) a list of
 /// exactly `prod(shape)` items (`_getlist_pkl`), never bytes; otherwise bytes of exactly
 /// `prod(shape) x itemsize` (`PyArray_ToString`; what `_codecs.encode(text, 'latin1')` makes
