@@ -140,6 +140,16 @@ pub enum ErrorKind {
     /// STOP with more than the result on the stack, or with a MARK still open.
     #[error("stack not empty at STOP")]
     StackNotEmpty,
+    /// A value that a policy rule's `check` ([`crate::policy::Check`]) compares with what
+    /// the real writer produces, and that differs: a `numpy.dtype` state that is not the one
+    /// numpy pickles for its type string, an ndarray state whose data does not fit its dtype,
+    /// a joblib array wrapper joblib's writer never writes, padding that disagrees with the
+    /// position... (the reason says which, and the source rule it follows). Malformed, not a
+    /// policy refusal: the global is allowed, the bytes are not a form its writer produces,
+    /// and the loader after picklewarden would read them with rules of its own (numpy takes
+    /// a dtype's flags from the state; joblib resumes at another byte).
+    #[error("not the form its writer produces: {0}")]
+    NonCanonical(String),
 
     // ---- Truncated ----
     /// The input ends inside an opcode, its argument, a text line or a frame, or a declared
@@ -265,7 +275,8 @@ impl ErrorKind {
             | FrameStraddle
             | FrameInsideFrame
             | TrailingData
-            | StackNotEmpty => Category::Malformed,
+            | StackNotEmpty
+            | NonCanonical(_) => Category::Malformed,
             Truncated => Category::Truncated,
             LimitExceeded { .. } | AllocationFailed { .. } | DeadlineExceeded => {
                 Category::LimitExceeded
@@ -308,6 +319,7 @@ impl ErrorKind {
             FrameInsideFrame => "frame_inside_frame",
             TrailingData => "trailing_data",
             StackNotEmpty => "stack_not_empty",
+            NonCanonical(_) => "non_canonical",
             Truncated => "truncated",
             LimitExceeded { .. } => "limit_exceeded",
             AllocationFailed { .. } => "allocation_failed",
@@ -393,6 +405,19 @@ impl Error {
     pub fn shifted(mut self, base: u64) -> Error {
         self.0.offset = self.0.offset.saturating_add(base);
         self.0.read_as = self.0.read_as.take().map(|e| e.shifted(base));
+        self
+    }
+
+    /// The same refusal at `offset` instead (a pickle read inside a larger input, reported at
+    /// its own offsets, or one whose offsets were taken out of a larger input).
+    #[cold]
+    pub(crate) fn moved_to(mut self, offset: u64) -> Error {
+        let from = self.0.offset;
+        self.0.offset = offset;
+        self.0.read_as = self.0.read_as.take().map(|e| {
+            let at = e.offset().saturating_sub(from).saturating_add(offset);
+            e.moved_to(at)
+        });
         self
     }
 

@@ -418,6 +418,64 @@ def tar_vectors():
 tar_vectors()
 
 
+# A79-A84: numpy and joblib read with rules of their own (mode `single` under the numpy
+# policy: numpy's pickles, from tests/corpus/numpy/hostile.tsv, made by
+# tests/python/gen_numpy.py; mode `model`: tests/python/numpy_models.py's files).
+def numpy_pickle(row_name, name, attack):
+    with open(os.path.join(ROOT, "tests", "corpus", "numpy", "hostile.tsv")) as f:
+        for line in f.read().splitlines()[1:]:
+            cols = line.split("\t")
+            if cols[0] == row_name:
+                put(name, bytes.fromhex(cols[7]), cols[2], attack, policy="numpy")
+                return
+    raise KeyError(row_name)
+
+
+def numpy_model(fixture, name, expected, attack):
+    with open(os.path.join(MODELS, "hostile", fixture), "rb") as f:
+        put(name, f.read(), expected, attack, policy="numpy", mode="model")
+
+
+numpy_pickle("object_flags_zero", "a79-object-dtype-without-its-flags.pkl", "A79")
+numpy_pickle("dtype_f8_elsize", "a79-f8-dtype-with-elsize-16.pkl", "A79")
+numpy_pickle("dtype_v8_elsize", "a79-v8-dtype-whose-state-says-16.pkl", "A79")
+numpy_pickle("dtype_built_after_use", "a79-dtype-built-after-an-array-used-it.pkl", "A79")
+numpy_model("np_object_flags_zero.npy", "a79-npy-object-dtype-without-its-flags.npy",
+            "non_canonical", "A79")
+numpy_model("jl_nested_flags_zero.joblib", "a79-joblib-object-dtype-without-its-flags.joblib",
+            "non_canonical", "A79")
+numpy_pickle("object_array_bytes", "a80-object-array-given-bytes.pkl", "A80")
+numpy_pickle("object_list_short", "a80-object-array-list-shorter-than-shape.pkl", "A80")
+numpy_pickle("scalar_long_bytes", "a80-scalar-given-longer-bytes.pkl", "A80")
+numpy_pickle("scalar_object", "a80-object-scalar-given-bytes.pkl", "A80")
+numpy_model("jl_object_flags_zero.joblib", "a80-joblib-wrapper-of-object-dtype-without-flags.joblib",
+            "non_canonical", "A80")
+for label in ("float", "str", "true", "17"):
+    numpy_model(f"jl_alignment_{label}.joblib", f"a81-joblib-alignment-{label}.joblib",
+                "non_canonical", "A81")
+numpy_model("jl_padding_length.joblib", "a81-joblib-padding-length.joblib", "non_canonical", "A81")
+numpy_model("jl_padding_bytes.joblib", "a81-joblib-padding-bytes.joblib", "non_canonical", "A81")
+numpy_model("jl_built_twice.joblib", "a81-joblib-wrapper-built-twice.joblib", "non_canonical",
+            "A81")
+numpy_model("jl_objects_allow_mmap.joblib", "a81-joblib-objects-allow-mmap.joblib",
+            "non_canonical", "A81")
+numpy_model("jl_frame_past_build.joblib", "a82-joblib-frame-past-the-build.joblib",
+            "non_canonical", "A82")
+numpy_model("jl_nested_frame.joblib", "a82-joblib-nested-protocol-2-with-frame.joblib",
+            "non_canonical", "A82")
+numpy_model("jl_nested_protocol4.joblib", "a82-joblib-nested-protocol-4.joblib",
+            "non_canonical", "A82")
+for c in ("zlib", "gzip", "bz2", "xz", "lzma", "lz4"):
+    numpy_model(f"jl_second_stream.{c}.joblib", f"a83-joblib-second-{c}-stream.joblib",
+                "decompress_trailing_data", "A83")
+numpy_model("np_header_extra_space.npy", "a84-npy-header-extra-space.npy", "npy_header", "A84")
+numpy_model("np_header_key_order.npy", "a84-npy-header-key-order.npy", "npy_header", "A84")
+numpy_model("np_header_descr_spelling.npy", "a84-npy-header-descr-f8.npy", "npy_header", "A84")
+numpy_model("np_object_not_an_array.npy", "a84-npy-object-pickle-not-the-array.npy",
+            "npy_pickle_mismatch", "A84")
+numpy_model("np_member_not_npy.npz", "a84-npz-member-not-npy.npz", "npz_member", "A84")
+
+
 with open(os.path.join(HERE, "MANIFEST.tsv"), "w") as f:
     f.write("file\texpected\tlimit\tpolicy\tlimits\tmode\tattack\n")
     seen = set()

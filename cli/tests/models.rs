@@ -12,10 +12,6 @@ use std::path::Path;
 
 use picklewarden::formats::container::{scan_bytes, ScanOptions, Verdict};
 
-/// joblib's array bytes between opcodes are not read yet (src/formats/joblib_arrays.rs): such
-/// files must be reported incomplete, never clean.
-const JOBLIB_ARRAYS_UNREAD: bool = false;
-
 struct Row {
     file: String,
     format: String,
@@ -54,13 +50,6 @@ fn every_model_file_gets_its_manifest_verdict() {
         let format_ok = format == row.format || format.starts_with(&format!("{}-", row.format));
         let kind = r.reason.as_ref().map_or("-", |f| f.kind.as_str());
         let kind_ok = row.verdict != "refused" || kind == row.kind;
-        // joblib files with arrays between opcodes are not read yet: never clean meanwhile.
-        if row.format == "joblib" && JOBLIB_ARRAYS_UNREAD && !row.file.contains("/plain.") {
-            if r.verdict == Verdict::Clean || !format_ok {
-                wrong.push(format!("{}: clean or not joblib ({format})", row.file));
-            }
-            continue;
-        }
         if !format_ok || r.verdict.name() != row.verdict || !kind_ok {
             wrong.push(format!(
                 "{}: want {} {} {}, got {} {} {} ({:?})",
@@ -147,10 +136,20 @@ fn scan_command_exit_codes_and_json() {
     assert_eq!(swapped["globals"][0]["module"], "posix");
     assert_eq!(swapped["globals"][0]["allowed"], false);
     assert_eq!(swapped["globals"][0]["runs_code"], true);
-    // Incomplete and nothing refused: 3.
-    let out = pw(&["scan", "tests/corpus/models/good/arrays.gzip.joblib"]);
-    let want = if JOBLIB_ARRAYS_UNREAD { 3 } else { 0 };
-    assert_eq!(out.status.code(), Some(want));
+    // Incomplete and nothing refused: 3 (a zip that is neither a checkpoint nor an npz).
+    let dir = std::env::temp_dir().join(format!("pw-models-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let zip = dir.join("other.zip");
+    // An empty zip archive: an end of central directory record alone.
+    std::fs::write(&zip, b"PK\x05\x06\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0").unwrap();
+    let out = pw(&["scan", zip.to_str().unwrap()]);
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
     // A missing file: 2.
     assert_eq!(pw(&["scan", "no/such/file"]).status.code(), Some(2));
 }
@@ -353,4 +352,66 @@ fn convert_refuses_output_past_its_bound() {
         "{r:?}"
     );
     let _ = std::fs::remove_dir_all(&dir);
+/// A joblib file's arrays are read by its scan only: to `check --policy numpy` (what
+/// `pickle.loads` would make of the file) a wrapper's BUILD is refused, since `pickle.loads`
+/// reads an array's bytes as opcodes where `joblib.load` reads an array; `scan` reads it, and
+/// lists the globals of the pickle around the arrays at their offsets in the file.
+#[test]
+fn joblib_arrays_are_read_by_the_scan_only() {
+    let file = "tests/corpus/models/good/jl_dtypes.none.joblib";
+    // pickle.loads fails at the first array's padding byte, and so does the check.
+    let out = pw(&["check", "--policy", "numpy", file]);
+    assert_eq!(out.status.code(), Some(1));
+    // joblib.dump({'e': np.zeros(0)}) to a stream without tell(), protocol 2: no padding and
+    // no array bytes, so pickle.loads reads a NumpyArrayWrapper object; still refused, as
+    // joblib.load reads an array there.
+    let dir = std::env::temp_dir().join(format!("pw-jl-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let empty = dir.join("empty.joblib");
+    let hex = "80027d71005801000000657101636a6f626c69622e6e756d70795f7069636b6c650a4e756d70794172\
+               726179577261707065720a7102298171037d7104285808000000737562636c6173737105636e756d\
+               70790a6e6461727261790a71065805000000736861706571074b0085710858050000006f72646572\
+               7109580100000043710a58050000006474797065710b636e756d70790a64747970650a710c580200\
+               00006638710d898887710e52710f284b0358010000003c71104e4e4e4affffffff4affffffff4b00\
+               74711162580a000000616c6c6f775f6d6d6170711288581b0000006e756d70795f61727261795f61\
+               6c69676e6d656e745f627974657371134e7562732e";
+    let bytes: Vec<u8> = (0..hex.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
+        .collect();
+    std::fs::write(&empty, &bytes).unwrap();
+    let empty = empty.to_str().unwrap();
+    let out = pw(&["check", "--policy", "numpy", empty]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("non_canonical") && err.contains("a BUILD outside a joblib file"),
+        "{err}"
+    );
+    assert_eq!(pw(&["scan", empty]).status.code(), Some(0));
+    let _ = std::fs::remove_dir_all(&dir);
+    let out = pw(&["scan", "--format", "json", file]);
+    assert_eq!(out.status.code(), Some(0));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let f = &v["files"][0];
+    let bytes =
+        std::fs::read(Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/..")).join(file)).unwrap();
+    // Every global listed in the pickle itself is at an opcode naming it in the file.
+    let mut outer = 0;
+    for g in f["globals"].as_array().unwrap() {
+        if g["entry"] != "" {
+            continue;
+        }
+        outer += 1;
+        let at = g["offset"].as_u64().unwrap() as usize;
+        assert!(
+            matches!(bytes[at], b'c' | 0x93),
+            "{g}: byte {:#x} at the offset",
+            bytes[at]
+        );
+    }
+    assert!(outer >= 3, "{f}");
+    // One pickle for each object array (four), listed by the scan.
+    let pickles = f["pickles"].as_array().unwrap();
+    assert_eq!(pickles.len(), 5, "{pickles:?}");
 }

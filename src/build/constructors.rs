@@ -183,7 +183,12 @@ impl<'a, 'p> Machine<'a, 'p> {
                 };
                 // The object is its side-table slot ([`FAT_BYTES`]); what it gains later
                 // (items, pairs) is charged as it comes.
-                self.fat(Fat::Object(object), 0)
+                let id = self.fat(Fat::Object(object), 0)?;
+                // The rule's check of what the global's writer produces (src/build/checks.rs).
+                if let Some(check) = rule.check {
+                    self.check_call(check, id, callable, argv, kind, kwargs)?;
+                }
+                Ok(id)
             }
             Constructor::Latin1Bytes => self.latin1_bytes(argv),
             Constructor::Bytes => match argv {

@@ -121,7 +121,7 @@ impl<'a, 'p> Machine<'a, 'p> {
                 _ => "a record".to_owned(),
             };
             return Err(self.rejected(&format!(
-                "{name}: a list or dict its argument schema checked changed after the call"
+                "{name}: a list or dict its argument schema or check read changed after the call"
             )));
         }
         // Only a record (a side-table value) may refuse: the rest answer from the node.
@@ -294,16 +294,20 @@ impl<'a, 'p> Machine<'a, 'p> {
 
     /// BUILD: `state` kept as the record `target`'s, when its rule allows the `build` form.
     pub(super) fn build_state(&mut self, target: NodeId, state: NodeId) -> Result<()> {
-        let rule = match self.get(target)? {
-            Value::Object(o) => self.rule_of(o.callable)?,
+        let (rule, callable) = match self.get(target)? {
+            Value::Object(o) => (self.rule_of(o.callable)?, o.callable),
             _ => return Err(self.err(ErrorKind::BuildNotAllowed)),
         };
         let policy = self.policy;
-        let cost = match policy.rule(rule) {
-            Some(r) if r.forms.build => r.build_cost,
+        let (check, cost) = match policy.rule(rule) {
+            Some(r) if r.forms.build => (r.check, r.build_cost),
             Some(r) => return Err(self.err(r.form_refused("BUILD"))),
             None => return Err(self.err(internal())),
         };
+        // The rule's check of what the global's writer produces (src/build/checks.rs).
+        if let Some(check) = check {
+            self.check_build(check, target, callable, state)?;
+        }
         // What the reader's BUILD does with the state, at every BUILD (src/build/copies.rs).
         self.charge_build(cost, state)?;
         if let Some(o) = self.object_mut(target) {

@@ -102,6 +102,8 @@ pub(super) struct Machine<'a, 'p> {
     /// Bytes the reader after allocates copying what constructors and BUILD were given, so
     /// far (`max_copy_bytes_per_byte`, src/build/copies.rs).
     pub(super) copied: u64,
+    /// What the policy's checks found about the records they saw (src/build/checks.rs).
+    pub(super) checks: super::checks::Checks,
 }
 
 pub(super) fn internal() -> ErrorKind {
@@ -150,6 +152,7 @@ impl<'a, 'p> Machine<'a, 'p> {
             reader_keys: ReaderCell::default(),
             sealed: HashMap::default(),
             persistent_ids: Vec::new(),
+            checks: super::checks::Checks::default(),
             checked: Checked::default(),
             clock: Clock::default(),
             new_pairs: Vec::new(),

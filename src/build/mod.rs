@@ -39,6 +39,7 @@
 //!   globals.rs       a global the policy allowed, as a node
 //!   spare.rs         the stack, MARK and memo vectors kept from one small decode to the next
 //!   constructors.rs  REDUCE, NEWOBJ(_EX), INST, OBJ: records and the native constructors
+//!   checks.rs        the checks policy rules name (numpy, joblib) at the call and the BUILD
 //!   depth.rs         max_nesting_depth: containers' heights; the exact walk when they cannot tell
 //!   keys/            Python equality and hashing of keys (mod.rs), numbers as keys (num.rs),
 //!                    datetime records as keys (datetime.rs), and the model of the reader's
@@ -48,6 +49,7 @@
 
 mod budget;
 mod called;
+mod checks;
 mod constructors;
 mod copies;
 mod depth;
@@ -70,6 +72,7 @@ use crate::error::Result;
 use crate::limits::Limits;
 use crate::opcode::Opcode;
 use crate::options::Pickles;
+use crate::policy::check::joblib::ArraySpan;
 use crate::policy::Policy;
 use crate::scan::{ScanReport, Scanner};
 use crate::value::{Arena, Document, Scratch};
@@ -215,7 +218,7 @@ impl<'a, 'p> Decoder<'a, 'p> {
             return (Err(e), report);
         }
         let bound = Bound::of(&report.opcode_counts);
-        (self.build(Some(bound), stream), report)
+        (self.build(Some(bound), stream, None), report)
     }
 
     /// The decode in one pass: the machine runs the one interpreter (`src/vm/`) and so makes
@@ -225,16 +228,38 @@ impl<'a, 'p> Decoder<'a, 'p> {
     /// whether the decode or `scan` met it (`fuzz/src/harness/scan_build.rs`,
     /// `check_scan_build_agree`).
     fn decode_one_pass(self, stream: bool) -> Result<Document<'a>> {
-        self.build(None, stream)
+        self.build(None, stream, None)
+    }
+
+    /// Decodes one pickle of a joblib file, whose arrays sit between its opcodes: each
+    /// `joblib.numpy_pickle.NumpyArrayWrapper` BUILD under a rule with the
+    /// `joblib_array_wrapper` check reads the array joblib reads after it
+    /// (src/build/checks.rs). Also returns the arrays read, up to a refusal. In one pass
+    /// (there is no scan first: a scan would read the arrays as opcodes), and a refusal is the
+    /// build's own.
+    pub(crate) fn decode_joblib(self) -> (Result<Document<'a>>, Vec<ArraySpan>) {
+        let mut arrays = Vec::new();
+        let doc = self.build(None, false, Some(&mut arrays));
+        (doc, arrays)
     }
 
     /// The build: executes the opcodes into a document. `bound` is the scan's count of what
     /// it makes, when the scan ran first (the arena is then reserved once); without it the
     /// arena starts from a guess from the input's length and grows.
-    fn build(self, bound: Option<Bound>, stream: bool) -> Result<Document<'a>> {
+    ///
+    /// With `arrays`, the decode is a joblib file's ([`Decoder::decode_joblib`]), and the arrays
+    /// read are put there.
+    fn build(
+        self,
+        bound: Option<Bound>,
+        stream: bool,
+        arrays: Option<&mut Vec<ArraySpan>>,
+    ) -> Result<Document<'a>> {
         Machine::check_input(self.input, &self.limits)?;
         let arena = Arena::new(self.input, self.scratch);
         let mut m = Machine::new(self.input, self.policy, self.limits, self.buffers, arena);
+        let joblib = arrays.is_some();
+        m.checks.joblib = joblib;
         m.careful = self.careful;
         m.clock = Clock::new(self.deadline);
         if let Ok(mut c) = m.hash_cache.try_borrow_mut() {
@@ -262,12 +287,18 @@ impl<'a, 'p> Decoder<'a, 'p> {
         // Input that is not a pickle at all says so (src/input/sniff.rs), as the scan says.
         let explain = |e| crate::sniff::explain(input, e);
         // The build's refusal, or the scan's from there (one pass: `bound` is `None`).
+        // A joblib file's refusal is the build's: a scan from there would read its arrays as
+        // opcodes.
         let refused = |m: &Machine<'a, 'p>, e| match bound {
-            None => m.rescan(e, stream, allow_trailing, deadline),
-            Some(_) => e,
+            None if !joblib => m.rescan(e, stream, allow_trailing, deadline),
+            _ => e,
         };
         if !stream {
-            let root = match m.run() {
+            let run = m.run();
+            if let Some(arrays) = arrays {
+                *arrays = std::mem::take(&mut m.checks.arrays);
+            }
+            let root = match run {
                 Ok(root) => root,
                 Err(e) => return Err(refused(&m, e)),
             };

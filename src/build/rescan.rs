@@ -33,6 +33,7 @@ fn build_only(kind: &ErrorKind) -> bool {
                 | LimitName::MaxCopyBytesPerByte
         ),
         ErrorKind::ConstructorRejected(_)
+        | ErrorKind::NonCanonical(_)
         | ErrorKind::UnhashableKey
         | ErrorKind::AllocationFailed { .. } => true,
         _ => false,

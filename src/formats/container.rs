@@ -516,22 +516,25 @@ impl<'p> Report<'p> {
         self.pickles.extend(other.pickles);
     }
 
-    /// Checks one pickle: the scan (every global listed, going on past a refusal with a
-    /// listing pass), then, when the scan accepts, the full build, whose document is handed
-    /// to `then` for the container's own checks. With `allow_trailing`, bytes after STOP are
-    /// left for the caller: the offset where they start is returned (the pickle's length).
-    pub(crate) fn pickle_then(
+    /// The limits of one pickle of the file: the policy's, with `max_input_bytes` at most
+    /// [`ModelLimits::max_pickle_bytes`].
+    pub(crate) fn pickle_limits(&self) -> crate::Limits {
+        let mut limits = self.policy.limits;
+        limits.max_input_bytes = limits.max_input_bytes.min(self.limits.max_pickle_bytes);
+        limits
+    }
+
+    /// Lists the globals of one pickle named `entry` (offsets as the scan gives them), by the
+    /// scan, and past its refusal by a listing pass over the opcodes. Returns the scan's
+    /// result and, with `allow_trailing`, where the bytes after STOP start.
+    pub(crate) fn list_globals(
         &mut self,
         entry: &str,
         bytes: &[u8],
         allow_trailing: bool,
-        then: impl FnOnce(&mut Self, &Document<'_>),
-    ) -> Option<usize> {
-        self.pickles.push(entry.to_owned());
-        let mut limits = self.policy.limits;
-        limits.max_input_bytes = limits.max_input_bytes.min(self.limits.max_pickle_bytes);
+    ) -> (crate::Result<()>, usize) {
         let scan = Scanner::new(bytes, self.policy)
-            .limits(limits)
+            .limits(self.pickle_limits())
             .allow_trailing(allow_trailing)
             .run();
         let mut seen: HashSet<u64> = HashSet::new();
@@ -547,7 +550,6 @@ impl<'p> Report<'p> {
             });
         }
         if let Err(e) = &scan.result {
-            self.refuse_error(entry, e);
             for (module, name, offset) in globals_after(bytes, e.offset()) {
                 if seen.insert(offset) {
                     let allowed = self.policy.find(&module, &name).is_some();
@@ -561,13 +563,37 @@ impl<'p> Report<'p> {
                     });
                 }
             }
-            return None;
         }
         let end = scan.trailing.map_or(bytes.len(), |t| {
             usize::try_from(t.offset).unwrap_or(bytes.len())
         });
+        (scan.result, end)
+    }
+
+    /// Notes that the pickle `entry` was checked.
+    pub(crate) fn checked(&mut self, entry: &str) {
+        self.pickles.push(entry.to_owned());
+    }
+
+    /// Checks one pickle: the scan (every global listed, going on past a refusal with a
+    /// listing pass), then, when the scan accepts, the full build, whose document is handed
+    /// to `then` for the container's own checks. With `allow_trailing`, bytes after STOP are
+    /// left for the caller: the offset where they start is returned (the pickle's length).
+    pub(crate) fn pickle_then(
+        &mut self,
+        entry: &str,
+        bytes: &[u8],
+        allow_trailing: bool,
+        then: impl FnOnce(&mut Self, &Document<'_>),
+    ) -> Option<usize> {
+        self.checked(entry);
+        let (scanned, end) = self.list_globals(entry, bytes, allow_trailing);
+        if let Err(e) = &scanned {
+            self.refuse_error(entry, e);
+            return None;
+        }
         match crate::Decoder::new(bytes, self.policy)
-            .limits(limits)
+            .limits(self.pickle_limits())
             .allow_trailing(allow_trailing)
             .decode()
         {

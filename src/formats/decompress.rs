@@ -18,6 +18,11 @@ pub(crate) const RATIO_FREE_BYTES: u64 = 1 << 20;
 pub(crate) enum Failure {
     /// The data is not valid for its format (the decoder's message).
     Malformed(String),
+    /// Bytes after the end of the first compressed stream. joblib's writer writes one; its
+    /// readers go on into what follows (Python's `bz2`, `lzma` and `lz4.frame` files read
+    /// concatenated streams as one, joblib's own zlib and gzip file loops without end on
+    /// them), so what they read is not what one stream holds.
+    Trailing(String),
     /// Over a bound (which, and the value reached).
     Limit(String),
 }
@@ -68,52 +73,117 @@ pub(crate) fn read_bounded(
     }
 }
 
-/// Decompresses `data` as `compression` writes it (joblib's compressors, `joblib/compressor.py`).
+/// Decompresses `data` as `compression` writes it (joblib's compressors, `joblib/compressor.py`):
+/// exactly one stream (zlib, gzip member, bzip2 stream, xz stream, .lzma stream, LZ4 frame),
+/// which must end where `data` ends ([`Failure::Trailing`] otherwise).
 pub(crate) fn decompress(
     data: &[u8],
     compression: Compression,
     limits: &ModelLimits,
 ) -> Result<Vec<u8>, Failure> {
     let len = data.len() as u64;
+    // What a decoder of one stream left of `data` (a `bufread` decoder reads only its stream).
+    let one = |rest: usize| -> Result<(), Failure> {
+        if rest == 0 {
+            return Ok(());
+        }
+        Err(Failure::Trailing(format!(
+            "{rest} bytes after the end of the {} stream (joblib writes one)",
+            compression_name(compression)
+        )))
+    };
     match compression {
         Compression::None => Ok(data.to_vec()),
-        Compression::Zlib => read_bounded(flate2::read::ZlibDecoder::new(data), len, limits),
-        // joblib writes one gzip member; MultiGzDecoder also reads concatenated members as
-        // Python's gzip module does.
-        Compression::Gzip => read_bounded(flate2::read::MultiGzDecoder::new(data), len, limits),
-        Compression::Bz2 => read_bounded(bzip2::read::MultiBzDecoder::new(data), len, limits),
+        Compression::Zlib => {
+            let mut d = flate2::bufread::ZlibDecoder::new(data);
+            let out = read_bounded(&mut d, len, limits)?;
+            one(d.into_inner().len()).map(|()| out)
+        }
+        // joblib reads gzip with zlib (`BinaryGzipFile`, wbits 31): one member.
+        Compression::Gzip => {
+            let mut d = flate2::bufread::GzDecoder::new(data);
+            let out = read_bounded(&mut d, len, limits)?;
+            one(d.into_inner().len()).map(|()| out)
+        }
+        Compression::Bz2 => {
+            let mut d = bzip2::bufread::BzDecoder::new(data);
+            let out = read_bounded(&mut d, len, limits)?;
+            one(d.into_inner().len()).map(|()| out)
+        }
         Compression::Lz4 => {
-            // lz4_flex ends a frame cut short after a whole block without an error; Python's
-            // lz4.frame (joblib's reader) refuses it. The frame must end in its EndMark (and
-            // the content checksum its FLG byte announces).
-            if !lz4_frame_complete(data) {
-                return Err(Failure::Malformed(
-                    "the LZ4 frame ends before its end mark".into(),
-                ));
-            }
+            // lz4_flex reads frame after frame, and ends a frame cut short after a whole
+            // block without an error; Python's lz4.frame (joblib's reader) refuses it. The
+            // frame's own structure says where it ends: there, and with its EndMark.
+            let end = lz4_frame_end(data).ok_or_else(|| {
+                Failure::Malformed("the LZ4 frame ends before its end mark".into())
+            })?;
+            one(data.len().saturating_sub(end))?;
             read_bounded(lz4_flex::frame::FrameDecoder::new(data), len, limits)
         }
-        Compression::Xz => read_bounded(
-            lzma_rust2::XzReader::new_mem_limit(data, true, LZMA_MEM_LIMIT_KIB),
-            len,
-            limits,
-        ),
+        Compression::Xz => {
+            let mut d = lzma_rust2::XzReader::new_mem_limit(data, false, LZMA_MEM_LIMIT_KIB);
+            let out = read_bounded(&mut d, len, limits)?;
+            one(d.into_inner().len()).map(|()| out)
+        }
         Compression::Lzma => {
-            let reader = lzma_rust2::LzmaReader::new_mem_limit(data, LZMA_MEM_LIMIT_KIB, None)
+            let mut d = lzma_rust2::LzmaReader::new_mem_limit(data, LZMA_MEM_LIMIT_KIB, None)
                 .map_err(|e| Failure::Malformed(e.to_string()))?;
-            read_bounded(reader, len, limits)
+            let out = read_bounded(&mut d, len, limits)?;
+            // The range decoder reads ahead: what it holds unread is left too.
+            let (rest, held) = d.into_parts();
+            one(rest.len() + held.len()).map(|()| out)
         }
     }
 }
 
-/// Whether an LZ4 frame ends with its EndMark (four zero bytes), followed by the 4-byte
-/// content checksum when the frame descriptor's FLG byte (bit 2) announces one. A cheap check
-/// of the end only: the decoder checks the blocks.
-fn lz4_frame_complete(data: &[u8]) -> bool {
-    let checksum = data.get(4).is_some_and(|flg| flg & 0x04 != 0);
-    let tail = if checksum { 8 } else { 4 };
-    data.len() >= 7 + tail
-        && data
-            .get(data.len() - tail..data.len() - tail + 4)
-            .is_some_and(|m| m == [0, 0, 0, 0])
+/// The name of a compression in messages.
+fn compression_name(c: Compression) -> &'static str {
+    match c {
+        Compression::None => "uncompressed",
+        Compression::Zlib => "zlib",
+        Compression::Gzip => "gzip",
+        Compression::Bz2 => "bzip2",
+        Compression::Xz => "xz",
+        Compression::Lzma => "lzma",
+        Compression::Lz4 => "LZ4 frame",
+    }
 }
+
+/// Where the LZ4 frame at the start of `data` ends, walking its structure (the LZ4 frame
+/// format, `lz4/doc/lz4_Frame_format.md`): magic, FLG (bit 3: a content size of 8 bytes,
+/// bit 0: a dictionary id of 4, bit 4: a checksum after each block, bit 2: a content checksum
+/// after the EndMark), BD, the header checksum, then blocks (a 4-byte size, high bit
+/// "uncompressed", and that many bytes) up to the EndMark (a size of 0). `None` when the
+/// data ends first. The decoder checks the blocks themselves.
+fn lz4_frame_end(data: &[u8]) -> Option<usize> {
+    let flg = *data.get(4)?;
+    let mut pos = 4 + 2 + 1;
+    if flg & 0x08 != 0 {
+        pos += 8;
+    }
+    if flg & 0x01 != 0 {
+        pos += 4;
+    }
+    loop {
+        let size = u32::from_le_bytes(data.get(pos..pos + 4)?.try_into().ok()?);
+        pos += 4;
+        if size == 0 {
+            break;
+        }
+        pos = pos.checked_add((size & 0x7fff_ffff) as usize)?;
+        if flg & 0x10 != 0 {
+            pos += 4;
+        }
+        if pos > data.len() {
+            return None;
+        }
+    }
+    if flg & 0x04 != 0 {
+        pos += 4;
+    }
+    (pos <= data.len()).then_some(pos)
+}
+
+#[cfg(test)]
+#[path = "decompress_test.rs"]
+mod tests;

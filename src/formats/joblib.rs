@@ -1,12 +1,21 @@
 //! joblib files (`joblib.dump`), as `joblib/numpy_pickle.py` and `joblib/compressor.py` write
 //! them: a pickle, compressed or not (zlib, gzip, bz2, xz, lzma, lz4), in which each numpy
 //! array is a `joblib.numpy_pickle.NumpyArrayWrapper` object whose BUILD is followed by the
-//! array's bytes, outside the pickle's opcodes: one byte giving a padding length, that many
-//! padding bytes, then `prod(shape) x itemsize` bytes; or, for an array of objects, a pickle of
-//! its own.
+//! array, outside the pickle's opcodes: a padding byte, padding and `prod(shape) x itemsize`
+//! bytes, or, for an array of objects, a pickle of its own.
+//!
+//! The pickle is decoded by the machine itself in joblib's way ([`crate::Decoder`]'s
+//! `decode_joblib`): at each wrapper's BUILD the `joblib_array_wrapper` check of the policy
+//! (`src/policy/check/joblib.rs`) requires the wrapper joblib's writer writes, computes the
+//! span joblib's `read_array` reads from the state the build made, checks the padding, decodes
+//! an object array's pickle with the machine, and moves the reader past the array. So the
+//! bytes checked as opcodes are exactly the ones joblib reads as opcodes. The globals are
+//! listed by a scan of the pickle with those spans taken out (offsets are the pickle's), and
+//! of each object array's pickle.
 
 use super::container::{Compression, Report};
 use super::decompress::{decompress, Failure};
+use crate::policy::check::joblib::ArraySpan;
 
 /// The global joblib writes for each array.
 const WRAPPER: &[u8] = b"NumpyArrayWrapper";
@@ -25,27 +34,119 @@ pub(crate) fn scan(bytes: &[u8], compression: Compression, report: &mut Report<'
     } else {
         "decompressed"
     };
-    let data = if bytes.starts_with(b"ZF") {
+    if bytes.starts_with(b"ZF") {
         return report.incomplete(
             "not_understood",
             "the joblib format before 0.9.3 (ZF) is not read",
             "",
             None,
         );
-    } else {
-        match decompress(bytes, compression, &report.limits) {
-            Ok(d) => d,
-            Err(Failure::Malformed(why)) => {
-                return report.refuse("decompress", "malformed", why, "", None)
-            }
-            Err(Failure::Limit(why)) => {
-                return report.refuse("container_limit", "limit_exceeded", why, "", None)
-            }
+    }
+    let data = match decompress(bytes, compression, &report.limits) {
+        Ok(d) => d,
+        Err(Failure::Malformed(why)) => {
+            return report.refuse("decompress", "malformed", why, "", None)
+        }
+        Err(Failure::Trailing(why)) => {
+            return report.refuse("decompress_trailing_data", "malformed", why, "", None)
+        }
+        Err(Failure::Limit(why)) => {
+            return report.refuse("container_limit", "limit_exceeded", why, "", None)
         }
     };
-    if names_wrapper(&data) {
-        super::joblib_arrays::scan(&data, entry, report);
-    } else {
-        report.pickle(entry, &data, false);
+    scan_pickle(&data, entry, report);
+}
+
+/// The name of the `i`-th object array's pickle (from 1) at `start`, in reports.
+fn array_entry(entry: &str, i: usize, start: usize) -> String {
+    format!(
+        "{entry}{}array {i} at {start:#x}",
+        if entry.is_empty() { "" } else { " " }
+    )
+}
+
+/// Checks a joblib pickle (decompressed): the decode in joblib's way, then the listing of its
+/// globals.
+fn scan_pickle(data: &[u8], entry: &str, report: &mut Report<'_>) {
+    report.checked(entry);
+    let (decoded, arrays) = crate::Decoder::new(data, report.policy)
+        .limits(report.pickle_limits())
+        .decode_joblib();
+    // Every byte after STOP is refused by the decode; the listing takes the pickle as one.
+    let listed = list_outer(data, entry, &arrays, report);
+    for (i, a) in arrays.iter().filter(|a| a.pickle).enumerate() {
+        let name = array_entry(entry, i + 1, a.start);
+        let end = a.end.unwrap_or(data.len());
+        report.checked(&name);
+        let _ = report.list_globals(&name, data.get(a.start..end).unwrap_or_default(), true);
     }
+    match decoded {
+        Ok(_) => {
+            // The decode read the file as joblib does; a scan of the same opcodes that refuses
+            // would be a disagreement of the two passes: refused, never clean.
+            if let Err(e) = listed {
+                report.refuse_error(entry, &e);
+            }
+        }
+        Err(e) => {
+            let at = usize::try_from(e.offset()).unwrap_or(usize::MAX);
+            let nested = arrays
+                .iter()
+                .filter(|a| a.pickle)
+                .enumerate()
+                .find(|(_, a)| at >= a.start && a.end.is_none_or(|end| at < end));
+            match nested {
+                // A refusal inside an object array's pickle, as that pickle's own offset.
+                Some((i, a)) => {
+                    let at = e.offset().saturating_sub(a.start as u64);
+                    let e = e.moved_to(at);
+                    report.refuse_error(&array_entry(entry, i + 1, a.start), &e);
+                }
+                None => report.refuse_error(entry, &e),
+            }
+        }
+    }
+}
+
+/// Lists the globals of the joblib pickle `data` with the arrays' spans taken out, at their
+/// offsets in `data`; returns the scan's result (offsets in `data` too).
+fn list_outer(
+    data: &[u8],
+    entry: &str,
+    arrays: &[ArraySpan],
+    report: &mut Report<'_>,
+) -> crate::Result<()> {
+    // The pickle without the arrays, and where each kept run starts: (in it, in `data`).
+    let mut spliced = Vec::new();
+    let mut runs: Vec<(usize, usize)> = Vec::new();
+    let mut pos = 0;
+    for a in arrays {
+        runs.push((spliced.len(), pos));
+        spliced.extend_from_slice(data.get(pos..a.start).unwrap_or_default());
+        pos = a.end.unwrap_or(data.len());
+    }
+    runs.push((spliced.len(), pos));
+    spliced.extend_from_slice(data.get(pos..).unwrap_or_default());
+    let original = |at: u64| -> u64 {
+        let at = usize::try_from(at).unwrap_or(usize::MAX);
+        let (s, o) = runs
+            .iter()
+            .rev()
+            .find(|(s, _)| *s <= at)
+            .copied()
+            .unwrap_or((0, 0));
+        (at - s + o) as u64
+    };
+    let mut sub = super::container::Report::new(
+        super::container::Format::Pickle,
+        report.policy,
+        report.limits,
+    );
+    let (result, _) = sub.list_globals(entry, &spliced, false);
+    sub.map_offsets(original);
+    report.absorb(sub);
+    result.map_err(|e| {
+        let at = original(e.offset());
+        e.moved_to(at)
+    })
 }

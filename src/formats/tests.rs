@@ -5,7 +5,7 @@ use std::io::Write;
 use std::path::Path;
 
 use super::container::{scan_bytes, Compression, Format, ModelLimits, ScanOptions, Verdict};
-use super::numpy::read_header;
+use super::npy_header::read_header;
 
 fn corpus(name: &str) -> Vec<u8> {
     let p = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -91,22 +91,27 @@ fn decompression_is_bounded() {
 fn npy_headers() {
     let h = read_header(&corpus("good/floats.npy")).unwrap_or_else(|e| unreachable!("{e}"));
     assert_eq!(h.shape, vec![3, 4]);
-    assert_eq!(h.itemsize, Some(8));
+    assert_eq!((h.itemsize, h.objects), (8, false));
     let h = read_header(&corpus("good/structured.npy")).unwrap_or_else(|e| unreachable!("{e}"));
-    assert_eq!(h.itemsize, Some(8));
+    assert_eq!((h.itemsize, h.objects), (8, false));
     let h = read_header(&corpus("good/object_plain.npy")).unwrap_or_else(|e| unreachable!("{e}"));
-    assert_eq!(h.itemsize, None);
+    assert!(h.objects);
+    // Each header written as numpy writes it, then changed.
     let make = |header: &str| {
         let mut v = b"\x93NUMPY\x01\x00".to_vec();
-        v.extend_from_slice(&(header.len() as u16).to_le_bytes());
-        v.extend_from_slice(header.as_bytes());
+        let padded = format!("{header}{}\n", " ".repeat(63 - (10 + header.len()) % 64));
+        v.extend_from_slice(&(padded.len() as u16).to_le_bytes());
+        v.extend_from_slice(padded.as_bytes());
         v
     };
     for (bad, why) in [
-        ("{'descr': '<f8', 'fortran_order': False}", "keys"),
+        (
+            "{'descr': '<f8', 'fortran_order': False}",
+            "'fortran_order': bool",
+        ),
         (
             "{'descr': '<f8', 'fortran_order': 0, 'shape': (1,), }",
-            "fortran_order",
+            "'fortran_order': bool",
         ),
         (
             "{'descr': '<f8', 'fortran_order': False, 'shape': (-1,), }",
@@ -114,20 +119,25 @@ fn npy_headers() {
         ),
         (
             "{'descr': '<q9', 'fortran_order': False, 'shape': (), }",
-            "not read",
+            "not one numpy writes",
         ),
         (&format!("{}{}", "[".repeat(20), "]".repeat(20)), "deeply"),
         (
             "{'descr': '<f8', 'fortran_order': False, 'shape': (99999999999999999999,), }",
             "64 bits",
         ),
+        (
+            "{'descr': '<f8',  'fortran_order': False, 'shape': (2,), }",
+            "not the bytes numpy writes",
+        ),
     ] {
         let e = read_header(&make(bad)).err().unwrap_or_default();
         assert!(e.contains(why), "{bad}: {e}");
     }
+    // Without the growth spaces (numpy 1.14 to 1.23): read.
     let ok = make("{'descr': '<U3', 'fortran_order': True, 'shape': (2, 5), }");
     let h = read_header(&ok).unwrap_or_else(|e| unreachable!("{e}"));
-    assert_eq!((h.itemsize, h.shape), (Some(12), vec![2, 5]));
+    assert_eq!((h.itemsize, h.shape), (12, vec![2, 5]));
 }
 
 #[test]

@@ -100,9 +100,7 @@ pub fn dtype_itemsize(name: &str) -> Option<u64> {
 /// `.npy`), or another zip.
 pub(crate) fn zip_kind_names<'a>(names: impl Iterator<Item = &'a [u8]>) -> Format {
     let names: Vec<&[u8]> = names.collect();
-    if !names.is_empty() && names.iter().all(|n| n.ends_with(b".npy")) {
-        return Format::Npz;
-    }
+    let npy = names.iter().any(|n| n.ends_with(b".npy"));
     let has = |suffix: &[u8]| {
         names.iter().any(|n| {
             n.ends_with(suffix)
@@ -114,6 +112,10 @@ pub(crate) fn zip_kind_names<'a>(names: impl Iterator<Item = &'a [u8]>) -> Forma
         Format::TorchScript
     } else if has(b"/data.pkl") {
         Format::TorchZip
+    } else if npy {
+        // An npz: `numpy.load` reads any zip as one, and its scan refuses what is not a
+        // member `savez` writes.
+        Format::Npz
     } else {
         Format::Zip
     }
@@ -304,7 +306,9 @@ pub(crate) fn read_entry<R: Read + Seek>(
     bounded.max_decompressed_bytes = bounded.max_decompressed_bytes.min(max);
     match super::decompress::read_bounded(file, compressed, &bounded) {
         Ok(v) => Some(v),
-        Err(super::decompress::Failure::Malformed(why)) => {
+        Err(
+            super::decompress::Failure::Malformed(why) | super::decompress::Failure::Trailing(why),
+        ) => {
             report.refuse("zip_malformed", "malformed", why, name, None);
             None
         }

@@ -4,7 +4,8 @@
 use std::sync::OnceLock;
 
 use super::{
-    Constructor, Forms, GlobalRule, Policy, PolicyError, Python2Str, RecordKey, BUILTIN_POLICIES,
+    Check, Constructor, Forms, GlobalRule, Policy, PolicyError, Python2Str, RecordKey,
+    BUILTIN_POLICIES,
 };
 use crate::limits::Limits;
 
@@ -73,9 +74,13 @@ impl PolicyBuilder {
             }
         }
         let mut rule = rule;
-        // A rule given Forms::ALL (through `allow`) means "every form it supports".
+        // A rule given Forms::ALL (through `allow`) means "every form it supports": with a
+        // check, every form the check follows.
         if rule.forms == Forms::ALL {
-            rule.forms = rule.constructor.supported_forms();
+            rule.forms = match rule.check {
+                Some(check) => check.forms(),
+                None => rule.constructor.supported_forms(),
+            };
         }
         self.policy.allow(rule);
         self
@@ -162,6 +167,38 @@ fn check_rule(rule: &GlobalRule) -> Result<(), PolicyError> {
         return Err(PolicyError(format!(
             "args applies to record globals only ({}.{})",
             rule.module, rule.name
+        )));
+    }
+    if let Some(check) = rule.check {
+        let forms = if rule.forms == Forms::ALL {
+            check.forms()
+        } else {
+            rule.forms
+        };
+        check_forms(&rule.module, &rule.name, rule.constructor, forms, check)?;
+    }
+    Ok(())
+}
+
+/// Refuses a `check` on a rule it cannot apply to: a constructor other than `record`, or a
+/// form the check's writer never uses (the check would not see that form's calls or BUILDs).
+pub(super) fn check_forms(
+    module: &str,
+    name: &str,
+    constructor: Constructor,
+    forms: Forms,
+    check: Check,
+) -> Result<(), PolicyError> {
+    if constructor != Constructor::Record {
+        return Err(PolicyError(format!(
+            "check applies to record globals only ({module}.{name})"
+        )));
+    }
+    if forms.intersect(check.forms()) != forms {
+        return Err(PolicyError(format!(
+            "{module}.{name}: check {:?} applies to the forms {} only",
+            check.name(),
+            check.forms().names().join(", ")
         )));
     }
     Ok(())

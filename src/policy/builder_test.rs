@@ -54,6 +54,7 @@ fn builder_refuses_what_a_policy_file_would() {
         key: RecordKey::FirstArgument,
         call_cost: crate::policy::Cost::Walks,
         build_cost: crate::policy::Cost::Walks,
+        check: None,
     };
     let e = Policy::builder()
         .allow_rule(keyed.clone())
@@ -73,6 +74,7 @@ fn builder_refuses_what_a_policy_file_would() {
         key: RecordKey::Identity,
         call_cost: crate::policy::Cost::Walks,
         build_cost: crate::policy::Cost::Walks,
+        check: None,
     };
     newobj_set.forms.newobj = true;
     assert!(Policy::builder().allow_rule(newobj_set).build().is_err());

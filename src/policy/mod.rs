@@ -7,6 +7,7 @@
 //! both spellings where both are wanted).
 
 mod builder;
+pub(crate) mod check;
 mod lookup;
 pub mod message;
 mod rule;
@@ -16,6 +17,7 @@ mod toml_file;
 use std::collections::HashMap;
 
 pub use builder::PolicyBuilder;
+pub use check::Check;
 pub use message::{HandleRule, MessagePolicy, PayloadRule};
 pub use rule::{Constructor, Cost, Forms, GlobalRule, RecordKey};
 pub(crate) use schema::Checked;

@@ -3,7 +3,7 @@
 //! object is compared as a key ([`RecordKey`]) and what the reader after does with a record's
 //! arguments and state ([`Cost`]).
 
-use super::ArgsSchema;
+use super::{ArgsSchema, Check};
 #[cfg(doc)]
 use super::{Policy, PolicyBuilder};
 use crate::error::{escape_for_display, ErrorKind};
@@ -184,6 +184,9 @@ pub struct GlobalRule {
     /// For `record`: what BUILD does with the state in the reader after (the TOML setting
     /// `build_cost`; [`Cost::Walks`] when not given).
     pub build_cost: Cost,
+    /// For `record`: a check of the call and BUILD against what the global's real writer
+    /// produces ([`Check`], the TOML setting `check`), applied by the build; `None` for none.
+    pub check: Option<Check>,
 }
 
 /// What the reader after picklewarden does with a record's call arguments or BUILD state, as
@@ -312,6 +315,7 @@ impl GlobalRule {
             key: RecordKey::Identity,
             call_cost: Cost::Walks,
             build_cost: Cost::Walks,
+            check: None,
         }
     }
 
@@ -324,6 +328,13 @@ impl GlobalRule {
     /// Sets the argument schema (for `record`).
     pub fn args(mut self, args: ArgsSchema) -> GlobalRule {
         self.args = Some(args);
+        self
+    }
+
+    /// Sets the check of its calls and BUILDs (for `record`; its forms must be within
+    /// [`Check::forms`]).
+    pub fn check(mut self, check: Check) -> GlobalRule {
+        self.check = Some(check);
         self
     }
 

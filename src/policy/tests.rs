@@ -42,6 +42,7 @@ fn native_forms_cannot_be_widened() {
         key: RecordKey::Identity,
         call_cost: Cost::Walks,
         build_cost: Cost::Walks,
+        check: None,
     });
     let r = p.rule(p.find("builtins", "set").unwrap()).unwrap();
     assert!(r.forms.reduce && r.forms.inst);

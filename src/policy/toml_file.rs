@@ -6,8 +6,8 @@ use serde::Deserialize;
 
 use super::message::{HandleRule, MessagePolicy, PayloadRule, FIRST_REPLY_HANDLE};
 use super::{
-    ArgSpec, ArgType, ArgsSchema, Constructor, Cost, Forms, GlobalRule, PersistentIds, Policy,
-    PolicyError, Python2Str, RecordKey, TextEncoding,
+    ArgSpec, ArgType, ArgsSchema, Check, Constructor, Cost, Forms, GlobalRule, PersistentIds,
+    Policy, PolicyError, Python2Str, RecordKey, TextEncoding,
 };
 use crate::limits::{parse_size, LimitName, Limits};
 
@@ -82,6 +82,7 @@ struct GlobalEntry {
     call_cost: Option<String>,
     #[serde(default)]
     build_cost: Option<String>,
+    check: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -259,8 +260,20 @@ pub(super) fn parse(text: &str) -> Result<Policy, PolicyError> {
         {
             return Err(err(format!("global {}.{} listed twice", g.module, g.name)));
         }
+        let check = match g.check.as_deref() {
+            None => None,
+            Some(c) => Some(Check::from_name(c).ok_or_else(|| {
+                err(format!(
+                    "{}.{}: unknown check {c:?} (one of: {})",
+                    g.module,
+                    g.name,
+                    Check::NAMES.map(|(n, _)| n).join(", ")
+                ))
+            })?),
+        };
         let forms = match g.forms {
-            None => constructor.supported_forms(),
+            // A rule with a check takes the forms the check follows.
+            None => check.map_or(constructor.supported_forms(), Check::forms),
             Some(names) => {
                 let mut f = Forms::NONE;
                 for n in &names {
@@ -363,6 +376,9 @@ pub(super) fn parse(text: &str) -> Result<Policy, PolicyError> {
         };
         let call_cost = cost("call_cost", g.call_cost.as_deref())?;
         let build_cost = cost("build_cost", g.build_cost.as_deref())?;
+        if let Some(check) = check {
+            super::builder::check_forms(&g.module, &g.name, constructor, forms, check)?;
+        }
         policy.allow(GlobalRule {
             module: g.module,
             name: g.name,
@@ -372,6 +388,7 @@ pub(super) fn parse(text: &str) -> Result<Policy, PolicyError> {
             key,
             call_cost,
             build_cost,
+            check,
         });
     }
     if let Some(m) = file.mitogen {

@@ -12,7 +12,8 @@
 //!   and LONG1/LONG4 bytes.
 //!
 //! What only the build pass can check (it needs the values): a constructor's argument contents
-//! (`constructor_rejected`), hashability of dict keys and set items (`unhashable_key`), the
+//! (`constructor_rejected`), a policy rule's check of the writer's form (`non_canonical`;
+//! and so a scan never reads a joblib file's arrays), hashability of dict keys and set items (`unhashable_key`), the
 //! nesting depth of the value tree, and the node, item and allocation budgets.
 //!
 //! A scan alone is also picklewarden's scan-only mode: a verdict, the first error, the globals

@@ -24,6 +24,11 @@ impl Clock {
         }
     }
 
+    /// The deadline, if any (for a decode nested in this one).
+    pub(crate) fn deadline(&self) -> Option<Instant> {
+        self.at
+    }
+
     /// Whether the deadline has passed, looked at now.
     pub(crate) fn passed(&self) -> bool {
         self.at.is_some_and(|d| Instant::now() >= d)

@@ -21,6 +21,8 @@ storage keys torch takes from memory addresses (`str(storage._cdata)`).
 The folder belongs to this script: stale files it no longer makes are removed.
 
 Usage: /work/models-venv/bin/python tests/python/gen_models.py [OUTDIR]
+(with lz4 importable, and JOBLIB_OLD naming a folder holding joblib 1.1.1: see
+tests/python/numpy_models.py, which also rewrites only its own files when run alone)
 """
 
 import io
@@ -41,6 +43,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import numpy_models  # noqa: E402
 import torch_tar  # noqa: E402
 import zip_quirks  # noqa: E402
 
@@ -361,8 +364,12 @@ def main():
     joblib.dump({"w": np.arange(64, dtype="<f8")}, buf)
     with open(out_path(root, "hostile", "array_cut_short.joblib"), "wb") as f:
         f.write(buf.getvalue()[:200])
-    entry("hostile", "array_cut_short.joblib", "joblib", "refused", "joblib_array_truncated",
+    entry("hostile", "array_cut_short.joblib", "joblib", "refused", "truncated",
           "a joblib file cut inside its array bytes")
+
+    # ---- npy, npz and joblib of every kind of dtype, and variants their writers never make
+    # (tests/python/numpy_models.py) ----
+    numpy_models.make(root, entry, out_path)
 
     # ---- plain pickles ----
     with open(out_path(root, "good", "plain_data.pkl"), "wb") as f:

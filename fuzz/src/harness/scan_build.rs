@@ -21,13 +21,15 @@ pub const BUILD_ONLY_LIMITS: [LimitName; 8] = [
 ];
 
 /// Whether the build pass may refuse with `kind` after the scan accepted: the limits above,
-/// and what `src/scan/` documents it cannot check (a constructor's argument contents and the
-/// hashability of keys). A memo, stack, MARK, frame, type or policy refusal from the build
+/// and what `src/scan/` documents it cannot check (a constructor's argument contents, what a
+/// policy rule's check compares with its writer's form, and the hashability of keys). A memo, stack, MARK, frame, type or policy refusal from the build
 /// after the scan accepted means the two passes disagree.
 pub fn build_may_refuse_after_scan(kind: &ErrorKind) -> bool {
     match kind {
         ErrorKind::LimitExceeded { limit, .. } => BUILD_ONLY_LIMITS.contains(limit),
-        ErrorKind::ConstructorRejected(_) | ErrorKind::UnhashableKey => true,
+        ErrorKind::ConstructorRejected(_)
+        | ErrorKind::NonCanonical(_)
+        | ErrorKind::UnhashableKey => true,
         _ => false,
     }
 }

@@ -26,7 +26,8 @@ use crate::text::float_repr;
 use crate::value::{CallKind, Document, NodeId, Value};
 
 mod text;
-use text::{bytes_repr, complex_repr, str_repr};
+pub(crate) use text::str_repr;
+use text::{bytes_repr, complex_repr};
 
 #[cfg(test)]
 mod tests;

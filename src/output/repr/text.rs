@@ -58,7 +58,9 @@ pub(super) fn printable(c: char) -> bool {
         )
 }
 
-pub(super) fn str_repr(out: &mut String, s: &PyStr<'_>) {
+/// `s` as CPython's `repr(str)` writes it (also the header text of an `.npy` file,
+/// `src/formats/numpy.rs`).
+pub(crate) fn str_repr(out: &mut String, s: &PyStr<'_>) {
     // Decode surrogatepass bytes to code points.
     let cps = code_points(s.as_bytes());
     let has_single = cps.contains(&u32::from('\''));
