@@ -307,51 +307,6 @@ fn scan_text_offsets_agree_with_the_message() {
     );
 }
 
-/// `convert` bounds what it writes: 64 tensors viewing all of one 4,000-byte storage would
-/// write 256,000 bytes, over the default bound (4 times the distinct storages' bytes), so
-/// nothing is written and the exit status is 1; `--max-output` raises the bound, and below
-/// the output's size refuses again.
-#[test]
-fn convert_refuses_output_past_its_bound() {
-    let dir = std::env::temp_dir().join(format!("pw-convert-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let out = dir.join("views.safetensors");
-    let out_s = out.to_str().unwrap();
-    let input = "tests/corpus/models/good/views_64_of_one_storage.pt";
-    let r = pw(&["convert", input, out_s]);
-    assert_eq!(r.status.code(), Some(1), "{r:?}");
-    let err = String::from_utf8_lossy(&r.stderr);
-    assert!(
-        err.contains("would take") && err.contains("more than the bound of"),
-        "{err}"
-    );
-    assert!(!out.exists(), "nothing is left behind");
-    let r = pw(&["convert", "--max-output", "1M", input, out_s]);
-    assert_eq!(r.status.code(), Some(0), "{r:?}");
-    let written = std::fs::metadata(&out).unwrap().len();
-    // 64 tensors of 1,000 float32 (4,000 bytes each) after the 8-byte length and the header.
-    let header = u64::from_le_bytes(std::fs::read(&out).unwrap()[..8].try_into().unwrap());
-    assert_eq!(written, 8 + header + 64 * 4000);
-    let r = pw(&[
-        "convert",
-        "--max-output",
-        &(written - 1).to_string(),
-        input,
-        out_s,
-    ]);
-    assert_eq!(r.status.code(), Some(1), "{r:?}");
-    // A deflated storage is refused by the scan before anything is converted.
-    let r = pw(&[
-        "convert",
-        "tests/corpus/models/hostile/storage_deflated.pt",
-        out_s,
-    ]);
-    assert_eq!(r.status.code(), Some(1), "{r:?}");
-    assert!(
-        String::from_utf8_lossy(&r.stderr).contains("stored"),
-        "{r:?}"
-    );
-    let _ = std::fs::remove_dir_all(&dir);
 /// A joblib file's arrays are read by its scan only: to `check --policy numpy` (what
 /// `pickle.loads` would make of the file) a wrapper's BUILD is refused, since `pickle.loads`
 /// reads an array's bytes as opcodes where `joblib.load` reads an array; `scan` reads it, and
@@ -414,4 +369,51 @@ fn joblib_arrays_are_read_by_the_scan_only() {
     // One pickle for each object array (four), listed by the scan.
     let pickles = f["pickles"].as_array().unwrap();
     assert_eq!(pickles.len(), 5, "{pickles:?}");
+}
+
+/// `convert` bounds what it writes: 64 tensors viewing all of one 4,000-byte storage would
+/// write 256,000 bytes, over the default bound (4 times the distinct storages' bytes), so
+/// nothing is written and the exit status is 1; `--max-output` raises the bound, and below
+/// the output's size refuses again.
+#[test]
+fn convert_refuses_output_past_its_bound() {
+    let dir = std::env::temp_dir().join(format!("pw-convert-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = dir.join("views.safetensors");
+    let out_s = out.to_str().unwrap();
+    let input = "tests/corpus/models/good/views_64_of_one_storage.pt";
+    let r = pw(&["convert", input, out_s]);
+    assert_eq!(r.status.code(), Some(1), "{r:?}");
+    let err = String::from_utf8_lossy(&r.stderr);
+    assert!(
+        err.contains("would take") && err.contains("more than the bound of"),
+        "{err}"
+    );
+    assert!(!out.exists(), "nothing is left behind");
+    let r = pw(&["convert", "--max-output", "1M", input, out_s]);
+    assert_eq!(r.status.code(), Some(0), "{r:?}");
+    let written = std::fs::metadata(&out).unwrap().len();
+    // 64 tensors of 1,000 float32 (4,000 bytes each) after the 8-byte length and the header.
+    let header = u64::from_le_bytes(std::fs::read(&out).unwrap()[..8].try_into().unwrap());
+    assert_eq!(written, 8 + header + 64 * 4000);
+    let r = pw(&[
+        "convert",
+        "--max-output",
+        &(written - 1).to_string(),
+        input,
+        out_s,
+    ]);
+    assert_eq!(r.status.code(), Some(1), "{r:?}");
+    // A deflated storage is refused by the scan before anything is converted.
+    let r = pw(&[
+        "convert",
+        "tests/corpus/models/hostile/storage_deflated.pt",
+        out_s,
+    ]);
+    assert_eq!(r.status.code(), Some(1), "{r:?}");
+    assert!(
+        String::from_utf8_lossy(&r.stderr).contains("stored"),
+        "{r:?}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }
