@@ -81,17 +81,12 @@ def payload(rng, neutral=True):
 
 
 def filler(n):
-    """n >= 2 bytes of stack-neutral opcodes (NONE POP pairs, BININT1 POP triples)."""
+    """n >= 2 bytes of stack-neutral opcodes (NONE POP pairs, a BININT1 POP triple when n is
+    odd)."""
     assert n >= 2 or n == 0
-    out = b""
-    while n > 0:
-        if n == 3 or n == 5:
-            out += b"K\x00" + b"0"
-            n -= 3
-        else:
-            out += b"N0"
-            n -= 2
-    return out
+    if n % 2:
+        return b"K\x000" + b"N0" * ((n - 3) // 2)
+    return b"N0" * (n // 2)
 
 
 # ---------------------------------------------------------------- opcodes

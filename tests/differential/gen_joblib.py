@@ -16,7 +16,8 @@ Mutations:
   (joblib's pure-Python unpickler then runs the rest of that frame after reading the array
   from the file), a second BUILD on a GET of the wrapper (joblib reads another array), and
   the pickle-level mutations of common.py on the pickle with the arrays taken out;
-- the nested object-array pickle: protocol, frames, reduce-level mutations, payloads;
+- the nested object-array pickle: protocol, reduce-level mutations, pickle-level mutations
+  (FRAME lengths among them), payloads;
 - compressed streams: split in two concatenated streams, or a second stream appended.
 """
 import copyreg
@@ -214,6 +215,9 @@ class MutPickler(jnp.NumpyPickler):
                                       protocol=proto)
             if proto != 5:
                 self.labels.append("nested.protocol=%d" % proto)
+            if mut.get("nested_ops"):
+                nested, labs = mutate_pickle(rng, nested)
+                self.labels += ["nested." + x for x in labs]
             if mut.get("nested_payload"):
                 from common import inject_payload
                 nested, lab = inject_payload(rng, nested)
@@ -269,6 +273,8 @@ class MutPickler(jnp.NumpyPickler):
         name, push1 = payload(rng, neutral=False)
         if A > R:
             gap = A - R
+            if gap > 1 << 20:
+                return region
             neutral = push1 + b"0"
             if gap < len(neutral) + 2 and gap != len(neutral):
                 return region
@@ -346,7 +352,7 @@ def sample_value(rng):
 
 FAMILIES = [  # (weight, family): one per case, so that a failure names its cause
     (4, "align"), (4, "dtype"), (1, "shape"), (0.5, "order"), (1.5, "pad"), (1, "padbytes"),
-    (1.5, "second_build"), (1, "state_form"), (1.5, "nested_mut"), (1, "nested_payload"),
+    (1.5, "second_build"), (1, "state_form"), (1.5, "nested_mut"), (1, "nested_payload"), (1, "nested_ops"),
     (0.5, "nested_proto"), (2, "frame-past-build"), (2, "ops-between"), (1, "stream.split"),
     (0.5, "stream.appended"), (1, "none")]
 ALIGN_FORMS = ["none", "missing", "dup-none-first", "dup-none-last", "first", "int8", "int1",
@@ -364,7 +370,7 @@ def plan_for(rng, family, n_arrays):
     elif family == "state_form":
         m["state_form"] = rng.choice(["slots", "slots-align"])
     elif family in ("dtype", "shape", "order", "pad", "padbytes", "second_build", "nested_mut",
-                    "nested_payload"):
+                    "nested_payload", "nested_ops"):
         m[family] = True
     else:
         return {}
@@ -449,7 +455,7 @@ def joblib_case(rng):
     n_arrays = sum(1 for v in value.values() if isinstance(v, np.ndarray)) + \
         (1 if "list" in value else 0)
     family = rng.choices([f for _, f in FAMILIES], weights=[w for w, _ in FAMILIES])[0]
-    if family in ("nested_mut", "nested_payload", "nested_proto"):
+    if family in ("nested_mut", "nested_payload", "nested_proto", "nested_ops"):
         value["objects"] = gen_numpy.make_array(rng, np.dtype("O"), (rng.randrange(1, 5),))
         n_arrays += 1
     protocol = rng.choice([2, 3, 4, 5]) if rng.random() < 0.3 else pickle.DEFAULT_PROTOCOL

@@ -242,7 +242,7 @@ class Harness:
                 st["loaded"] += 1
             else:
                 st["errors"] += 1
-        if accepted and case.reader == "torch" and case.fmt == "torch-zip":
+        if accepted and case.reader == "torch" and case.data[:2] == b"PK":
             fail += self.convert(case, path, st, outcome)
         if fail:
             self.failure(case, fail, outcome, st)
