@@ -155,8 +155,22 @@ def mutate_dtype_state(rng, rv):
 def mutate_array_state(rng, rv, arr):
     """rv = (_reconstruct, (ndarray, (0,), b'b'), (version, shape, dtype, is_fortran, data))."""
     f, args, state = rv[0], rv[1], list(rv[2])
-    k = rng.randrange(8)
+    k = rng.choices(range(9), [1, 1, 1, 1, 0.5, 1, 0.5, 0.5, 2])[0]
     shape = tuple(state[1])
+    if k == 8:
+        # the dtype's flags and the data's form changed together, as a writer following the
+        # flags would write them: without NPY_LIST_PICKLE (2) the data is raw bytes
+        drt = state[2].__reduce__()
+        if not (isinstance(drt, tuple) and len(drt) == 3 and isinstance(drt[2], tuple)):
+            return rv, "ndarray.none"
+        dst = list(drt[2])
+        v = rng.choice([0, dst[7] & ~2, dst[7] & ~OBJECT_FLAGS, 1, 16, 63])
+        dst[7] = v
+        state[2] = ReduceProxy((drt[0], drt[1], tuple(dst)))
+        n = int(np.prod(shape)) if shape else 1
+        isz = 8 if arr.dtype.hasobject else arr.dtype.itemsize
+        state[4] = rng.randbytes(n * isz) if v & 2 == 0 else arr.ravel().tolist()
+        return (f, args, tuple(state)), "ndarray.flags+data=%d" % v
     if k == 0:  # data as bytes where numpy writes a list, or the other way round
         if isinstance(state[4], list):
             n = int(np.prod(shape)) if shape else 1
@@ -207,6 +221,16 @@ def mutate_scalar(rng, rv):
     if k == 1:
         return (f, (np.dtype("O"), bytes(8))), "scalar.object-from-bytes"
     return (f, (dt,)), "scalar.args"
+
+
+class ReduceProxy:
+    """Pickles as the given reduce value."""
+
+    def __init__(self, rv):
+        self.rv = rv
+
+    def __reduce__(self):
+        return self.rv
 
 
 class ReducePickler(pickle.Pickler):
@@ -376,27 +400,37 @@ def _numpy_npy_case(rng):
     return Case("numpy", "npy", data, ".npy", ["scan"], "numpy", muts)
 
 
+def plain_npy(rng):
+    for _ in range(20):
+        try:
+            return npy_bytes(sample_array(rng))
+        except ValueError:
+            continue
+    return npy_bytes(np.arange(3))
+
+
 def numpy_npz_case(rng):
-    members = []
+    """An npz of 1-3 members: one member's npy mutated as numpy_npy_case mutates it, or the
+    zip's entries (names, methods, an extra member), not both."""
+    members = [("a%d.npy" % i, plain_npy(rng)) for i in range(rng.randrange(1, 4))]
     muts = []
-    for i in range(rng.randrange(1, 4)):
-        c = numpy_npy_case(rng)
-        members.append(("a%d.npy" % i, c.data))
-        muts += c.muts
-    method = zipfile.ZIP_STORED
+    method = zipfile.ZIP_DEFLATED if rng.random() < 0.3 else zipfile.ZIP_STORED
     k = rng.random()
-    if k < 0.3:
-        method = zipfile.ZIP_DEFLATED
-    if rng.random() < 0.15:
+    if k < 0.7:
+        j = rng.randrange(len(members))
+        c = numpy_npy_case(rng)
+        members[j] = (members[j][0], c.data)
+        muts += c.muts
+    elif k < 0.8:
         j = rng.randrange(len(members))
         new = rng.choice(["a%d" % j, "dir/a%d.npy" % j, "a%d.NPY" % j, "a%d.npy.txt" % j,
                           members[0][0]])
         members[j] = (new, members[j][1])
         muts.append("npz.name=%s" % new)
-    if rng.random() < 0.1:
+    elif k < 0.9:
         members.append(("extra.bin", b"\x80\x02" + rng.choice([b"N.", b"cos\nsystem\n."])))
         muts.append("npz.extra-member")
-    if rng.random() < 0.1:
+    else:
         method = rng.choice([zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA])
         muts.append("npz.method=%d" % method)
     buf = io.BytesIO()

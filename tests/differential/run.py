@@ -369,8 +369,9 @@ class Harness:
             accepted, fail = self.run_case(case)
             got = "refused" if not accepted else ("failed" if fail else "safe")
             ok = got == expected or (expected == "refused-or-safe" and got != "failed")
-            print("replay %s: %s (expected %s, %s)%s" % (fname, got, expected, status,
-                                                       "" if ok else " MISMATCH"))
+            note = ("" if ok and status == "fixed" else " MISMATCH" if status == "fixed"
+                    else " (still open)" if not ok else " (as expected now: flip it to fixed)")
+            print("replay %s: %s (expected %s, %s)%s" % (fname, got, expected, status, note))
             if not ok and status == "fixed":
                 bad += 1
         return bad
