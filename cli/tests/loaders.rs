@@ -20,7 +20,7 @@
     clippy::indexing_slicing
 )]
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 fn root() -> PathBuf {
@@ -54,7 +54,7 @@ fn loaders_python() -> Option<PathBuf> {
     None
 }
 
-fn harness(python: &PathBuf, args: &[&str], out: &str) -> (bool, String) {
+fn harness(python: &Path, args: &[&str], out: &str) -> (bool, String) {
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(out);
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
@@ -123,5 +123,8 @@ fn saved_finds_are_refused_or_load_safely() {
         "loaders-replay",
     );
     assert!(text.contains("replay:"), "the replay did not finish");
-    assert!(ok, "a saved find marked fixed is not refused or safe (see above)");
+    assert!(
+        ok,
+        "a saved find marked fixed is not refused or safe (see above)"
+    );
 }

@@ -70,13 +70,26 @@ PAYLOADS = {
     "builtins.eval": b"cbuiltins\neval\n" + _bu(EVAL_CODE) + b"\x85R",
     "__builtin__.eval": b"c__builtin__\neval\n" + _bu(EVAL_CODE) + b"\x85R",
 }
-# Forms that need protocol 2 opcodes or less (usable in any pickle): all but STACK_GLOBAL,
-# which CPython reads in any protocol anyway.
+# The forms a protocol 4 or 5 writer uses (STACK_GLOBAL, SHORT_BINUNICODE), for the streams
+# whose real writer writes those (joblib); CPython reads every form in any protocol.
+MODERN = {
+    "STACK_GLOBAL-NEWOBJ": _su(b"pw_tripwire") + _su(b"Obj") + b"\x93)\x81",
+    "STACK_GLOBAL-NEWOBJ-BUILD": _su(b"pw_tripwire") + _su(b"Obj") + b"\x93)\x81}b",
+    "STACK_GLOBAL-posix.system": _su(b"posix") + _su(b"system") + b"\x93" + _su(SYSTEM_CMD)
+    + b"\x85R",
+    "STACK_GLOBAL-builtins.eval": _su(b"builtins") + _su(b"eval") + b"\x93" + _su(EVAL_CODE)
+    + b"\x85R",
+}
+PAYLOADS.update(MODERN)
 PAYLOAD_NAMES = sorted(PAYLOADS)
+MODERN_NAMES = sorted(MODERN) + ["STACK_GLOBAL-REDUCE"]
 
 
-def payload(rng, neutral=True):
-    name = rng.choice(PAYLOAD_NAMES)
+def payload(rng, neutral=True, modern=False):
+    """(form name, bytes) of a payload pushing one object (then POP when `neutral`); with
+    `modern`, mostly the forms a protocol 4 writer uses."""
+    names = MODERN_NAMES if modern and rng.random() < 0.7 else PAYLOAD_NAMES
+    name = rng.choice(names)
     return name, PAYLOADS[name] + (b"0" if neutral else b"")
 
 

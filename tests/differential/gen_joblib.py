@@ -64,7 +64,9 @@ class MutPickler(jnp.NumpyPickler):
         super().__init__(fp, protocol=protocol)
         self.rng, self.plan, self.labels = rng, plan, []
         self.n_arrays = 0
-        self.spans = []  # (start, end) of what joblib reads after each BUILD (raw stream)
+        # (start, end, padding) of what joblib reads after each BUILD (raw stream); padding is
+        # the padding length read, or None (no padding byte, or an object array's pickle)
+        self.spans = []
         self._keep = []
 
     def save(self, obj):
@@ -80,7 +82,13 @@ class MutPickler(jnp.NumpyPickler):
                 self.framer.commit_frame(force=True)
             start = self.file_handle.tell()
             wrapper.write_array(obj, self)
-            self.spans.append((start, self.file_handle.tell()))
+            end = self.file_handle.tell()
+            pad = None
+            if not obj.dtype.hasobject and wrapper.safe_get_numpy_array_alignment_bytes():
+                self.file_handle.seek(start)
+                pad = self.file_handle.read(1)[0]
+                self.file_handle.seek(end)
+            self.spans.append((start, end, pad))
             return
         self.write_mutated(obj, wrapper, mut)
 
@@ -144,7 +152,8 @@ class MutPickler(jnp.NumpyPickler):
             return
         body = self.desync(region, alts, info)
         self.file_handle.write(body)
-        self.spans.append((start, start + len(region)))
+        self.spans.append((start, start + len(region),
+                           region[0] if info.get("has_pad") else None))
         if mut.get("second_build"):
             memo_idx = self.memo[id(wrapper)][0]
             ops = enc_get(memo_idx) + b"}b"
@@ -270,7 +279,7 @@ class MutPickler(jnp.NumpyPickler):
             return region
         A = rng.choices([a for _, a in alts], weights=[w for w, _ in alts])[0]
         R = len(region)
-        name, push1 = payload(rng, neutral=False)
+        name, push1 = payload(rng, neutral=False, modern=True)
         if A > R:
             gap = A - R
             if gap > 1 << 20:
@@ -403,7 +412,7 @@ def compress(raw, method, level=3):
 def op_segments(raw, spans):
     """[(start, end)] of the opcode runs between the array spans."""
     out, pos = [], 0
-    for s, e in spans:
+    for s, e, _ in spans:
         out.append((pos, s))
         pos = e
     out.append((pos, len(raw)))
@@ -411,33 +420,54 @@ def op_segments(raw, spans):
 
 
 def frame_past_build(rng, raw, spans):
-    """A FRAME that ends at an array's BUILD made longer by a payload's length, the payload
-    put right after the BUILD (joblib runs it from the frame after reading the array from the
-    file), and the array's last bytes made stack-neutral opcodes (what a reader that takes the
-    array right after the BUILD reads next)."""
+    """A FRAME that ends at an array's BUILD made longer by K injected bytes put right after
+    the BUILD: joblib reads the array from the file after the frame, then runs the K bytes
+    from the frame (a tripwire payload). A reader that takes the array right after the BUILD
+    consumes L bytes from there (the same R bytes joblib reads; or, reading the padding length
+    from the first injected byte, 1 + that byte + the data; or no padding at all; or, reading
+    the array after the frame as joblib does but not the frame's rest, K + R) and lands L - K
+    bytes into joblib's array bytes, which are made stack-neutral opcodes from there, or at
+    their end."""
     cands = []
-    for s, e in spans:
+    for s, e, pad in spans:
         try:
             ops = read_ops(raw, 0, s, stop=False)
         except ValueError:
             continue
         frames = [o for o in ops if o.name == "FRAME" and o.pos + 9 + o.arg == s]
-        if frames:
-            cands.append((frames[-1], s, e))
+        if frames and pad is not None:
+            cands.append((frames[-1], s, e, pad))
     if not cands:
         return None
-    fr, s, e = rng.choice(cands)
-    name, push1 = payload(rng, neutral=False)
-    neutral = push1 + b"0"
-    K = len(neutral)
-    region = raw[s:e]
-    if len(region) < K + 17:
+    fr, s, e, p = rng.choice(cands)
+    R = e - s
+    nbytes = R - 1 - p
+    name, push1 = payload(rng, neutral=False, modern=True)
+    reading = rng.choice(["same", "padding-from-payload", "no-padding", "after-frame"])
+    prefix = b""
+    if reading == "padding-from-payload":
+        # stack-neutral first opcodes, by the byte value a padding-length reading takes
+        prefix = rng.choice([b"(1", b")0", b"N0", b"]0", b"}0", b"\x80\x02", b"\x88" b"0",
+                             b"\x89" b"0", b"\x8c\x00" b"0"])
+    core = prefix + push1 + b"0"
+    L = {"same": R, "padding-from-payload": 1 + prefix[:1][0] + nbytes if prefix else R,
+         "no-padding": nbytes, "after-frame": len(core) + R}[reading]
+    if L - R >= len(core) and (L - R - len(core)) != 1:
+        K = L - R  # the other reading lands where joblib's next opcode is
+    else:
+        # K: at least the core, and the landing point L - K in the array's data
+        K = max(len(core), L - R + 2)
+        if (K - len(core)) == 1:
+            K += 1
+    land = L - K
+    if land != R and (land < 1 + p or R - land < 2):
         return None
-    tail = filler(K)
-    new_region = region[:-K] + tail
+    injected = core + filler(K - len(core))
+    region = raw[s:e]
+    new_region = region[:land] + filler(R - land)
     out = (raw[:fr.pos] + b"\x95" + struct.pack("<Q", fr.arg + K) + raw[fr.pos + 9:s]
-           + neutral + new_region + raw[e:])
-    return out, ["frame-past-build", "payload=%s" % name]
+           + injected + new_region + raw[e:])
+    return out, ["frame-past-build", "desync=%s" % reading, "payload=%s" % name]
 
 
 def mutate_ops_between(rng, raw, spans):

@@ -183,11 +183,20 @@ def torch_case(rng):
         elif r < 0.85:
             rng.shuffle(entries)
             muts.append("zip.order")
-        entries[pi] = (name, pkl, method) if not muts or not muts[0].startswith("zip.order") \
-            else entries[pi]
-        if muts and muts[0] != "zip.order":
-            data = write_zip(entries)
-        elif muts:
+        elif r < 0.92:
+            j = rng.randrange(len(entries))
+            n, d, m = entries[j]
+            new = rng.choice([n + "0", n.upper(), "./" + n, n.replace("/", "//", 1),
+                              n.split("/", 1)[-1], n + "/"])
+            entries[j] = (new, d, m)
+            muts.append("zip.name")
+        else:
+            j = rng.randrange(len(entries))
+            entries.insert(j, entries[j])
+            muts.append("zip.duplicate")
+        if muts and muts[0] not in ("zip.order", "zip.name", "zip.duplicate"):
+            entries[pi] = (name, pkl, method)
+        if muts:
             data = write_zip(entries)
     else:
         if rng.random() < 0.4:
@@ -275,7 +284,9 @@ def deflated_storage(mib):
                 ["cost.deflated-storage"])
 
 
+VIEWS = Family("cost.views-one-storage", 2, 1 << 10, views_of_one_storage)
+VIEWS.output = True  # about convert's output: ends at convert's bound
 COST_FAMILIES = [Family("cost.ordereddict-build", 64, 1 << 17, ordered_dict_build),
                  Family("cost.counter-collide", 64, 1 << 17, counter_collide),
-                 Family("cost.views-one-storage", 2, 1 << 10, views_of_one_storage),
+                 VIEWS,
                  Family("cost.deflated-storage", 16, 4096, deflated_storage)]
