@@ -230,6 +230,22 @@ def run_loader(fn, path, allowance, cpu_limit, workdir, wall_limit=None):
     return out
 
 
+_UNITS = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40,
+          "PiB": 1 << 50, "EiB": 1 << 60}
+
+
+def requested_bytes(msg):
+    """The allocation a loader's MemoryError says it asked for, in bytes, or None."""
+    import re
+    m = re.search(r"Unable to allocate ([0-9.]+) ([KMGTPE]?i?B)", msg)
+    if m and m.group(2) in _UNITS:
+        return int(float(m.group(1)) * _UNITS[m.group(2)])
+    m = re.search(r"you tried to allocate (\d+) bytes", msg)
+    if m:
+        return int(m.group(1))
+    return None
+
+
 def _is_alloc_failure(msg):
     m = msg.lower()
     return ("memoryerror" in m or "can't allocate memory" in m or "out of memory" in m
