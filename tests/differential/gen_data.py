@@ -17,7 +17,7 @@ def sample_value(rng, depth=0):
     if k == 2:
         return rng.choice([0.0, -0.0, 1.5, float("inf"), 1e308, float("nan")])
     if k == 3:
-        return rng.choice(["", "a", "é", "\u20ac" * 3, "x" * 300, "\ud800" * 0 + "z"])
+        return rng.choice(["", "a", "é", "\u20ac" * 3, "x" * 300, "z"])
     if k == 4:
         return rng.choice([b"", b"\x00", b"\xff" * 40, bytes(range(256))])
     if k == 5:
@@ -103,11 +103,9 @@ def bytearray_memo(n):
 def latin1_memo(n):
     # _codecs.encode(t, 'latin1'): the argument is a pair, memoized; each call makes n bytes
     arg = b"(" + text_op(b"\xc3\xa9" * (BIG // 2)) + text_op(b"latin1") + b"t"
-    data = repeated_call(b"c_codecs\nencode\n", b"", 0)  # shape check only
     out = bytearray(b"\x80\x02" + arg + b"q\x00" + b"0" + b"c_codecs\nencode\nq\x01" + b"0" + b"](")
     out += (enc_get(1) + enc_get(0) + b"R") * n
     out += b"e."
-    del data
     return Case("pickle-data", "cost", bytes(out), ".pkl", ["check", "--policy", "data"],
                 "pickle", ["cost.latin1-memo"])
 

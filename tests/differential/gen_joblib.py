@@ -236,6 +236,8 @@ class MutPickler(jnp.NumpyPickler):
         if count < 0 or count * dtype_j.itemsize > 1 << 20:
             return None, [], {}
         nbytes = count * dtype_j.itemsize
+        if nbytes < 0:
+            return None, [], {}
         src = arr.tobytes()
         data = (src + bytes(max(0, nbytes - len(src))))[:nbytes]
         if dtype_j.itemsize and nbytes and data == bytes(nbytes):
@@ -294,21 +296,18 @@ class MutPickler(jnp.NumpyPickler):
         if free is None:
             return region
         if A == 0 and info.get("has_pad"):
-            # the other reading takes the padding byte as an opcode: make it BINBYTES ('B')
-            region = b"B" + region[1:2] * 0 + b"\xff" * 66 + region[1 + region[0]:]
+            # the other reading takes the padding byte as an opcode: make it BINBYTES ('B'),
+            # so that joblib reads 66 padding bytes, the first four the BINBYTES length
+            region = b"B" + b"\xff" * 66 + region[1 + region[0]:]
             R = len(region)
-            hdr_at = 0
-            length = R - 5 + len(push1)
             body = bytearray(region)
-            body[1:5] = struct.pack("<I", length)
+            body[1:5] = struct.pack("<I", R - 5 + len(push1))
         else:
             if A < free or A + 5 > R:
                 return region
-            hdr_at = A
             body = bytearray(region)
             body[A:A + 1] = b"B"
             body[A + 1:A + 5] = struct.pack("<I", R - (A + 5) + len(push1))
-        del hdr_at
         self.labels.append("desync=shorter")
         self.labels.append("payload=%s" % name)
         return bytes(body) + push1 + b"0"
