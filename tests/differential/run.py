@@ -246,6 +246,7 @@ class Harness:
                 st["loaded"] += 1
             else:
                 st["errors"] += 1
+                self.loader_error(case, ld, res)
         if accepted and case.reader == "torch" and case.data[:2] == b"PK":
             fail += self.convert(case, path, st, outcome)
         if fail:
@@ -287,6 +288,23 @@ class Harness:
         if r["signal"] == 25 or written > cap:  # SIGXFSZ
             return ["bound-output:convert:>%dMiB from %dKiB" % (cap // MiB, size // 1024)]
         return []
+
+    def loader_error(self, case, ld, res):
+        """A loader that raised an exception of its own on what picklewarden accepted: not a
+        failure (nothing ran, crashed or passed a bound), but a form the loader does not
+        read, which a canonical reader should not have accepted. Each is kept in
+        OUT/errors/ (small inputs) with a line of OUT/errors.tsv, to be looked at."""
+        d = os.path.join(self.a.out, "errors")
+        os.makedirs(d, exist_ok=True)
+        sha = hashlib.sha1(case.data).hexdigest()
+        name = "%s-%s%s" % (case.reader, sha[:12], case.ext)
+        if len(case.data) <= self.a.keep_bytes:
+            with open(os.path.join(d, name), "wb") as f:
+                f.write(case.data)
+        with open(os.path.join(self.a.out, "errors.tsv"), "a") as f:
+            f.write(json.dumps({"file": name, "reader": case.reader, "fmt": case.fmt,
+                                "loader": ld, "classes": case.classes(), "muts": case.muts,
+                                "error": (res.get("error") or "")[-500:]}) + "\n")
 
     def failure(self, case, fail, outcome, st):
         kinds = {f.split(":")[0] for f in fail}
