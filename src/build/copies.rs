@@ -263,23 +263,14 @@ impl<'a> Machine<'a, '_> {
             if !id.is_shared() && !seen.insert(id) {
                 continue;
             }
+            // Each node charged as one copied one level deep, then its children walked.
+            self.copy_one_level(id, t)?;
             match self.get(id)? {
-                Value::Str(s) => t.add(s.as_bytes().len() as u64, 1),
-                Value::Bytes(b) => t.add(b.len() as u64, 1),
-                Value::ByteArray(b) => t.add(b.len() as u64, 1),
-                Value::List(items) | Value::Tuple(items) => {
-                    t.add(SEQ_ITEM_BYTES.saturating_mul(items.len() as u64), 0);
-                    self.model_items(items.len())?;
-                    todo.extend_from_slice(items);
-                }
-                Value::Set(items) | Value::FrozenSet(items) => {
-                    t.add(KEYED_ITEM_BYTES.saturating_mul(items.len() as u64), 0);
-                    self.model_new_keys(items.iter().copied())?;
-                    todo.extend_from_slice(items);
-                }
+                Value::List(items)
+                | Value::Tuple(items)
+                | Value::Set(items)
+                | Value::FrozenSet(items) => todo.extend_from_slice(items),
                 Value::Dict(pairs) => {
-                    t.add(KEYED_ITEM_BYTES.saturating_mul(pairs.len() as u64), 0);
-                    self.model_new_keys(pairs.iter().map(|&(k, _)| k))?;
                     for &(k, v) in pairs {
                         todo.push(k);
                         todo.push(v);
