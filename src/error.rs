@@ -106,6 +106,21 @@ pub enum ErrorKind {
     /// is a rule picklewarden holds every pickle to, on input no CPython pickler writes.
     #[error("number text read differently by CPython versions: {0}")]
     VersionDependentNumber(&'static str),
+    /// A global named by its Python 2 name (`__builtin__.set`, `copy_reg._reconstructor`: a key
+    /// of CPython's `Lib/_compat_pickle.py` tables) after PROTO 3 or higher. CPython's
+    /// `find_class` maps such names only while the last PROTO is below 3 (`Lib/pickle.py`
+    /// `Unpickler.find_class`, `if self.proto < 3 and self.fix_imports`); past it, it imports
+    /// the Python 2 module and fails (`ModuleNotFoundError: No module named '__builtin__'`),
+    /// so no CPython 3 reads these bytes as the value the policy would allow.
+    #[error("global {module}.{name} is a Python 2 name, which CPython 3 reads only before protocol 3 (the last PROTO here is {protocol})")]
+    Python2NameAtProtocol3 {
+        /// Module, as written (escaped and cut as in [`ErrorKind::GlobalNotAllowed`]).
+        module: String,
+        /// Qualified name, as `module` is kept.
+        name: String,
+        /// The last PROTO's protocol.
+        protocol: u8,
+    },
     /// The argument of STRING is not quoted with matching quotes.
     #[error("STRING argument is not quoted")]
     InvalidString,
@@ -266,6 +281,7 @@ impl ErrorKind {
             | MemoIndexAhead { .. }
             | InvalidNumber
             | VersionDependentNumber(_)
+            | Python2NameAtProtocol3 { .. }
             | InvalidString
             | InvalidEscape
             | InvalidUtf8
@@ -308,6 +324,7 @@ impl ErrorKind {
             MemoIndexAhead { .. } => "memo_index_ahead",
             InvalidNumber => "invalid_number",
             VersionDependentNumber(_) => "version_dependent_number",
+            Python2NameAtProtocol3 { .. } => "python2_name_at_protocol_3",
             InvalidString => "invalid_string",
             InvalidEscape => "invalid_escape",
             InvalidUtf8 => "invalid_utf8",

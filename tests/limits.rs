@@ -798,7 +798,7 @@ fn max_copy_bytes_per_byte() {
     // `bytearray(b)` of one memoized 100,000-byte bytes object, 30 times: 3,000,000 bytes
     // copied (each call its length; src/build/copies.rs), over the 64 KiB floor, so the
     // per-byte rule decides.
-    let mut p = b"\x80\x03c__builtin__\nbytearray\nq\x000B".to_vec();
+    let mut p = b"\x80\x03cbuiltins\nbytearray\nq\x000B".to_vec();
     p.extend_from_slice(&100_000u32.to_le_bytes());
     p.extend_from_slice(&[b'x'; 100_000]);
     p.extend_from_slice(b"q\x010(");

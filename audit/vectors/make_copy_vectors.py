@@ -42,7 +42,7 @@ def calls(global_line, arg, n, tuple_op=b"\x85"):
 # A74: one value handed again and again through the memo to a constructor that copies it.
 # bytearray(b) of one 20 KB bytes 200 times (protocol 3 for BINBYTES): 4 MB built from 21 KB.
 put("a74-bytearray-of-one-bytes-200-times.pkl",
-    b"\x80\x03]q\x00(c__builtin__\nbytearray\n" + put_i(1) + b"0B" + struct.pack("<I", 20000)
+    b"\x80\x03]q\x00(cbuiltins\nbytearray\n" + put_i(1) + b"0B" + struct.pack("<I", 20000)
     + b"x" * 20000 + put_i(2) + b"0" + (get_i(1) + get_i(2) + b"\x85R") * 200 + b"e.")
 # _codecs.encode(t, 'latin1') of one 20 KB text 200 times, under mitogen.
 put("a74-latin1-of-one-text-200-times-mitogen.pkl",

@@ -64,7 +64,7 @@ fn edge(pickle: &[u8], policy: &Policy, copied: u64) {
 fn bytearray_of_one_bytes_object_is_charged_at_every_call() {
     let b = vec![b'x'; 100_000];
     // Protocol 3: BINBYTES holds the bytes.
-    let mut p = b"\x80\x03c__builtin__\nbytearray\nq\x000B".to_vec();
+    let mut p = b"\x80\x03cbuiltins\nbytearray\nq\x000B".to_vec();
     p.extend_from_slice(&(b.len() as u32).to_le_bytes());
     p.extend_from_slice(&b);
     p.extend_from_slice(b"q\x010(");
@@ -73,7 +73,7 @@ fn bytearray_of_one_bytes_object_is_charged_at_every_call() {
     }
     p.extend_from_slice(b"l.");
     let policy = Policy::builder()
-        .allow("__builtin__", "bytearray", Constructor::ByteArray)
+        .allow("builtins", "bytearray", Constructor::ByteArray)
         .build()
         .unwrap();
     edge(&p, &policy, 30 * 100_000);

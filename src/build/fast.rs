@@ -343,6 +343,7 @@ impl<'a, 'p> Machine<'a, 'p> {
                     match input.get(pos + 1) {
                         Some(&p) if p <= 5 && pos + 2 <= end => {
                             self.proto = p;
+                            self.r.proto = p;
                             pos += 2;
                         }
                         _ => break,

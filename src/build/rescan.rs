@@ -112,6 +112,7 @@ impl<'a> Machine<'a, '_> {
         let at = Resume {
             pos: if after { self.r.pos } else { self.r.op_pos },
             frame_end: self.r.frame_end,
+            proto: self.r.proto,
             opcodes: if after {
                 self.opcodes
             } else {

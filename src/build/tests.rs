@@ -766,3 +766,31 @@ fn a_decode_sees_nothing_of_the_one_before() {
         assert_eq!(items[2], doc.root().unwrap());
     }
 }
+
+/// A Python 2 name (`__builtin__.set`, `copy_reg._reconstructor`) is read by CPython 3 only
+/// while the last PROTO is below 3 (`Lib/pickle.py` `find_class`): past it CPython raises
+/// `ModuleNotFoundError` (each outcome here is CPython 3.11's on the same bytes), so it is
+/// refused as `python2_name_at_protocol_3`, and `builtins.set` is not.
+#[test]
+fn python2_names_are_read_only_before_protocol_3() {
+    let policy = Policy::data();
+    for (bytes, refused) in [
+        (&b"\x80\x03c__builtin__\nset\n)R."[..], true),
+        (b"\x80\x02c__builtin__\nset\n)R.", false),
+        (b"c__builtin__\nset\n)R.", false),
+        // The last PROTO decides, as CPython's `load_proto` sets `self.proto`.
+        (b"\x80\x02\x80\x03c__builtin__\nset\n)R.", true),
+        (b"\x80\x03\x80\x02c__builtin__\nset\n)R.", false),
+        (b"\x80\x04\x8c\x0b__builtin__\x8c\x03set\x93)R.", true),
+        (b"\x80\x04\x8c\x08builtins\x8c\x03set\x93)R.", false),
+    ] {
+        match decode(bytes, &policy) {
+            Ok(_) => assert!(!refused, "{bytes:?} accepted"),
+            Err(e) => {
+                assert!(refused, "{bytes:?}: {e}");
+                assert_eq!(e.kind().name(), "python2_name_at_protocol_3", "{e}");
+                assert!(e.to_string().contains("__builtin__.set"), "{e}");
+            }
+        }
+    }
+}

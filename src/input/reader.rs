@@ -17,6 +17,9 @@ pub(crate) struct Reader<'a> {
     pub(crate) op_pos: usize,
     /// The opcode byte being executed.
     pub(crate) op: u8,
+    /// The protocol of the last PROTO read (0 before any), as CPython's unpickler keeps it
+    /// (`load_proto` sets `self.proto`): `find_class` maps Python 2 names only below 3.
+    pub(crate) proto: u8,
 }
 
 impl<'a> Reader<'a> {
@@ -27,6 +30,7 @@ impl<'a> Reader<'a> {
             frame_end: None,
             op_pos: 0,
             op: 0,
+            proto: 0,
         }
     }
 
@@ -212,6 +216,8 @@ impl<'a> Reader<'a> {
             return Err(self.err(ErrorKind::FrameStraddle));
         }
         self.frame_end = None;
+        // The next pickle of a stream starts at protocol 0, as `Unpickler.load` does.
+        self.proto = 0;
         Ok(())
     }
 

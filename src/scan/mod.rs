@@ -295,6 +295,8 @@ pub(crate) struct Resume<'s> {
     /// Where the scan starts reading: the opcode the build refused at (or the one after it).
     pub(crate) pos: usize,
     pub(crate) frame_end: Option<usize>,
+    /// The protocol of the last PROTO before `pos` (Python 2 names are read below 3).
+    pub(crate) proto: u8,
     /// The opcodes run before `pos`.
     pub(crate) opcodes: u64,
     pub(crate) stack: &'s [NodeId],
@@ -321,6 +323,7 @@ pub(crate) fn resume(
     let mut r = Reader::new(input);
     r.pos = at.pos;
     r.frame_end = at.frame_end;
+    r.proto = at.proto;
     let mut s = Scan::new(r, policy, limits, at.buffers, at.deadline);
     s.marks = at.marks.to_vec();
     s.opcodes = at.opcodes;

@@ -14,6 +14,16 @@ pub(crate) trait Globals<'a>: Vm<'a> {
         let resolved = self.policy().resolve(&module, &name);
         self.note_global(&module, &name, resolved.is_ok());
         let rule = resolved.map_err(|k| self.err(k))?;
+        // An allowed Python 2 name (`__builtin__.set`) is read by CPython 3 only before
+        // protocol 3 (`ErrorKind::Python2NameAtProtocol3`).
+        let protocol = self.reader().proto;
+        if protocol >= 3 && crate::compat::python3_name(&module, &name) != (&*module, &*name) {
+            return Err(self.err(ErrorKind::Python2NameAtProtocol3 {
+                module: crate::error::escape_for_display(&module),
+                name: crate::error::escape_for_display(&name),
+                protocol,
+            }));
+        }
         self.global(module, name, rule)
     }
 

@@ -437,6 +437,7 @@ pub(crate) trait Interpreter<'a>: Vm<'a> {
                 if p > 5 {
                     return Err(self.err(ErrorKind::UnsupportedProtocol(p)));
                 }
+                self.reader_mut().proto = p;
                 self.protocol(p);
             }
             O::Frame => self.reader_mut().frame()?,

@@ -289,10 +289,10 @@ fn python2_and_python3_names_of_one_global_are_one_key() {
     let set: &[u8] = b"\x80\x02(c__builtin__\nset\ncbuiltins\nset\n\x91.";
     let doc = decode(set, &policy);
     assert!(matches!(root(&doc).1, Value::FrozenSet(s) if s.len() == 1));
-    // Protocol 3: no mapping, two keys (CPython cannot import `__builtin__` there at all).
+    // Protocol 3: CPython maps nothing and cannot import `__builtin__`: refused.
     let p3: &[u8] = b"\x80\x03}(c__builtin__\nset\nK\x01cbuiltins\nset\nK\x02u.";
-    let doc = decode(p3, &policy);
-    assert!(matches!(root(&doc).1, Value::Dict(d) if d.len() == 2));
+    let e = picklewarden::decode(p3, &policy).unwrap_err();
+    assert_eq!(e.kind().name(), "python2_name_at_protocol_3");
 }
 
 /// A record's `key` setting (src/policy/rule.rs, `RecordKey`): `first_argument` hashes and
