@@ -47,6 +47,9 @@ pub(crate) struct Dtype {
     pub(crate) flags: u64,
     /// Plain, structured (fields) or a sub-array.
     pub(crate) layout: Layout,
+    /// Its byte order is `>` (its state said so; `<`, native on the platforms numpy's writers
+    /// this reads ran on, otherwise).
+    pub(crate) big_endian: bool,
 }
 
 /// The shape of a `V` dtype's element.
@@ -93,6 +96,7 @@ fn builtin(kind: u8, size: u64) -> Option<(Dtype, Order)> {
                 alignment,
                 flags,
                 layout: Layout::Plain,
+                big_endian: false,
             },
             order,
         ))
@@ -280,6 +284,10 @@ pub(crate) fn dtype_state(
                  fields or sub-array)"
             ))
         }
+    };
+    let base = &Dtype {
+        big_endian: text(arena, endian) == Some(">"),
+        ..*base
     };
     let made = match layout {
         Layout::Plain => *base,
@@ -624,6 +632,7 @@ pub(crate) fn ndarray_state(
                     d.itemsize
                 ));
             }
+            ucs4_ok(&d, &b)?;
         }
         _ if objects => {
             return Err(
@@ -661,7 +670,7 @@ pub(crate) fn scalar_args(
         return Err("a scalar of a dtype holding objects or of a sub-array".into());
     }
     match arena.get(data) {
-        Some(Value::Bytes(b)) if b.len() as u64 == d.itemsize => Ok(()),
+        Some(Value::Bytes(b)) if b.len() as u64 == d.itemsize => ucs4_ok(&d, &b),
         Some(Value::Bytes(b)) => Err(format!(
             "{} bytes for a scalar of {} bytes",
             b.len(),
@@ -669,4 +678,40 @@ pub(crate) fn scalar_args(
         )),
         _ => Err("the scalar's data is not bytes".into()),
     }
+}
+
+/// The data of a `U` dtype (a plain one: UCS4 code units in its byte order): every unit a code
+/// point, at most U+10FFFF, as numpy stores them (it fills a `U` array from Python strs, which
+/// hold no more; `UNICODE_setitem`). A larger unit is data numpy never writes, which reading
+/// the element turns into `SystemError: invalid maximum character passed to PyUnicode_New`
+/// (`PyUnicode_FromKindAndData` in `UNICODE_getitem`).
+fn ucs4_ok(d: &Dtype, data: &crate::value::PyBytes<'_>) -> Result<(), String> {
+    if d.kind != b'U' || d.layout != Layout::Plain {
+        return Ok(());
+    }
+    let owned;
+    let bytes = match data.as_slice() {
+        Some(b) => b,
+        None => {
+            owned = data.to_vec();
+            &owned[..]
+        }
+    };
+    let bad = bytes.chunks_exact(4).any(|c| {
+        let unit = [c.first(), c.get(1), c.get(2), c.get(3)].map(|b| b.copied().unwrap_or(0));
+        let v = if d.big_endian {
+            u32::from_be_bytes(unit)
+        } else {
+            u32::from_le_bytes(unit)
+        };
+        v > 0x10_FFFF
+    });
+    if bad {
+        return Err(
+            "the data of a U array holds a code unit above U+10FFFF (numpy stores \
+                    Python strs' code points)"
+                .into(),
+        );
+    }
+    Ok(())
 }

@@ -129,3 +129,36 @@ fn names_and_forms() {
     }));
     assert!(Policy::builder().allow_rule(wide).build().is_err());
 }
+
+/// A `U` array's or scalar's data must be UCS4 code points of its byte order, at most
+/// U+10FFFF, as numpy stores them: real numpy 2.4 pickles (protocol 3) of
+/// `np.array(['ab', 'c'], '<U2')`, of the same as `>U2`, and of `np.str_('hi')` are accepted;
+/// with one unit set to 0x00110000 they are `non_canonical` (numpy raises `SystemError` reading
+/// the element).
+#[test]
+fn unicode_data_holds_code_points() {
+    let hex = |h: &str| -> Vec<u8> {
+        (0..h.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&h[i..i + 2], 16).unwrap())
+            .collect()
+    };
+    let little = hex("8003636e756d70792e5f636f72652e6d756c746961727261790a5f7265636f6e7374727563740a7100636e756d70790a6e6461727261790a71014b008571024301627103877104527105284b014b02857106636e756d70790a64747970650a7107580200000055327108898887710952710a284b0358010000003c710b4e4e4e4b084b044b0874710c6289431061000000620000006300000000000000710d74710e622e");
+    let big = hex("8003636e756d70792e5f636f72652e6d756c746961727261790a5f7265636f6e7374727563740a7100636e756d70790a6e6461727261790a71014b008571024301627103877104527105284b014b02857106636e756d70790a64747970650a7107580200000055327108898887710952710a284b0358010000003e710b4e4e4e4b084b044b0874710c6289431000000061000000620000006300000000710d74710e622e");
+    let scalar = hex("8003636e756d70792e5f636f72652e6d756c746961727261790a7363616c61720a7100636e756d70790a64747970650a71015802000000553271028988877103527104284b0358010000003c71054e4e4e4b084b044b08747106624308680000006900000071078671085271092e");
+    let policy = Policy::builtin("numpy").unwrap();
+    // Where the first code unit ('a' or 'h') is, and how 0x110000 is written in that order.
+    for (pickle, unit, bad) in [
+        (&little, &b"a\x00\x00\x00"[..], &b"\x00\x00\x11\x00"[..]),
+        (&big, b"\x00\x00\x00a", b"\x00\x11\x00\x00"),
+        (&scalar, b"h\x00\x00\x00", b"\x00\x00\x11\x00"),
+    ] {
+        assert!(Decoder::new(pickle, &policy).decode().is_ok());
+        let at = pickle.windows(4).position(|w| w == unit).unwrap();
+        let mut mutated = pickle.clone();
+        mutated[at..at + 4].copy_from_slice(bad);
+        let e = Decoder::new(&mutated, &policy).decode().unwrap_err();
+        assert_eq!(e.kind().name(), "non_canonical", "{e}");
+        assert!(e.to_string().contains("U+10FFFF"), "{e}");
+    }
+}
