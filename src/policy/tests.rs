@@ -147,6 +147,31 @@ fn bad_files_are_refused() {
     }
 }
 
+/// A module or name that no pickler writes (`?` from a listing that could not read a name,
+/// text with spaces, an empty part) is refused when the file is read, and by the builder.
+#[test]
+fn names_that_are_not_python_names_are_refused() {
+    for (module, name) in [
+        ("?", "Index"),
+        ("pandas", "?"),
+        ("import numpy as np", "x"),
+        ("a..b", "c"),
+        ("", "c"),
+    ] {
+        let text = format!(
+            "name = \"x\"\n[[global]]\nmodule = {module:?}\nname = {name:?}\nconstructor = \"record\"\n"
+        );
+        let e = Policy::from_toml_str(&text).unwrap_err().to_string();
+        assert!(e.contains("Python identifiers joined by dots"), "{e}");
+        let built = Policy::builder()
+            .allow(module, name, Constructor::Record)
+            .build();
+        assert!(built.is_err(), "{module}.{name}");
+    }
+    let ok = "name = \"x\"\n[[global]]\nmodule = \"pandas.core.frame\"\nname = \"DataFrame\"\nconstructor = \"record\"\n";
+    assert!(Policy::from_toml_str(ok).is_ok());
+}
+
 /// The `[mitogen]` sections of the shipped Mitogen policies are the Rust twin
 /// (`MessagePolicy::mitogen`), and a policy without the section gets it too.
 #[test]
