@@ -96,13 +96,14 @@ pub struct Policy {
 }
 
 /// Names of the built-in policies, each shipped as `policy/NAME.toml`.
-pub const BUILTIN_POLICIES: [&str; 6] = [
+pub const BUILTIN_POLICIES: [&str; 7] = [
     "data",
     "strict",
     "mitogen",
     "mitogen-plus",
     "torch",
     "numpy",
+    "model",
 ];
 
 const DATA_TOML: &str = include_str!("../../policy/data.toml");
@@ -111,6 +112,7 @@ const MITOGEN_TOML: &str = include_str!("../../policy/mitogen.toml");
 const MITOGEN_PLUS_TOML: &str = include_str!("../../policy/mitogen-plus.toml");
 const TORCH_TOML: &str = include_str!("../../policy/torch.toml");
 const NUMPY_TOML: &str = include_str!("../../policy/numpy.toml");
+const MODEL_TOML: &str = include_str!("../../policy/model.toml");
 
 /// The text of the built-in policy file `policy/NAME.toml` (names: [`BUILTIN_POLICIES`]), or
 /// `None` for a name that is not one: the base a tool extends into a policy file of its own
@@ -123,6 +125,7 @@ pub fn builtin_toml(name: &str) -> Option<&'static str> {
         "mitogen-plus" => MITOGEN_PLUS_TOML,
         "torch" => TORCH_TOML,
         "numpy" => NUMPY_TOML,
+        "model" => MODEL_TOML,
         _ => return None,
     })
 }
@@ -150,7 +153,7 @@ impl Policy {
     }
 
     /// A built-in policy by name (`"data"`, `"strict"`, `"mitogen"`, `"mitogen-plus"`,
-    /// `"torch"`, `"numpy"`), or `None`.
+    /// `"torch"`, `"numpy"`, `"model"`), or `None`.
     /// Parsed once per process and cloned from then on ([`Policy::builtin_ref`]).
     pub fn builtin(name: &str) -> Option<Policy> {
         Policy::builtin_ref(name).ok().flatten().cloned()

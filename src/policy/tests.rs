@@ -320,3 +320,36 @@ fn costs_are_read_from_the_file_and_default_to_the_worst() {
         assert_eq!(cost.name(), name);
     }
 }
+
+/// `model` (policy/model.toml, tests/python/gen_model_policy.py) is exactly `data`, `numpy`
+/// and `torch`'s globals, each rule as its source policy has it (forms, check, key, costs,
+/// schema): a plain pickle gets what those policies allow, never more and never looser.
+#[test]
+fn model_is_the_merge_of_data_numpy_and_torch() {
+    let model = Policy::builtin("model").unwrap();
+    let mut want: Vec<String> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    for source in ["data", "numpy", "torch"] {
+        let p = Policy::builtin(source).unwrap();
+        for r in p.rules() {
+            let shown = format!("{r:?}");
+            if seen.insert((r.module.clone(), r.name.clone())) {
+                want.push(shown);
+            } else {
+                // A global two sources list is the same rule in both.
+                let i = model.find(&r.module, &r.name).unwrap();
+                assert_eq!(format!("{:?}", model.rule(i).unwrap()), shown);
+            }
+        }
+    }
+    let got: Vec<String> = model.rules().iter().map(|r| format!("{r:?}")).collect();
+    assert_eq!(got, want);
+    assert_eq!(model.persistent_ids, PersistentIds::Reject);
+    assert_eq!(model.python2_str, Policy::data().python2_str);
+    assert_eq!(
+        format!("{:?}", model.limits),
+        format!("{:?}", Policy::data().limits)
+    );
+    let numpy = Policy::builtin("numpy").unwrap();
+    assert_eq!(format!("{:?}", model.limits), format!("{:?}", numpy.limits));
+}
