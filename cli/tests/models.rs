@@ -136,19 +136,33 @@ fn scan_command_exit_codes_and_json() {
     assert_eq!(swapped["globals"][0]["module"], "posix");
     assert_eq!(swapped["globals"][0]["allowed"], false);
     assert_eq!(swapped["globals"][0]["runs_code"], true);
-    // Incomplete and nothing refused: 3 (a zip that is neither a checkpoint nor an npz).
+    // Incomplete and nothing refused: 3 (joblib's format before 0.9.3, which is not read:
+    // joblib.dump({'a': 1}) of Python 3 then).
     let dir = std::env::temp_dir().join(format!("pw-models-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let zip = dir.join("other.zip");
-    // An empty zip archive: an end of central directory record alone.
-    std::fs::write(&zip, b"PK\x05\x06\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0").unwrap();
-    let out = pw(&["scan", zip.to_str().unwrap()]);
+    let zf = dir.join("old.joblib");
+    std::fs::write(
+        &zf,
+        b"ZF0x11               x\x9ck`\xaa-d\x88`d``H,d\xf4f,\xd6\x03\x00!\xf2\x03\x8a",
+    )
+    .unwrap();
+    let out = pw(&["scan", zf.to_str().unwrap()]);
     assert_eq!(
         out.status.code(),
         Some(3),
         "{}",
         String::from_utf8_lossy(&out.stdout)
     );
+    // A zip that is neither a checkpoint nor an npz carries no pickle: skipped, exit 0.
+    let zip = dir.join("other.zip");
+    // An empty zip archive: an end of central directory record alone.
+    std::fs::write(&zip, b"PK\x05\x06\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0").unwrap();
+    let out = pw(&["scan", "--format", "json", zip.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["files"][0]["verdict"], "skipped");
+    assert_eq!(v["files"][0]["format"], "zip");
+    assert_eq!(v["summary"]["skipped"], 1);
     let _ = std::fs::remove_dir_all(&dir);
     // A missing file: 2.
     assert_eq!(pw(&["scan", "no/such/file"]).status.code(), Some(2));
@@ -169,7 +183,10 @@ fn scan_sarif_and_trust() {
     assert_eq!(v["version"], "2.1.0");
     let results = v["runs"][0]["results"].as_array().unwrap();
     assert_eq!(results.len(), 2, "{results:?}");
-    assert!(results.iter().all(|r| r["ruleId"] == "global_not_allowed"));
+    // Both are known to run code: rule runs_code, level error.
+    assert!(results
+        .iter()
+        .all(|r| r["ruleId"] == "runs_code" && r["level"] == "error"));
 
     let out = pw(&[
         "scan",
@@ -205,7 +222,7 @@ fn trust_output_is_a_policy_that_accepts_its_file() {
     let out = pw(&["scan", "--trust", pickle]);
     assert_eq!(out.status.code(), Some(1), "the scan refused it");
     let toml = String::from_utf8(out.stdout).unwrap();
-    assert!(toml.contains("\nname = \"data-trusted\"\n"), "{toml}");
+    assert!(toml.contains("\nname = \"model-trusted\"\n"), "{toml}");
     assert!(
         toml.contains(&format!(
             "# needed by {pickle} at offset 0x2\n[[global]]\nmodule = \"myapp\"\nname = \
@@ -243,7 +260,7 @@ fn trust_output_is_a_policy_that_accepts_its_file() {
     ]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
-    assert!(err.contains("by policy \"data-trusted\""), "{err}");
+    assert!(err.contains("by policy \"model-trusted\""), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -259,7 +276,7 @@ fn scan_text_offsets_agree_with_the_message() {
     assert!(
         text.contains(
             "(global_not_allowed in decompressed, offset 0x126: global posix.system is not \
-             allowed by policy \"numpy\" at offset 294 (0x126, opcode 0x93 STACK_GLOBAL))"
+             allowed by policy \"model\" at offset 294 (0x126, opcode 0x93 STACK_GLOBAL))"
         ),
         "{text}"
     );

@@ -22,10 +22,30 @@ const MAX_MEMO: usize = 1 << 20;
 /// The module and name of a STACK_GLOBAL whose str the listing could not follow.
 pub(crate) const UNREAD: &str = "?";
 
+/// What the listing found from the refused opcode on.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(crate) struct Listing {
+    /// `(module, name, offset)` of each global named.
+    pub(crate) globals: Vec<(String, String, u64)>,
+    /// Whether a Python 2 str (STRING, BINSTRING, SHORT_BINSTRING) holds a byte above 0x7F,
+    /// which a policy reading them as ASCII refuses (`invalid_ascii`).
+    pub(crate) python2_text: bool,
+    /// Where the pickle ends (after its STOP), when the listing reached it.
+    pub(crate) end: Option<usize>,
+}
+
 /// `(module, name, offset)` of each global named from the opcode at `from` (the refused one)
 /// to the first STOP, the end of the input, or a byte that is no opcode. The opcodes before
 /// `from` are stepped through too, for the strs they put in the memo.
+#[cfg(test)]
 pub(crate) fn globals_after(input: &[u8], from: u64) -> Vec<(String, String, u64)> {
+    list_after(input, from).globals
+}
+
+/// [`globals_after`], and whether a Python 2 str after `from` is not ASCII.
+pub(crate) fn list_after(input: &[u8], from: u64) -> Listing {
+    let mut python2_text = false;
+    let mut end = None;
     let mut out = Vec::new();
     let from = usize::try_from(from).unwrap_or(usize::MAX);
     let mut pos = 0usize;
@@ -92,6 +112,21 @@ pub(crate) fn globals_after(input: &[u8], from: u64) -> Vec<(String, String, u64
                 strs = [strs[1], fetched];
             }
             Opcode::Frame => {}
+            Opcode::String | Opcode::Binstring | Opcode::ShortBinstring => {
+                if at >= from && !python2_text {
+                    python2_text = match op {
+                        Opcode::String => match arg.strip_suffix(b"\n") {
+                            Some([q @ (b'\'' | b'"'), body @ .., last]) if q == last => {
+                                crate::text::decode_string_escape(body).is_ok_and(|b| !b.is_ascii())
+                            }
+                            _ => false,
+                        },
+                        Opcode::Binstring => !arg.get(4..).unwrap_or_default().is_ascii(),
+                        _ => !arg.get(1..).unwrap_or_default().is_ascii(),
+                    };
+                }
+                strs = [None, None];
+            }
             Opcode::StackGlobal => {
                 if at >= from {
                     let text = |s: Option<(usize, usize)>| {
@@ -102,11 +137,18 @@ pub(crate) fn globals_after(input: &[u8], from: u64) -> Vec<(String, String, u64
                 }
                 strs = [None, None];
             }
-            Opcode::Stop => break,
+            Opcode::Stop => {
+                end = Some(pos);
+                break;
+            }
             _ => strs = [None, None],
         }
     }
-    out
+    Listing {
+        globals: out,
+        python2_text,
+        end,
+    }
 }
 
 /// A little-endian unsigned int of up to 8 bytes.

@@ -71,7 +71,7 @@ pub fn list_tensors<R: Read + Seek>(mut reader: R) -> Result<Vec<TensorInfo>, Bo
 
 fn io_report(e: &std::io::Error) -> FileReport {
     let policy = crate::Policy::strict();
-    let mut r = super::container::Report::new(Format::Pickle, &policy, Default::default());
+    let mut r = super::report::Report::new(Format::Pickle, &policy, Default::default());
     r.refuse("io", "io", e.to_string(), "", None);
     r.finish()
 }

@@ -23,7 +23,8 @@ use std::io::{Read, Seek};
 
 use crate::value::{Document, NodeId, Value};
 
-use super::container::{Format, Report};
+use super::container::Format;
+use super::report::Report;
 
 /// The magic number the legacy format starts with (`torch/serialization.py` `MAGIC_NUMBER`).
 const LEGACY_MAGIC: u128 = 0x1950a86a20f9469cfc6c;
@@ -117,7 +118,7 @@ pub(crate) fn zip_kind_names<'a>(names: impl Iterator<Item = &'a [u8]>) -> Forma
         // member `savez` writes.
         Format::Npz
     } else {
-        Format::Zip
+        Format::Other(super::container::Content::Zip)
     }
 }
 

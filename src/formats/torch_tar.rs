@@ -35,7 +35,8 @@ use crate::policy::{PersistentIds, Policy};
 use crate::value::{Document, NodeId, Value};
 use crate::Category;
 
-use super::container::{Format, Report};
+use super::container::Format;
+use super::report::Report;
 use super::torch::{check_views, extent, storage_dtype, storage_itemsize};
 
 /// tarfile's `BLOCKSIZE`.
@@ -47,6 +48,53 @@ const BLOCK: usize = 512;
 /// `torch.load` before anything else is tried.
 pub(crate) fn is_tar(bytes: &[u8]) -> bool {
     bytes.get(..BLOCK).is_some_and(|b| header(b).is_ok())
+}
+
+/// The member names that make `torch.load` read a tar as its layout (`legacy_load` extracts
+/// `storages` first, and raises `KeyError` on a tar without it, reading no pickle).
+const TORCH_MEMBERS: [&[u8]; 4] = [b"storages", b"tensors", b"pickle", b"sys_info"];
+
+/// Whether a tar (whose first header [`is_tar`] accepted) is torch's layout, from its member
+/// headers as `TarFile.next` walks them (`block_at(offset)` reads the 512 bytes there): a
+/// member named as one of the layout's, or a header this walk does not follow (a GNU or PAX
+/// extension, which could rename a member), makes it one, and then its scan refuses what is
+/// not the layout. Otherwise no pickle is read from it: it is not pickle-bearing. At most
+/// `max` headers are read (past them: taken as the layout, and refused by its scan).
+pub(crate) fn torch_layout(mut block_at: impl FnMut(u64) -> Option<[u8; BLOCK]>, max: u64) -> bool {
+    let mut at = 0u64;
+    for _ in 0..max {
+        let Some(block) = block_at(at) else {
+            return false;
+        };
+        if block.iter().all(|&b| b == 0) {
+            return false;
+        }
+        // tarfile stops at a bad header after the first (the first was checked).
+        let Ok(h) = header(&block) else {
+            return false;
+        };
+        if !matches!(
+            h.typeflag,
+            b'0' | 0 | b'1' | b'2' | b'3' | b'4' | b'5' | b'6' | b'7'
+        ) {
+            return true;
+        }
+        if TORCH_MEMBERS.contains(&h.name.as_slice()) {
+            return true;
+        }
+        let Ok(size) = u64::try_from(h.size) else {
+            return false;
+        };
+        let Some(next) = size
+            .div_ceil(BLOCK as u64)
+            .checked_mul(BLOCK as u64)
+            .and_then(|d| d.checked_add(at + BLOCK as u64))
+        else {
+            return false;
+        };
+        at = next;
+    }
+    true
 }
 
 /// One member header, as `TarInfo.frombuf` reads it.

@@ -12,6 +12,8 @@ mod guard;
 mod mitogen;
 mod scan;
 mod scan_files;
+mod scan_report;
+mod scan_trust;
 
 use std::fs::File;
 use std::io::{self, IsTerminal, Read, Write};
