@@ -204,6 +204,7 @@ impl<'a, 'p> Machine<'a, 'p> {
             },
             trailing_len: None,
             persistent_ids: (!persistent_ids.is_empty()).then(|| Box::new(persistent_ids)),
+            canonical_builds: self.checks.canonical_builds(),
         }
     }
 

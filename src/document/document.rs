@@ -41,9 +41,21 @@ pub struct Document<'a> {
     /// holds one).
     #[allow(clippy::box_collection)]
     pub(crate) persistent_ids: Option<Box<Vec<NodeId>>>,
+    /// The records whose BUILD state a policy check found to be the one their writer writes
+    /// (`numpy_dtype`, `numpy_reconstruct`), sorted: the canonical writer writes each as its
+    /// call and that BUILD. Boxed, as `persistent_ids`.
+    #[allow(clippy::box_collection)]
+    pub(crate) canonical_builds: Option<Box<Vec<NodeId>>>,
 }
 
 impl<'a> Document<'a> {
+    /// Whether `record`'s BUILD state was checked as its writer's (`canonical_builds`).
+    pub(crate) fn canonical_build(&self, record: NodeId) -> bool {
+        self.canonical_builds
+            .as_deref()
+            .is_some_and(|v| v.binary_search(&record).is_ok())
+    }
+
     /// The persistent ids (the values BINPERSID popped) kept under the policy's
     /// `persistent_ids = "record"` ([`crate::policy::PersistentIds::Record`]), in the order the
     /// stream gave them; each stands in the document where `persistent_load`'s object would.

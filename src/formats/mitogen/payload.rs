@@ -57,6 +57,7 @@ pub fn decode_payload<'a>(
             values: 0,
             changed_earlier: false,
             records_replayable: true,
+            canonical_builds: None,
             pickle_starts: Box::default(),
             trailing_len: None,
             persistent_ids: None,
