@@ -333,7 +333,7 @@ fn classify(head: &[u8], complete: bool, all_as_pickle: bool) -> Class {
         return Class::Zip;
     }
     // Before every other format: torch.load tries tarfile first on anything not a zip.
-    if super::torch_tar::is_tar(head) {
+    if super::tar::is_tar(head) {
         return Class::Tar;
     }
     if head.starts_with(b"\x93NUMPY") {
@@ -377,7 +377,7 @@ fn detect_with(bytes: &[u8], all_as_pickle: bool) -> Format {
                 let at = usize::try_from(at).ok()?;
                 bytes.get(at..at.checked_add(512)?)?.try_into().ok()
             };
-            if super::torch_tar::torch_layout(block, ModelLimits::default().max_entries) {
+            if super::tar::torch_layout(block, ModelLimits::default().max_entries) {
                 Format::TorchTar
             } else if super::sniff::is_pickle(bytes, true) == Some(true) {
                 Format::Pickle
@@ -584,7 +584,7 @@ pub fn scan_reader<R: Read + Seek>(
                 reader.read_exact(&mut b).ok()?;
                 Some(b)
             };
-            let torch = super::torch_tar::torch_layout(&mut block, options.limits.max_entries);
+            let torch = super::tar::torch_layout(&mut block, options.limits.max_entries);
             if !torch && super::sniff::is_pickle(&head, false) == Some(false) {
                 return Ok(skipped(Content::Tar));
             }

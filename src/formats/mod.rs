@@ -33,6 +33,7 @@ mod report;
 pub mod safetensors;
 mod safetensors_header;
 mod severity;
+mod tar;
 pub(crate) mod sniff;
 pub mod tensors;
 pub mod torch;

@@ -298,7 +298,7 @@ pub(crate) fn content_of(head: &[u8]) -> Content {
         Content::Empty
     } else if starts(b"PK\x03\x04") || starts(b"PK\x05\x06") {
         Content::Zip
-    } else if super::torch_tar::is_tar(head) {
+    } else if super::tar::is_tar(head) {
         Content::Tar
     } else if super::container::Compression::sniff(head).is_some() || starts(b"\x28\xb5\x2f\xfd") {
         Content::Compressed
