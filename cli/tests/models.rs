@@ -434,3 +434,74 @@ fn convert_refuses_output_past_its_bound() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `convert` writes, for every torch checkpoint of the corpus (zip, legacy and tar), each
+/// tensor byte for byte as torch loads it: tests/corpus/models/convert/EXPECTED.tsv, written by
+/// tests/python/gen_convert.py from `torch.load(weights_only=True)` (tar: `weights_only=False`,
+/// the only way torch reads that layout).
+#[test]
+fn convert_writes_what_torch_loads() {
+    let root = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/..")).join("tests/corpus/models");
+    let text = std::fs::read_to_string(root.join("convert/EXPECTED.tsv")).unwrap();
+    let mut want: std::collections::BTreeMap<String, Vec<Vec<String>>> = Default::default();
+    for line in text.lines().skip(1) {
+        let f: Vec<String> = line.split('\t').map(str::to_owned).collect();
+        want.entry(f[0].clone()).or_default().push(f);
+    }
+    assert!(want.len() >= 12, "{} files", want.len());
+    assert!(want.keys().any(|k| k.contains("legacy_")) && want.keys().any(|k| k.contains("tar_")));
+    let dir = std::env::temp_dir().join(format!("pw-convert-eq-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let st_name = |torch: &str| match torch {
+        "float64" => "F64",
+        "float32" => "F32",
+        "float16" => "F16",
+        "bfloat16" => "BF16",
+        "int64" => "I64",
+        "int32" => "I32",
+        "int16" => "I16",
+        "int8" => "I8",
+        "uint8" => "U8",
+        "bool" => "BOOL",
+        "complex64" => "C64",
+        other => panic!("{other}"),
+    };
+    for (file, rows) in &want {
+        let out = dir.join("out.safetensors");
+        let input = root.join(file);
+        let r = pw(&["convert", input.to_str().unwrap(), out.to_str().unwrap()]);
+        assert_eq!(
+            r.status.code(),
+            Some(0),
+            "{file}: {}",
+            String::from_utf8_lossy(&r.stderr)
+        );
+        let bytes = std::fs::read(&out).unwrap();
+        let n = u64::from_le_bytes(bytes[..8].try_into().unwrap()) as usize;
+        let header: serde_json::Value = serde_json::from_slice(&bytes[8..8 + n]).unwrap();
+        let data = &bytes[8 + n..];
+        assert_eq!(
+            header.as_object().unwrap().len(),
+            rows.len(),
+            "{file}: {header}"
+        );
+        for f in rows {
+            let (name, dtype, shape, hex) = (&f[1], &f[2], &f[3], &f[4]);
+            let t = &header[name.as_str()];
+            assert_eq!(t["dtype"], st_name(dtype), "{file} {name}");
+            let shape: Vec<u64> = shape
+                .split(',')
+                .filter(|s| !s.is_empty())
+                .map(|s| s.parse().unwrap())
+                .collect();
+            assert_eq!(t["shape"], serde_json::json!(shape), "{file} {name}");
+            let (a, b) = (
+                t["data_offsets"][0].as_u64().unwrap() as usize,
+                t["data_offsets"][1].as_u64().unwrap() as usize,
+            );
+            let got: String = data[a..b].iter().map(|x| format!("{x:02x}")).collect();
+            assert_eq!(&got, hex, "{file} {name}: not the bytes torch.load gives");
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

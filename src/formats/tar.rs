@@ -204,6 +204,8 @@ pub(crate) fn py_int_base8(t: &[u8]) -> Option<i128> {
 pub(crate) struct Member<'a> {
     pub(crate) name: Vec<u8>,
     pub(crate) data: &'a [u8],
+    /// Where `data` starts in the file.
+    pub(crate) at: usize,
 }
 
 /// Walks the tar's members. Refusals are `(kind, why, offset)`; `Ok` also gives the offset
@@ -256,7 +258,11 @@ pub(crate) fn members(
                 ))
             }
         };
-        out.push(Member { name: h.name, data });
+        out.push(Member {
+            name: h.name,
+            data,
+            at: data_at,
+        });
         pos = next.unwrap_or(bytes.len());
     }
 }

@@ -754,3 +754,61 @@ pub(crate) fn scan_legacy(bytes: &[u8], report: &mut Report<'_>) {
     }
     report.absorb(check);
 }
+
+/// Where a legacy file's pickle of the object is, and each storage's bytes, by key, as
+/// `_legacy_load` reads them (each record: numel, 8 bytes little-endian, then its bytes), for
+/// a file [`scan_legacy`] found clean (`None` for any other). `policy` is torch's.
+pub(crate) fn legacy_layout(
+    bytes: &[u8],
+    policy: &crate::Policy,
+) -> Option<(
+    std::ops::Range<usize>,
+    HashMap<String, std::ops::Range<usize>>,
+)> {
+    let data = crate::Policy::data();
+    let end_of = |at: usize, policy: &crate::Policy| -> Option<usize> {
+        let rest = bytes.get(at..)?;
+        let scan = crate::Scanner::new(rest, policy).allow_trailing(true).run();
+        scan.result.ok()?;
+        let len = scan
+            .trailing
+            .map_or(Some(rest.len()), |t| usize::try_from(t.offset).ok())?;
+        at.checked_add(len)
+    };
+    let mut pos = 0;
+    for _ in 0..3 {
+        pos = end_of(pos, &data)?;
+    }
+    let object = pos..end_of(pos, policy)?;
+    let doc = crate::Decoder::new(bytes.get(object.clone())?, policy)
+        .decode()
+        .ok()?;
+    let mut itemsize: HashMap<String, u64> = HashMap::new();
+    for &pid in doc.persistent_ids() {
+        let r = storage_ref(&doc, pid, true).ok()?;
+        itemsize.insert(r.key.to_owned(), r.itemsize);
+    }
+    pos = object.end;
+    let keys_end = end_of(pos, &data)?;
+    let keys_doc = crate::Decoder::new(bytes.get(pos..keys_end)?, &data)
+        .decode()
+        .ok()?;
+    let Some(Value::List(items)) = keys_doc.root().and_then(|r| keys_doc.get(r)) else {
+        return None;
+    };
+    pos = keys_end;
+    let mut ranges = HashMap::new();
+    for &k in items {
+        let Some(Value::Str(s)) = keys_doc.get(k) else {
+            return None;
+        };
+        let key = s.as_str()?.to_owned();
+        let numel = u64::from_le_bytes(bytes.get(pos..pos.checked_add(8)?)?.try_into().ok()?);
+        let len = usize::try_from(numel.checked_mul(*itemsize.get(&key)?)?).ok()?;
+        let start = pos + 8;
+        let end = start.checked_add(len).filter(|&e| e <= bytes.len())?;
+        ranges.insert(key, start..end);
+        pos = end;
+    }
+    Some((object, ranges))
+}

@@ -31,15 +31,59 @@ use crate::value::{Document, NodeId, Value};
 use crate::Category;
 
 use super::container::Format;
-use super::tar::{members, BLOCK};
 use super::report::Report;
+use super::tar::{members, BLOCK};
 use super::torch::{check_views, extent, storage_dtype, storage_itemsize};
 
-/// A storage of the tar: its element count and element size.
+/// A storage of the tar (or a storage view, a slice of one): its element count and size, its
+/// dtype, and where its bytes start in the `storages` member.
 #[derive(Clone, Copy)]
-struct Storage {
-    numel: u64,
-    itemsize: u64,
+pub(crate) struct Storage {
+    pub(crate) numel: u64,
+    pub(crate) itemsize: u64,
+    pub(crate) dtype: &'static str,
+    pub(crate) start: usize,
+}
+
+/// A tensor of the `tensors` member: its storage (or storage view) key, sizes, strides and
+/// storage offset (in elements).
+pub(crate) struct Tensor {
+    pub(crate) storage: i64,
+    pub(crate) shape: Vec<u64>,
+    pub(crate) stride: Vec<u64>,
+    pub(crate) offset: u64,
+}
+
+/// What `legacy_load` reads from a tar in torch's layout: the object's pickle, the
+/// `storages` member, and its storages and tensors by key.
+pub(crate) struct Layout<'a> {
+    pub(crate) object: &'a [u8],
+    /// Where the `storages` member's data starts in the file.
+    pub(crate) storages_at: usize,
+    pub(crate) storages: HashMap<i64, Storage>,
+    pub(crate) tensors: HashMap<i64, Tensor>,
+}
+
+/// The layout of a tar that [`scan_tar`] found clean (`None` for any other), read again
+/// under `policy` (torch's).
+pub(crate) fn layout<'a>(bytes: &'a [u8], policy: &Policy) -> Option<Layout<'a>> {
+    let limits = super::container::ModelLimits::default();
+    let (list, _) = members(bytes, limits.max_entries).ok()?;
+    let get = |name: &[u8]| list.iter().rev().find(|m| m.name == name);
+    let (storages, tensors, object) = (get(b"storages")?, get(b"tensors")?, get(b"pickle")?);
+    let (storages_data, storages_at) = (storages.data, storages.at);
+    let (tensors_data, object) = (tensors.data, object.data);
+    let mut plain = policy.clone();
+    plain.persistent_ids = PersistentIds::Reject;
+    let mut report = Report::new(Format::TorchTar, &plain, limits);
+    let storages = read_storages(storages_data, &mut report)?;
+    let tensors = read_tensors(tensors_data, &storages, &mut report)?;
+    Some(Layout {
+        object,
+        storages_at,
+        storages,
+        tensors,
+    })
 }
 
 /// Checks a file in the tar layout.
@@ -255,7 +299,7 @@ fn read_storages(data: &[u8], report: &mut Report<'_>) -> Option<HashMap<i64, St
     let mut out: HashMap<i64, Storage> = HashMap::new();
     for _ in 0..n {
         let at = pos;
-        let (key, itemsize) = next_pickle(data, &mut pos, "storages", report, |doc, v| {
+        let (key, itemsize, dtype) = next_pickle(data, &mut pos, "storages", report, |doc, v| {
             let Some(Value::Tuple(t)) = v else {
                 return Err("a storage record that is not a tuple".into());
             };
@@ -271,7 +315,8 @@ fn read_storages(data: &[u8], report: &mut Report<'_>) -> Option<HashMap<i64, St
                     if g.module == "torch" && storage_dtype(&g.name).is_some() =>
                 {
                     let size = storage_itemsize(&g.module, &g.name).ok_or("no element size")?;
-                    Ok((key, size))
+                    let dtype = storage_dtype(&g.name).ok_or("no dtype")?;
+                    Ok((key, size, dtype))
                 }
                 _ => Err("a storage type that is not a typed torch storage class".into()),
             }
@@ -287,6 +332,7 @@ fn read_storages(data: &[u8], report: &mut Report<'_>) -> Option<HashMap<i64, St
             );
             return None;
         };
+        let start = pos;
         let len = numel
             .checked_mul(itemsize)
             .and_then(|l| usize::try_from(l).ok());
@@ -306,7 +352,13 @@ fn read_storages(data: &[u8], report: &mut Report<'_>) -> Option<HashMap<i64, St
                 return None;
             }
         }
-        if out.insert(key, Storage { numel, itemsize }).is_some() {
+        let storage = Storage {
+            numel,
+            itemsize,
+            dtype,
+            start,
+        };
+        if out.insert(key, storage).is_some() {
             report.refuse(
                 "storage_size_mismatch",
                 "malformed",
@@ -379,6 +431,9 @@ fn read_storages(data: &[u8], report: &mut Report<'_>) -> Option<HashMap<i64, St
                 Storage {
                     numel: n,
                     itemsize: r.itemsize,
+                    dtype: r.dtype,
+                    // o x itemsize <= the root's bytes, which are in the member.
+                    start: r.start + (o * r.itemsize) as usize,
                 },
             )
             .is_some()
@@ -404,17 +459,17 @@ fn read_storages(data: &[u8], report: &mut Report<'_>) -> Option<HashMap<i64, St
     Some(out)
 }
 
-/// The `tensors` member: every tensor's key, checked inside its storage.
+/// The `tensors` member: every tensor, checked inside its storage.
 fn read_tensors(
     data: &[u8],
     storages: &HashMap<i64, Storage>,
     report: &mut Report<'_>,
-) -> Option<HashSet<i64>> {
+) -> Option<HashMap<i64, Tensor>> {
     let mut pos = 0usize;
     let n = next_pickle(data, &mut pos, "tensors", report, |_, v| {
         count(v, data.len())
     })?;
-    let mut out = HashSet::new();
+    let mut out = HashMap::new();
     for _ in 0..n {
         let (key, sid) = next_pickle(data, &mut pos, "tensors", report, |doc, v| {
             let Some(Value::Tuple(t)) = v else {
@@ -499,7 +554,22 @@ fn read_tensors(
                 return None;
             }
         }
-        out.insert(key);
+        let tensor = Tensor {
+            storage: sid,
+            shape,
+            stride,
+            offset,
+        };
+        if out.insert(key, tensor).is_some() {
+            report.refuse(
+                "tar_layout",
+                "malformed",
+                format!("tensor key {key} written twice"),
+                &entry,
+                None,
+            );
+            return None;
+        }
     }
     if pos < data.len() {
         report.incomplete(
@@ -517,7 +587,7 @@ fn read_tensors(
 fn check_object(
     doc: &Document<'_>,
     storages: &HashMap<i64, Storage>,
-    tensors: &HashSet<i64>,
+    tensors: &HashMap<i64, Tensor>,
     report: &mut Report<'_>,
 ) {
     let mut elements: HashMap<NodeId, (u64, u64)> = HashMap::new();
@@ -541,7 +611,7 @@ fn check_object(
         };
         if let Some(s) = storages.get(&key) {
             elements.insert(pid, (s.numel.saturating_mul(s.itemsize), s.itemsize));
-        } else if !tensors.contains(&key) {
+        } else if !tensors.contains_key(&key) {
             return report.refuse(
                 "storage_missing",
                 "malformed",

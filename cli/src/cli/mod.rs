@@ -77,10 +77,12 @@ enum Command {
         "  2  usage error, or a file could not be read"))]
     Scan(scan_files::Opts),
     /// A torch checkpoint's tensors as safetensors (names are key paths joined with `.`),
-    /// after a clean scan, without running pickle code.
+    /// after a clean scan, without running pickle code: the zip format, the legacy format and
+    /// the older tar layout.
     #[command(after_help = concat!(
         "Examples:\n",
-        "  picklewarden convert model.pt model.safetensors\n\n",
+        "  picklewarden convert model.pt model.safetensors\n",
+        "  picklewarden convert --max-output 2G old_checkpoint.pth model.safetensors\n\n",
         "Exit status:\n",
         "  0  written\n  1  the checkpoint is refused or incomplete, or a dtype has no safetensors name\n",
         "  2  usage or I/O error"))]
