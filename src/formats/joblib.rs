@@ -93,7 +93,11 @@ fn scan_pickle(data: &[u8], entry: &str, report: &mut Report<'_>) {
         let _ = report.list_globals(&name, data.get(a.start..end).unwrap_or_default(), true);
     }
     if python2_text(data, &arrays) {
+        // The reason joblib refuses it; the `invalid_ascii` under it says no more.
         refuse_python2(report);
+        if matches!(&decoded, Err(e) if matches!(e.kind(), crate::ErrorKind::InvalidAscii)) {
+            return;
+        }
     }
     match decoded {
         Ok(_) => {
