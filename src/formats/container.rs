@@ -548,7 +548,8 @@ fn scan_pickles(bytes: &[u8], report: &mut Report<'_>) {
 /// archive (torch checkpoint, npz) is read through its central directory, so only the
 /// directory and the pickles are read, never the storages; a safetensors file through its
 /// header; a file that carries no pickle ([`Format::Other`]) no further than it takes to tell
-/// (its first 64 KiB, a tar's headers, the start of what compressed data decompresses to);
+/// (its first 4 KiB, or 64 KiB when a parse of its opcodes runs past them; a tar's headers;
+/// the start of what compressed data decompresses to);
 /// any other file is read whole, up to `max_file_bytes` (over it: refused).
 ///
 /// # Errors
@@ -560,18 +561,27 @@ pub fn scan_reader<R: Read + Seek>(
 ) -> std::io::Result<FileReport> {
     let len = reader.seek(SeekFrom::End(0))?;
     reader.seek(SeekFrom::Start(0))?;
+    // The first 4 KiB tell most files; a parse that runs past them reads up to 64 KiB.
     let mut head = Vec::new();
     (&mut reader)
-        .take(super::sniff::PREFIX_BYTES as u64)
+        .take(super::sniff::SNIFF_BYTES as u64)
         .read_to_end(&mut head)?;
-    let complete = head.len() as u64 >= len;
+    let mut complete = head.len() as u64 >= len;
+    let mut class = classify(&head, complete, options.all_as_pickle);
+    if matches!(class, Class::Undecided) && !complete {
+        (&mut reader)
+            .take((super::sniff::PREFIX_BYTES - head.len()) as u64)
+            .read_to_end(&mut head)?;
+        complete = head.len() as u64 >= len;
+        class = classify(&head, complete, options.all_as_pickle);
+    }
     let skipped = |c: Content| {
         let policy = Policy::strict();
         let mut report = Report::new(Format::Other(c), &policy, options.limits);
         report.skip();
         report.finish()
     };
-    match classify(&head, complete, options.all_as_pickle) {
+    match class {
         Class::Zip => {
             reader.seek(SeekFrom::Start(0))?;
             return Ok(scan_zip_file(reader, options));

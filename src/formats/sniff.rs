@@ -2,14 +2,14 @@
 //!
 //! A file is read as a plain pickle only when its content is one: it starts with a PROTO
 //! header (`\x80` and a protocol CPython reads, 0 to 5), or a parse of its opcodes holds to
-//! a STOP, or to a global or persistent id, which `pickle.load` acts on (imports, calls the
-//! loader's `persistent_load`) whatever follows ([`parse_to_stop`]). The parse is CPython's
+//! a STOP, or to a global, which `pickle.load` acts on (`find_class` imports its module)
+//! whatever follows ([`parse_to_stop`]). The parse is CPython's
 //! unpickler without values: each opcode known, each argument whole, the stack and MARKs as
 //! `Lib/pickle.py` and `_pickle.c` keep them (a pop below the last MARK, an opcode that pops a
 //! MARK where none is open, an odd SETITEMS, a memo index never put are all errors there
 //! too), and the lines of GLOBAL and INST Python names (`find_class` imports the module:
 //! `import numpy as np` is no module anyone can import). So a file it rejects is one
-//! `pickle.load` fails on before it names anything. It checks no policy: what it accepts is
+//! `pickle.load` fails on before it imports anything. It checks no policy: what it accepts is
 //! then checked in full, under the policy, as a pickle. Text that happens to start with an
 //! opcode letter (a Python file's `import`, read as INST) fails it within a few bytes.
 //!
@@ -21,14 +21,17 @@ use std::collections::HashSet;
 use super::globals::arg_span;
 use crate::opcode::Opcode;
 
-/// How many bytes of a file are looked at before deciding whether the rest must be read.
+/// How many bytes of a file are read first to tell what it is.
+pub(crate) const SNIFF_BYTES: usize = 4 * 1024;
+
+/// How many bytes of a file a parse of its opcodes reads before the rest is read to decide.
 pub(crate) const PREFIX_BYTES: usize = 64 * 1024;
 
 /// What a parse of the opcodes found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Parse {
-    /// A STOP reached with a value on the stack, or a global or persistent id named (what
-    /// `pickle.load` acts on whatever follows).
+    /// A STOP reached with a value on the stack, or a global named (what `pickle.load` acts
+    /// on whatever follows).
     Pickle,
     /// Not a pickle: `pickle.load` fails here before the end.
     NotPickle,
@@ -55,8 +58,7 @@ pub(crate) fn is_pickle(bytes: &[u8], complete: bool) -> Option<bool> {
 }
 
 /// Parses `input` as CPython's unpickler would, without values (module docs), up to its
-/// first STOP, global or persistent id. With `complete` false, running out of bytes is
-/// [`Parse::NeedMore`].
+/// first STOP or global. With `complete` false, running out of bytes is [`Parse::NeedMore`].
 pub(crate) fn parse_to_stop(input: &[u8], complete: bool) -> Parse {
     let ran_out = if complete {
         Parse::NotPickle
@@ -117,21 +119,21 @@ pub(crate) fn parse_to_stop(input: &[u8], complete: bool) -> Parse {
                     Parse::NotPickle
                 };
             }
-            Opcode::StackGlobal
-            | Opcode::Ext1
-            | Opcode::Ext2
-            | Opcode::Ext4
-            | Opcode::Persid
-            | Opcode::Binpersid => {
-                return if depth
-                    >= usize::from(op == Opcode::StackGlobal) * 2
-                        + usize::from(op == Opcode::Binpersid)
-                {
+            Opcode::StackGlobal => {
+                return if depth >= 2 {
                     Parse::Pickle
                 } else {
                     Parse::NotPickle
                 };
             }
+            // A persistent id goes to the loader's `persistent_load`, which `pickle.load`,
+            // `numpy.load` and `joblib.load` do not have (they raise), and which torch gives
+            // only the object pickle of a legacy file (detected by its magic, and checked);
+            // CPython decodes PERSID's line as ASCII first. An extension code is looked up in
+            // copyreg's registry, empty unless a program fills it. Neither makes the file a
+            // pickle on its own: the parse goes on.
+            Opcode::Persid if !arg.is_ascii() => return Parse::NotPickle,
+            Opcode::Binpersid => (1, 1),
             Opcode::Mark => {
                 marks.push(depth);
                 depth = 0;
