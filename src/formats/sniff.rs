@@ -293,8 +293,10 @@ impl Content {
     }
 }
 
-/// What `head`, the start of a file that holds no pickle, looks like.
+/// What `head`, the start of a file that holds no pickle, looks like, from its first
+/// [`SNIFF_BYTES`] (so that a file read whole and one read by its start are named alike).
 pub(crate) fn content_of(head: &[u8]) -> Content {
+    let head = head.get(..SNIFF_BYTES).unwrap_or(head);
     let starts = |m: &[u8]| head.starts_with(m);
     if head.is_empty() {
         Content::Empty
