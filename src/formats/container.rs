@@ -346,7 +346,7 @@ fn classify(head: &[u8], complete: bool, all_as_pickle: bool) -> Class {
         // joblib before 0.9.3: "ZF", the size in hex, then zlib data.
         return Class::Whole(Format::Joblib(Compression::Zlib));
     }
-    if super::torch::is_legacy(head) {
+    if super::torch_legacy::is_legacy(head) {
         return Class::Whole(Format::TorchLegacy);
     }
     if all_as_pickle {
@@ -473,7 +473,7 @@ pub fn scan_bytes(bytes: &[u8], options: &ScanOptions) -> FileReport {
     let policy = policy_for(format, options);
     let mut report = Report::new(format, &policy, options.limits);
     match format {
-        Format::TorchLegacy => super::torch::scan_legacy(bytes, &mut report),
+        Format::TorchLegacy => super::torch_legacy::scan_legacy(bytes, &mut report),
         Format::TorchTar => super::torch_tar::scan_tar(bytes, &mut report),
         Format::Npy => super::numpy::scan_npy(bytes, "", &mut report),
         Format::Joblib(c) => super::joblib::scan(bytes, c, &mut report),

@@ -134,7 +134,7 @@ fn legacy(
     bytes: &[u8],
     policy: &crate::Policy,
 ) -> Option<(Vec<TensorInfo>, HashMap<String, Range<usize>>)> {
-    let (object, ranges) = super::torch::legacy_layout(bytes, policy)?;
+    let (object, ranges) = super::torch_legacy::legacy_layout(bytes, policy)?;
     let doc = crate::Decoder::new(bytes.get(object)?, policy)
         .decode()
         .ok()?;

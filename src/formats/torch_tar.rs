@@ -216,7 +216,7 @@ fn polyglot(bytes: &[u8], report: &Report<'_>) -> Option<&'static str> {
     if super::container::Compression::sniff(bytes).is_some() || bytes.starts_with(b"ZF") {
         return Some("a compressed (joblib) stream");
     }
-    if super::torch::is_legacy(bytes) {
+    if super::torch_legacy::is_legacy(bytes) {
         return Some("a legacy torch file");
     }
     // A pickle at the start (what pickle.load reads, trailing bytes ignored) that gets as far
