@@ -46,7 +46,7 @@ impl Checks {
     /// The records whose BUILD a check accepted as their writer's and which a canonical
     /// pickle can write again as their call and that BUILD, sorted: built dtypes and
     /// ndarrays (a joblib wrapper's BUILD stands for bytes outside the pickle: never).
-    pub(super) fn canonical_builds(&self) -> Option<Box<Vec<NodeId>>> {
+    pub(super) fn canonical_builds(&self) -> Vec<NodeId> {
         let mut ids: Vec<NodeId> = self
             .records
             .iter()
@@ -54,7 +54,7 @@ impl Checks {
             .map(|(&id, _)| id)
             .collect();
         ids.sort_unstable();
-        (!ids.is_empty()).then(|| Box::new(ids))
+        ids
     }
 }
 

@@ -46,9 +46,12 @@ pub(crate) enum Storages<R> {
     /// A legacy or tar checkpoint, read whole: each storage key's bytes in it.
     File {
         bytes: Vec<u8>,
-        ranges: HashMap<String, Range<usize>>,
+        ranges: StorageRanges,
     },
 }
+
+/// Each storage key's bytes in a legacy or tar checkpoint read whole.
+pub(crate) type StorageRanges = HashMap<String, Range<usize>>;
 
 /// A checkpoint scanned clean: its tensors and where their storages are.
 pub(crate) struct Checkpoint<R> {
@@ -130,10 +133,7 @@ pub(crate) fn open<R: Read + Seek>(mut reader: R) -> Result<Checkpoint<R>, Box<F
 }
 
 /// A legacy checkpoint's tensors and its storages' bytes by key.
-fn legacy(
-    bytes: &[u8],
-    policy: &crate::Policy,
-) -> Option<(Vec<TensorInfo>, HashMap<String, Range<usize>>)> {
+fn legacy(bytes: &[u8], policy: &crate::Policy) -> Option<(Vec<TensorInfo>, StorageRanges)> {
     let (object, ranges) = super::torch_legacy::legacy_layout(bytes, policy)?;
     let doc = crate::Decoder::new(bytes.get(object)?, policy)
         .decode()
@@ -144,10 +144,7 @@ fn legacy(
 /// A tar checkpoint's tensors (persistent ids naming a tensor record of the `tensors`
 /// member, or `_rebuild_tensor*` calls on a storage) and its storages' bytes by key (a storage
 /// view's are a slice of its root's, as `legacy_load` slices them).
-fn tar(
-    bytes: &[u8],
-    policy: &crate::Policy,
-) -> Option<(Vec<TensorInfo>, HashMap<String, Range<usize>>)> {
+fn tar(bytes: &[u8], policy: &crate::Policy) -> Option<(Vec<TensorInfo>, StorageRanges)> {
     let layout = super::torch_tar::layout(bytes, policy)?;
     let base = layout.storages_at;
     let mut ranges = HashMap::new();

@@ -6,11 +6,13 @@
 //! against the storages as a zip checkpoint's are (`src/formats/torch.rs`).
 
 use std::collections::HashMap;
+use std::ops::Range;
 
 use crate::value::Value;
 
 use super::container::Format;
 use super::report::Report;
+use super::tensors::StorageRanges;
 use super::torch::{check_storages, storage_ref, Storages};
 
 /// The magic number the legacy format starts with (`torch/serialization.py` `MAGIC_NUMBER`).
@@ -185,10 +187,7 @@ pub(crate) fn scan_legacy(bytes: &[u8], report: &mut Report<'_>) {
 pub(crate) fn legacy_layout(
     bytes: &[u8],
     policy: &crate::Policy,
-) -> Option<(
-    std::ops::Range<usize>,
-    HashMap<String, std::ops::Range<usize>>,
-)> {
+) -> Option<(Range<usize>, StorageRanges)> {
     let data = crate::Policy::data();
     let end_of = |at: usize, policy: &crate::Policy| -> Option<usize> {
         let rest = bytes.get(at..)?;

@@ -57,10 +57,9 @@ pub fn decode_payload<'a>(
             values: 0,
             changed_earlier: false,
             records_replayable: true,
-            canonical_builds: None,
             pickle_starts: Box::default(),
             trailing_len: None,
-            persistent_ids: None,
+            kept: None,
         })),
         PayloadKind::Pickles => Decoder::new(payload, policy)
             .limits(limits)
