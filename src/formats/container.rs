@@ -195,7 +195,8 @@ pub struct Finding {
     /// The refusal kind: an [`crate::ErrorKind::name`] for a pickle's refusal, or a
     /// container kind (`zip_malformed`, `zip_duplicate_entry`, `zip_layout`, `storage_missing`,
     /// `storage_size_mismatch`, `view_out_of_storage`, `npy_header`, `npy_size_mismatch`,
-    /// `decompress`, `container_limit`, `not_understood`...).
+    /// `decompress`, `container_limit`, `safetensors_header`, `python2_joblib`,
+    /// `trailing_data` after the last pickle of a file, `not_understood`...).
     pub kind: String,
     /// `malformed`, `truncated`, `limit_exceeded`, `policy_denied`, `io` or `incomplete`.
     pub category: &'static str,
