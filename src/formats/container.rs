@@ -278,8 +278,9 @@ pub struct ScanOptions {
     pub policy: Option<Policy>,
     /// Container bounds.
     pub limits: ModelLimits,
-    /// Read every file that is no container as a plain pickle, as before content decided it:
-    /// nothing is skipped, and a file that is no pickle is refused (`not_a_pickle`).
+    /// Read every file that is no container (nor safetensors) as a plain pickle, as before
+    /// content decided it: nothing is skipped, and a file that is no pickle is refused
+    /// (`not_a_pickle`).
     pub all_as_pickle: bool,
 }
 
@@ -350,11 +351,11 @@ fn classify(head: &[u8], complete: bool, all_as_pickle: bool) -> Class {
     if super::torch_legacy::is_legacy(head) {
         return Class::Whole(Format::TorchLegacy);
     }
-    if all_as_pickle {
-        return Class::Whole(Format::Pickle);
-    }
     if super::safetensors_header::looks_like(head) {
         return Class::Safetensors;
+    }
+    if all_as_pickle {
+        return Class::Whole(Format::Pickle);
     }
     match super::sniff::is_pickle(head, complete) {
         Some(true) => Class::Whole(Format::Pickle),
