@@ -486,6 +486,14 @@ impl fmt::Display for Error {
                     Some(head) => write!(f, "{head}by policy \"{}\"", escape_for_display(policy))?,
                     None => write!(f, "{text} (policy \"{}\")", escape_for_display(policy))?,
                 }
+                if matches!(kind, ErrorKind::InvalidAscii) {
+                    // The setting that reads it, where the refusal is read.
+                    write!(
+                        f,
+                        " (its setting python2_str_encoding, or --python2-str; \"latin1\" reads \
+                         every byte, as pickle.loads(data, encoding=\"latin1\") does)"
+                    )?;
+                }
             }
             (kind, _) => write!(f, "{kind}")?,
         }

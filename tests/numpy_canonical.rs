@@ -139,3 +139,36 @@ fn without_the_checks_a_record_is_kept_as_it_is() {
         .unwrap();
     assert!(Decoder::new(&row.bytes, &loose).decode().is_ok());
 }
+
+/// numpy's own pickles have a canonical pickle once the checks found every dtype's and
+/// array's BUILD to be numpy's: each record written again as its call and that BUILD, at
+/// protocol 5 and 2. It decodes under `numpy` to the same typed JSON (names as written), and
+/// is its own canonical form. (CPython with numpy loads it to an equal array: checked by
+/// `picklewarden decode --policy numpy --format pickle` on these rows with numpy 2.4.6.)
+#[test]
+fn numpy_records_are_written_back_as_numpy_writes_them() {
+    use picklewarden::canonical::{to_pickle_bounded, Protocol};
+    use picklewarden::json::to_typed_json;
+    use picklewarden::OutputBound;
+    let policy = Policy::builtin("numpy").unwrap();
+    let mut n = 0;
+    for file in ["dtypes.tsv", "arrays.tsv", "scalars.tsv"] {
+        for r in rows(file).into_iter().filter(|r| r.expect == "accept") {
+            let what = format!("{file} {} (protocol {})", r.name, r.protocol);
+            let doc = Decoder::new(&r.bytes, &policy).decode().unwrap();
+            let json = to_typed_json(&doc);
+            for protocol in [Protocol::V5, Protocol::V2] {
+                let out = to_pickle_bounded(&doc, protocol, OutputBound::default())
+                    .unwrap_or_else(|e| panic!("{what}: {e}"));
+                let again = Decoder::new(&out, &policy)
+                    .decode()
+                    .unwrap_or_else(|e| panic!("{what}: the canonical pickle: {e}"));
+                assert_eq!(to_typed_json(&again), json, "{what}");
+                let twice = to_pickle_bounded(&again, protocol, OutputBound::default()).unwrap();
+                assert_eq!(twice, out, "{what}: not its own canonical form");
+            }
+            n += 1;
+        }
+    }
+    assert!(n > 300, "{n} rows");
+}

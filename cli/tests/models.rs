@@ -136,19 +136,33 @@ fn scan_command_exit_codes_and_json() {
     assert_eq!(swapped["globals"][0]["module"], "posix");
     assert_eq!(swapped["globals"][0]["allowed"], false);
     assert_eq!(swapped["globals"][0]["runs_code"], true);
-    // Incomplete and nothing refused: 3 (a zip that is neither a checkpoint nor an npz).
+    // Incomplete and nothing refused: 3 (joblib's format before 0.9.3, which is not read:
+    // joblib.dump({'a': 1}) of Python 3 then).
     let dir = std::env::temp_dir().join(format!("pw-models-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let zip = dir.join("other.zip");
-    // An empty zip archive: an end of central directory record alone.
-    std::fs::write(&zip, b"PK\x05\x06\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0").unwrap();
-    let out = pw(&["scan", zip.to_str().unwrap()]);
+    let zf = dir.join("old.joblib");
+    std::fs::write(
+        &zf,
+        b"ZF0x11               x\x9ck`\xaa-d\x88`d``H,d\xf4f,\xd6\x03\x00!\xf2\x03\x8a",
+    )
+    .unwrap();
+    let out = pw(&["scan", zf.to_str().unwrap()]);
     assert_eq!(
         out.status.code(),
         Some(3),
         "{}",
         String::from_utf8_lossy(&out.stdout)
     );
+    // A zip that is neither a checkpoint nor an npz carries no pickle: skipped, exit 0.
+    let zip = dir.join("other.zip");
+    // An empty zip archive: an end of central directory record alone.
+    std::fs::write(&zip, b"PK\x05\x06\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0").unwrap();
+    let out = pw(&["scan", "--format", "json", zip.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["files"][0]["verdict"], "skipped");
+    assert_eq!(v["files"][0]["format"], "zip");
+    assert_eq!(v["summary"]["skipped"], 1);
     let _ = std::fs::remove_dir_all(&dir);
     // A missing file: 2.
     assert_eq!(pw(&["scan", "no/such/file"]).status.code(), Some(2));
@@ -169,7 +183,10 @@ fn scan_sarif_and_trust() {
     assert_eq!(v["version"], "2.1.0");
     let results = v["runs"][0]["results"].as_array().unwrap();
     assert_eq!(results.len(), 2, "{results:?}");
-    assert!(results.iter().all(|r| r["ruleId"] == "global_not_allowed"));
+    // Both are known to run code: rule runs_code, level error.
+    assert!(results
+        .iter()
+        .all(|r| r["ruleId"] == "runs_code" && r["level"] == "error"));
 
     let out = pw(&[
         "scan",
@@ -205,7 +222,7 @@ fn trust_output_is_a_policy_that_accepts_its_file() {
     let out = pw(&["scan", "--trust", pickle]);
     assert_eq!(out.status.code(), Some(1), "the scan refused it");
     let toml = String::from_utf8(out.stdout).unwrap();
-    assert!(toml.contains("\nname = \"data-trusted\"\n"), "{toml}");
+    assert!(toml.contains("\nname = \"model-trusted\"\n"), "{toml}");
     assert!(
         toml.contains(&format!(
             "# needed by {pickle} at offset 0x2\n[[global]]\nmodule = \"myapp\"\nname = \
@@ -243,7 +260,7 @@ fn trust_output_is_a_policy_that_accepts_its_file() {
     ]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
-    assert!(err.contains("by policy \"data-trusted\""), "{err}");
+    assert!(err.contains("by policy \"model-trusted\""), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -259,7 +276,7 @@ fn scan_text_offsets_agree_with_the_message() {
     assert!(
         text.contains(
             "(global_not_allowed in decompressed, offset 0x126: global posix.system is not \
-             allowed by policy \"numpy\" at offset 294 (0x126, opcode 0x93 STACK_GLOBAL))"
+             allowed by policy \"model\" at offset 294 (0x126, opcode 0x93 STACK_GLOBAL))"
         ),
         "{text}"
     );
@@ -415,5 +432,76 @@ fn convert_refuses_output_past_its_bound() {
         String::from_utf8_lossy(&r.stderr).contains("stored"),
         "{r:?}"
     );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `convert` writes, for every torch checkpoint of the corpus (zip, legacy and tar), each
+/// tensor byte for byte as torch loads it: tests/corpus/models/convert/EXPECTED.tsv, written by
+/// tests/python/gen_convert.py from `torch.load(weights_only=True)` (tar: `weights_only=False`,
+/// the only way torch reads that layout).
+#[test]
+fn convert_writes_what_torch_loads() {
+    let root = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/..")).join("tests/corpus/models");
+    let text = std::fs::read_to_string(root.join("convert/EXPECTED.tsv")).unwrap();
+    let mut want: std::collections::BTreeMap<String, Vec<Vec<String>>> = Default::default();
+    for line in text.lines().skip(1) {
+        let f: Vec<String> = line.split('\t').map(str::to_owned).collect();
+        want.entry(f[0].clone()).or_default().push(f);
+    }
+    assert!(want.len() >= 12, "{} files", want.len());
+    assert!(want.keys().any(|k| k.contains("legacy_")) && want.keys().any(|k| k.contains("tar_")));
+    let dir = std::env::temp_dir().join(format!("pw-convert-eq-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let st_name = |torch: &str| match torch {
+        "float64" => "F64",
+        "float32" => "F32",
+        "float16" => "F16",
+        "bfloat16" => "BF16",
+        "int64" => "I64",
+        "int32" => "I32",
+        "int16" => "I16",
+        "int8" => "I8",
+        "uint8" => "U8",
+        "bool" => "BOOL",
+        "complex64" => "C64",
+        other => panic!("{other}"),
+    };
+    for (file, rows) in &want {
+        let out = dir.join("out.safetensors");
+        let input = root.join(file);
+        let r = pw(&["convert", input.to_str().unwrap(), out.to_str().unwrap()]);
+        assert_eq!(
+            r.status.code(),
+            Some(0),
+            "{file}: {}",
+            String::from_utf8_lossy(&r.stderr)
+        );
+        let bytes = std::fs::read(&out).unwrap();
+        let n = u64::from_le_bytes(bytes[..8].try_into().unwrap()) as usize;
+        let header: serde_json::Value = serde_json::from_slice(&bytes[8..8 + n]).unwrap();
+        let data = &bytes[8 + n..];
+        assert_eq!(
+            header.as_object().unwrap().len(),
+            rows.len(),
+            "{file}: {header}"
+        );
+        for f in rows {
+            let (name, dtype, shape, hex) = (&f[1], &f[2], &f[3], &f[4]);
+            let t = &header[name.as_str()];
+            assert_eq!(t["dtype"], st_name(dtype), "{file} {name}");
+            let shape: Vec<u64> = shape
+                .split(',')
+                .filter(|s| !s.is_empty())
+                .map(|s| s.parse().unwrap())
+                .collect();
+            assert_eq!(t["shape"], serde_json::json!(shape), "{file} {name}");
+            let (a, b) = (
+                t["data_offsets"][0].as_u64().unwrap() as usize,
+                t["data_offsets"][1].as_u64().unwrap() as usize,
+            );
+            let got: String = data[a..b].iter().map(|x| format!("{x:02x}")).collect();
+            assert_eq!(&got, hex, "{file} {name}: not the bytes torch.load gives");
+        }
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }

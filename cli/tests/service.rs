@@ -639,8 +639,8 @@ fn http_errors_policies_health_and_metrics() {
         let r = c.get("/v1/policies").await;
         let j = r.json();
         let names: Vec<&str> = j["policies"].as_array().unwrap().iter().map(|p| p["name"].as_str().unwrap()).collect();
-        assert_eq!(names, ["data", "mitogen", "mitogen-plus", "numpy", "strict", "tiny", "torch"]);
-        let tiny = &j["policies"][5];
+        assert_eq!(names, ["data", "mitogen", "mitogen-plus", "model", "numpy", "strict", "tiny", "torch"]);
+        let tiny = &j["policies"][6];
         assert_eq!(tiny["max_body_bytes"], 64);
         assert_eq!(tiny["limits"]["max_input_bytes"], 64);
         assert_eq!(j["policies"][0]["default"], true);

@@ -4,7 +4,7 @@
 //! mutations of header fields reach the tar reader rather than fail its checksum) and two
 //! end-of-archive blocks are added.
 
-use picklewarden::formats::container::{scan_bytes, ScanOptions};
+use picklewarden::formats::container::{scan_bytes, scan_reader, ScanOptions};
 
 const MAGICS: [&[u8]; 10] = [
     b"",
@@ -70,11 +70,20 @@ fn tar_input(rest: &[u8]) -> Vec<u8> {
     b
 }
 
-/// The target's body: no input may panic, and the verdict and format are stable.
+/// The target's body: no input may panic, the verdict and format are stable, and a file read
+/// through a reader (by its first bytes, as `scan` reads files) gets the verdict and format of
+/// the same bytes read whole.
 pub fn check_containers(data: &[u8]) {
     let input = container_input(data);
     let a = scan_bytes(&input, &ScanOptions::default());
     let b = scan_bytes(&input, &ScanOptions::default());
     assert_eq!(a.verdict, b.verdict);
     assert_eq!(a.format, b.format);
+    if let Ok(c) = scan_reader(
+        std::io::Cursor::new(&input),
+        u64::MAX,
+        &ScanOptions::default(),
+    ) {
+        assert_eq!((c.verdict, c.format), (a.verdict, a.format));
+    }
 }

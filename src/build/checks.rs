@@ -36,8 +36,26 @@ enum Seen {
         built: bool,
         used: bool,
     },
-    /// An ndarray (`_reconstruct`) or a joblib wrapper: whether its BUILD came.
+    /// A joblib wrapper: whether its BUILD came.
     Built(bool),
+    /// An ndarray (`_reconstruct`): whether its BUILD came.
+    Array(bool),
+}
+
+impl Checks {
+    /// The records whose BUILD a check accepted as their writer's and which a canonical
+    /// pickle can write again as their call and that BUILD, sorted: built dtypes and
+    /// ndarrays (a joblib wrapper's BUILD stands for bytes outside the pickle: never).
+    pub(super) fn canonical_builds(&self) -> Vec<NodeId> {
+        let mut ids: Vec<NodeId> = self
+            .records
+            .iter()
+            .filter(|(_, seen)| matches!(seen, Seen::Dtype { built: true, .. } | Seen::Array(true)))
+            .map(|(&id, _)| id)
+            .collect();
+        ids.sort_unstable();
+        ids
+    }
 }
 
 /// What each entry is charged (its map slot, a few words).
@@ -81,7 +99,7 @@ impl Machine<'_, '_> {
                 used: false,
             }),
             Check::NumpyReconstruct => {
-                numpy::reconstruct_args(&self.arena, argv).map(|()| Seen::Built(false))
+                numpy::reconstruct_args(&self.arena, argv).map(|()| Seen::Array(false))
             }
             Check::NumpyScalar => {
                 let records = &mut self.checks.records;
@@ -152,11 +170,11 @@ impl Machine<'_, '_> {
                 );
                 Ok(())
             }
-            (Check::NumpyReconstruct, Some(Seen::Built(false))) => {
+            (Check::NumpyReconstruct, Some(Seen::Array(false))) => {
                 let records = &mut self.checks.records;
                 let r = numpy::ndarray_state(&self.arena, state, &mut |id| use_dtype(records, id));
                 r.map_err(|why| refuse(self, &why))?;
-                self.checks.records.insert(target, Seen::Built(true));
+                self.checks.records.insert(target, Seen::Array(true));
                 Ok(())
             }
             (Check::JoblibArrayWrapper, Some(Seen::Built(false))) => {
@@ -173,7 +191,7 @@ impl Machine<'_, '_> {
                 self.checks.records.insert(target, Seen::Built(true));
                 self.read_array(callable, &w)
             }
-            (_, Some(Seen::Built(true))) => Err(refuse(
+            (_, Some(Seen::Built(true) | Seen::Array(true))) => Err(refuse(
                 self,
                 "a second BUILD (its writer builds each object once)",
             )),

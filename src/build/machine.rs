@@ -20,7 +20,9 @@ use crate::memo::Memo;
 use crate::policy::{Checked, Policy};
 use crate::reader::Reader;
 use crate::text::Text;
-use crate::value::{Arena, Document, Fat, Node, NodeId, Object, Scratch, Value, Word, ARENA_END};
+use crate::value::{
+    Arena, Document, Fat, Kept, Node, NodeId, Object, Scratch, Value, Word, ARENA_END,
+};
 use crate::vm::Vm;
 
 pub(super) struct Machine<'a, 'p> {
@@ -203,7 +205,7 @@ impl<'a, 'p> Machine<'a, 'p> {
                 Box::default()
             },
             trailing_len: None,
-            persistent_ids: (!persistent_ids.is_empty()).then(|| Box::new(persistent_ids)),
+            kept: Kept::boxed(persistent_ids, self.checks.canonical_builds()),
         }
     }
 

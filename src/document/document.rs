@@ -36,20 +36,53 @@ pub struct Document<'a> {
     /// end of the input (less than 4 GiB: `Reader::trailing`). 32 bits, so that a document
     /// stays as small as it was (`mitogen::Content` holds one).
     pub(crate) trailing_len: Option<std::num::NonZeroU32>,
+    /// Node lists most documents do not have, boxed together (one word), so that a document
+    /// stays as small as it was (`mitogen::Content` holds one): `None` when both are empty.
+    pub(crate) kept: Option<Box<Kept>>,
+}
+
+/// The node lists of a document kept apart ([`Document::kept`]).
+#[derive(Debug, Default)]
+pub(crate) struct Kept {
     /// The ids of the persistent ids kept under `persistent_ids = "record"`, in stream order.
-    /// Boxed (one word), so that a document stays as small as it was (`mitogen::Content`
-    /// holds one).
-    #[allow(clippy::box_collection)]
-    pub(crate) persistent_ids: Option<Box<Vec<NodeId>>>,
+    pub(crate) persistent_ids: Vec<NodeId>,
+    /// The records whose BUILD state a policy check found to be the one their writer writes
+    /// (`numpy_dtype`, `numpy_reconstruct`), sorted: the canonical writer writes each as its
+    /// call and that BUILD.
+    pub(crate) canonical_builds: Vec<NodeId>,
+}
+
+impl Kept {
+    /// The lists, boxed, or `None` when both are empty.
+    pub(crate) fn boxed(
+        persistent_ids: Vec<NodeId>,
+        canonical_builds: Vec<NodeId>,
+    ) -> Option<Box<Kept>> {
+        (!persistent_ids.is_empty() || !canonical_builds.is_empty()).then(|| {
+            Box::new(Kept {
+                persistent_ids,
+                canonical_builds,
+            })
+        })
+    }
 }
 
 impl<'a> Document<'a> {
+    /// Whether `record`'s BUILD state was checked as its writer's (`canonical_builds`).
+    pub(crate) fn canonical_build(&self, record: NodeId) -> bool {
+        self.kept
+            .as_deref()
+            .is_some_and(|k| k.canonical_builds.binary_search(&record).is_ok())
+    }
+
     /// The persistent ids (the values BINPERSID popped) kept under the policy's
     /// `persistent_ids = "record"` ([`crate::policy::PersistentIds::Record`]), in the order the
     /// stream gave them; each stands in the document where `persistent_load`'s object would.
     /// Empty under `reject`, which refuses them.
     pub fn persistent_ids(&self) -> &[NodeId] {
-        self.persistent_ids.as_deref().map_or(&[], Vec::as_slice)
+        self.kept
+            .as_deref()
+            .map_or(&[], |k| k.persistent_ids.as_slice())
     }
 
     /// The bytes after the pickle's STOP that were left unread, when the decoder allowed them

@@ -75,6 +75,7 @@ mod value;
 #[cfg(test)]
 pub(crate) use arena::Owned;
 pub(crate) use arena::{Arena, Fat, Node, Word};
+pub(crate) use document::Kept;
 pub use document::{Document, Scratch, Trailing};
 pub use id::NodeId;
 pub(crate) use id::ARENA_END;

@@ -7,13 +7,13 @@
 //! entry, TorchScript code, an unsupported compression), which is never reported clean.
 
 use std::borrow::Cow;
-use std::collections::HashSet;
 use std::io::{Cursor, Read, Seek, SeekFrom};
 
 use crate::policy::Policy;
-use crate::{Category, Document, Error, Scanner};
 
-use super::globals::globals_after;
+use super::report::Report;
+pub use super::severity::{global_severity, runs_code, Severity};
+pub use super::sniff::Content;
 use super::zip_check::{CentralEntry, Refusal};
 
 /// What a file's content says it is ([`detect`]); never decided by its name.
@@ -37,10 +37,14 @@ pub enum Format {
     Npz,
     /// A joblib file, with its compression.
     Joblib(Compression),
-    /// A plain pickle.
+    /// A plain pickle (or several one after another, as `pickle.dump` called again writes):
+    /// content that starts with a PROTO header or parses to a STOP (`src/formats/sniff.rs`).
     Pickle,
-    /// A zip archive that is neither a torch checkpoint nor an npz.
-    Zip,
+    /// A safetensors file: no pickle, its header checked as its reader checks it.
+    Safetensors,
+    /// A file that carries no pickle any loader reads ([`Content`] says what it looks like):
+    /// skipped.
+    Other(Content),
 }
 
 impl Format {
@@ -55,19 +59,23 @@ impl Format {
             Format::Npz => "npz",
             Format::Joblib(c) => c.joblib_name(),
             Format::Pickle => "pickle",
-            Format::Zip => "zip",
+            Format::Safetensors => "safetensors",
+            Format::Other(c) => c.name(),
         }
     }
 
     /// The built-in policy a file of this format is checked under when none is given: `torch`
-    /// for torch files, `numpy` for npy, npz and joblib, `data` for plain pickles.
+    /// for torch files (persistent ids resolved against the storages), `numpy` for npy and
+    /// npz, and `model` for a plain pickle, compressed by joblib or not, so that the verdict on
+    /// a pickle never depends on its container; `strict` for what holds no pickle.
     pub fn default_policy(self) -> &'static str {
         match self {
             Format::TorchZip | Format::TorchScript | Format::TorchLegacy | Format::TorchTar => {
                 "torch"
             }
-            Format::Npy | Format::Npz | Format::Joblib(_) => "numpy",
-            Format::Pickle | Format::Zip => "data",
+            Format::Npy | Format::Npz => "numpy",
+            Format::Joblib(_) | Format::Pickle => "model",
+            Format::Safetensors | Format::Other(_) => "strict",
         }
     }
 }
@@ -131,10 +139,13 @@ impl Compression {
 
 /// A file's verdict.
 ///
-/// Exhaustive on purpose: the three verdicts are the scan's contract (and its exit codes), so a
+/// Exhaustive on purpose: the verdicts are the scan's contract (and its exit codes), so a
 /// new one must make every caller decide, not fall into a catch-all arm.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Verdict {
+    /// Not pickle-bearing ([`Format::Other`]): no loader reads a pickle from it, so it was not
+    /// checked. Never counted as clean.
+    Skipped,
     /// Every part a loader acts on was understood and allowed.
     Clean,
     /// Part of the file is not understood (never reported clean); nothing refused.
@@ -144,9 +155,10 @@ pub enum Verdict {
 }
 
 impl Verdict {
-    /// `"clean"`, `"incomplete"` or `"refused"`.
+    /// `"skipped"`, `"clean"`, `"incomplete"` or `"refused"`.
     pub fn name(self) -> &'static str {
         match self {
+            Verdict::Skipped => "skipped",
             Verdict::Clean => "clean",
             Verdict::Incomplete => "incomplete",
             Verdict::Refused => "refused",
@@ -183,7 +195,8 @@ pub struct Finding {
     /// The refusal kind: an [`crate::ErrorKind::name`] for a pickle's refusal, or a
     /// container kind (`zip_malformed`, `zip_duplicate_entry`, `zip_layout`, `storage_missing`,
     /// `storage_size_mismatch`, `view_out_of_storage`, `npy_header`, `npy_size_mismatch`,
-    /// `decompress`, `container_limit`, `not_understood`...).
+    /// `decompress`, `container_limit`, `safetensors_header`, `python2_joblib`,
+    /// `trailing_data` after the last pickle of a file, `not_understood`...).
     pub kind: String,
     /// `malformed`, `truncated`, `limit_exceeded`, `policy_denied`, `io` or `incomplete`.
     pub category: &'static str,
@@ -193,6 +206,9 @@ pub struct Finding {
     pub entry: String,
     /// The offset in that entry or pickle, when one applies.
     pub offset: Option<u64>,
+    /// How bad a refusal is ([`Severity`]); `None` for a part not understood (`incomplete`).
+    /// A refused global's is its own ([`global_severity`]).
+    pub severity: Option<Severity>,
 }
 
 /// The report of one file.
@@ -205,6 +221,10 @@ pub struct FileReport {
     pub policy: String,
     /// The verdict.
     pub verdict: Verdict,
+    /// How bad the refusal is, for a refused file: the worst of its refusals' and of every
+    /// global it names that the policy refuses, those listed after the first refusal included
+    /// ([`Severity`]). `None` for a file not refused.
+    pub severity: Option<Severity>,
     /// The first refusal (for `refused`) or the first part not understood (`incomplete`).
     pub reason: Option<Finding>,
     /// Further findings after the first (every one that could be found).
@@ -213,6 +233,11 @@ pub struct FileReport {
     pub globals: Vec<GlobalUse>,
     /// The pickles checked (entries or places, as [`GlobalUse::entry`]).
     pub pickles: Vec<String>,
+    /// Whether a pickle holds Python 2 strings (STRING, BINSTRING, SHORT_BINSTRING) with a
+    /// byte above 0x7F, which a policy reading them as ASCII refuses (`invalid_ascii`), those
+    /// after the first refusal included: a policy that reads the file needs
+    /// `python2_str_encoding = "latin1"` (or `"bytes"`).
+    pub python2_text: bool,
 }
 
 /// Bounds on what reading a container may cost, beyond the pickle limits of the policy.
@@ -253,6 +278,10 @@ pub struct ScanOptions {
     pub policy: Option<Policy>,
     /// Container bounds.
     pub limits: ModelLimits,
+    /// Read every file that is no container (nor safetensors) as a plain pickle, as before
+    /// content decided it: nothing is skipped, and a file that is no pickle is refused
+    /// (`not_a_pickle`).
+    pub all_as_pickle: bool,
 }
 
 impl ScanOptions {
@@ -272,34 +301,114 @@ impl ScanOptions {
         self.limits = limits;
         self
     }
+
+    /// Reads every file that is no container as a plain pickle ([`ScanOptions::all_as_pickle`]).
+    pub fn all_as_pickle(mut self, all: bool) -> ScanOptions {
+        self.all_as_pickle = all;
+        self
+    }
 }
 
-/// Tells what `bytes` holds from its first bytes (and, for a zip, its entry names).
-pub fn detect(bytes: &[u8]) -> Format {
-    if bytes.starts_with(b"PK\x03\x04") || bytes.starts_with(b"PK\x05\x06") {
-        return zip_format(&mut Cursor::new(bytes), &ModelLimits::default()).0;
+/// What the first bytes of a file decide, and what must be read to decide the rest.
+enum Class {
+    /// A zip archive: read through its central directory.
+    Zip,
+    /// A safetensors file: its header read.
+    Safetensors,
+    /// A tar header first: its member names decide (the torch layout, or not pickle-bearing).
+    Tar,
+    /// Compressed data: what it decompresses to decides (a joblib pickle, or not).
+    Compressed(Compression),
+    /// The file is of this format (a plain pickle may still be a joblib one): read whole.
+    Whole(Format),
+    /// A parse of the start that ran out of bytes: read whole and parse again.
+    Undecided,
+    /// Not pickle-bearing.
+    Other(Content),
+}
+
+/// What `head` (the whole file when `complete`) is, as far as it tells (module docs of
+/// `src/formats/sniff.rs`). Containers are told by their magic; anything else is a plain
+/// pickle only when its content is one, or with `all_as_pickle`.
+fn classify(head: &[u8], complete: bool, all_as_pickle: bool) -> Class {
+    if head.starts_with(b"PK\x03\x04") || head.starts_with(b"PK\x05\x06") {
+        return Class::Zip;
     }
     // Before every other format: torch.load tries tarfile first on anything not a zip.
-    if super::torch_tar::is_tar(bytes) {
-        return Format::TorchTar;
+    if super::tar::is_tar(head) {
+        return Class::Tar;
     }
-    if bytes.starts_with(b"\x93NUMPY") {
-        return Format::Npy;
+    if head.starts_with(b"\x93NUMPY") {
+        return Class::Whole(Format::Npy);
     }
-    if let Some(c) = Compression::sniff(bytes) {
-        return Format::Joblib(c);
+    if let Some(c) = Compression::sniff(head) {
+        return Class::Compressed(c);
     }
-    if bytes.starts_with(b"ZF") {
-        // joblib before 0.9.3: "ZF", then the size, then zlib data.
-        return Format::Joblib(Compression::Zlib);
+    if head.starts_with(b"ZF0x") {
+        // joblib before 0.9.3: "ZF", the size in hex, then zlib data.
+        return Class::Whole(Format::Joblib(Compression::Zlib));
     }
-    if super::torch::is_legacy(bytes) {
-        return Format::TorchLegacy;
+    if super::torch_legacy::is_legacy(head) {
+        return Class::Whole(Format::TorchLegacy);
     }
-    if super::joblib::names_wrapper(bytes) {
-        return Format::Joblib(Compression::None);
+    if super::safetensors_header::looks_like(head) {
+        return Class::Safetensors;
     }
-    Format::Pickle
+    if all_as_pickle {
+        return Class::Whole(Format::Pickle);
+    }
+    match super::sniff::is_pickle(head, complete) {
+        Some(true) => Class::Whole(Format::Pickle),
+        Some(false) => Class::Other(super::sniff::content_of(head)),
+        None => Class::Undecided,
+    }
+}
+
+/// Tells what `bytes` holds from its content (for a zip, its entry names; for a tar, its
+/// member names; for compressed data, what it decompresses to), as [`scan_bytes`] does.
+pub fn detect(bytes: &[u8]) -> Format {
+    detect_with(bytes, false)
+}
+
+fn detect_with(bytes: &[u8], all_as_pickle: bool) -> Format {
+    match classify(bytes, true, all_as_pickle) {
+        Class::Zip => zip_format(&mut Cursor::new(bytes), &ModelLimits::default()).0,
+        Class::Safetensors => Format::Safetensors,
+        Class::Tar => {
+            let block = |at: u64| {
+                let at = usize::try_from(at).ok()?;
+                bytes.get(at..at.checked_add(512)?)?.try_into().ok()
+            };
+            if super::tar::torch_layout(block, ModelLimits::default().max_entries) {
+                Format::TorchTar
+            } else if super::sniff::is_pickle(bytes, true) == Some(true) {
+                Format::Pickle
+            } else {
+                Format::Other(Content::Tar)
+            }
+        }
+        Class::Compressed(c) => {
+            if all_as_pickle || decompresses_to_pickle(Cursor::new(bytes), c) {
+                Format::Joblib(c)
+            } else {
+                Format::Other(Content::Compressed)
+            }
+        }
+        Class::Whole(Format::Pickle) if super::joblib::names_wrapper(bytes) => {
+            Format::Joblib(Compression::None)
+        }
+        Class::Whole(f) => f,
+        Class::Undecided => Format::Pickle,
+        Class::Other(c) => Format::Other(c),
+    }
+}
+
+/// Whether the compressed stream `reader` holds starts as a pickle (joblib writes one): a
+/// PROTO header, or a parse to a STOP within its first [`super::sniff::PREFIX_BYTES`] (a
+/// parse still going there counts as a pickle: the check decides).
+fn decompresses_to_pickle(reader: impl Read, c: Compression) -> bool {
+    let (out, ended) = super::decompress::prefix(reader, c, super::sniff::PREFIX_BYTES);
+    super::sniff::is_pickle(&out, ended) != Some(false)
 }
 
 /// The policy a file of `format` is checked under: `options.policy`, or the format's built-in
@@ -315,7 +424,7 @@ fn policy_for(format: Format, options: &ScanOptions) -> Cow<'_, Policy> {
 }
 
 /// A zip's format from the names of its checked central directory; when the records are
-/// refused, from the names the zip crate lists (or [`Format::Zip`]), so that the refusal is
+/// refused, from the names the zip crate lists (or another zip's), so that the refusal is
 /// reported under the format the file claims.
 fn zip_format<R: Read + Seek>(
     reader: &mut R,
@@ -326,26 +435,22 @@ fn zip_format<R: Read + Seek>(
         Ok(entries) => super::torch::zip_kind_names(entries.iter().map(|e| e.name.as_slice())),
         Err(_) => match zip::ZipArchive::new(&mut *reader) {
             Ok(a) => super::torch::zip_kind_names(a.file_names_raw()),
-            Err(_) => Format::Zip,
+            Err(_) => Format::Other(Content::Zip),
         },
     };
     (format, checked)
 }
 
 /// The verdict on a zip archive: its records checked (src/formats/zip_check.rs), then its
-/// entries read through the central directory by the reader of its format.
+/// entries read through the central directory by the reader of its format. A zip that is
+/// neither a torch checkpoint nor an npz is skipped: no loader reads a pickle from it.
 fn scan_zip_file<R: Read + Seek>(mut reader: R, options: &ScanOptions) -> FileReport {
     let (format, checked) = zip_format(&mut reader, &options.limits);
     let policy = policy_for(format, options);
     let mut report = Report::new(format, &policy, options.limits);
     match checked {
+        Ok(_) if format == Format::Other(Content::Zip) => report.skip(),
         Err((kind, category, why)) => report.refuse(kind, category, why, "", None),
-        Ok(_) if format == Format::Zip => report.incomplete(
-            "not_understood",
-            "a zip archive that is neither a torch checkpoint nor an npz",
-            "",
-            None,
-        ),
         Ok(entries) => {
             if let Some(archive) = super::zip_check::open(reader, &entries, &mut report) {
                 if format == Format::Npz {
@@ -359,34 +464,95 @@ fn scan_zip_file<R: Read + Seek>(mut reader: R, options: &ScanOptions) -> FileRe
     report.finish()
 }
 
-/// The verdict on one file's bytes: its format detected, its pickles checked under the
-/// format's built-in policy (or `options.policy`), its structure checked.
+/// The verdict on one file's bytes: its format detected by content ([`detect`]), its pickles
+/// checked under the format's built-in policy (or `options.policy`), its structure checked;
+/// a file that carries no pickle skipped ([`Verdict::Skipped`]).
 pub fn scan_bytes(bytes: &[u8], options: &ScanOptions) -> FileReport {
     if bytes.starts_with(b"PK\x03\x04") || bytes.starts_with(b"PK\x05\x06") {
         return scan_zip_file(Cursor::new(bytes), options);
     }
-    let format = detect(bytes);
+    let format = detect_with(bytes, options.all_as_pickle);
     let policy = policy_for(format, options);
     let mut report = Report::new(format, &policy, options.limits);
     match format {
-        Format::TorchLegacy => super::torch::scan_legacy(bytes, &mut report),
+        Format::TorchLegacy => super::torch_legacy::scan_legacy(bytes, &mut report),
         Format::TorchTar => super::torch_tar::scan_tar(bytes, &mut report),
         Format::Npy => super::numpy::scan_npy(bytes, "", &mut report),
         Format::Joblib(c) => super::joblib::scan(bytes, c, &mut report),
-        Format::Pickle => {
-            report.pickle("", bytes, false);
+        Format::Pickle => scan_pickles(bytes, &mut report),
+        Format::Safetensors => {
+            let n = super::safetensors_header::header_len(bytes).unwrap_or(0);
+            let after = (bytes.len() as u64).saturating_sub(8);
+            match usize::try_from(n).ok().filter(|&n| n as u64 <= after) {
+                Some(n) => super::safetensors_header::check(
+                    bytes.get(8..8 + n).unwrap_or_default(),
+                    after - n as u64,
+                    &mut report,
+                ),
+                None => report.refuse(
+                    "safetensors_header",
+                    "truncated",
+                    format!("a header of {n} bytes in a file of {}", bytes.len()),
+                    "header",
+                    None,
+                ),
+            }
         }
+        Format::Other(_) => report.skip(),
         // Zip formats are read above.
-        Format::TorchZip | Format::TorchScript | Format::Npz | Format::Zip => {
+        Format::TorchZip | Format::TorchScript | Format::Npz => {
             return scan_zip_file(Cursor::new(bytes), options);
         }
     }
     report.finish()
 }
 
-/// The verdict on a file read through `reader`: a zip archive (torch checkpoint, npz) is read
-/// through its central directory, so only the directory and the pickles are read, never the
-/// storages; any other file is read whole, up to `max_file_bytes` (over it: refused).
+/// A plain pickle file: one pickle, or several one after another (what `pickle.dump` called
+/// again on one file writes; `pickle.load` called again reads each with a memo of its own),
+/// each checked on its own. The first is the file's entry `""`; the next are `pickle N at
+/// 0x..` with offsets from their start. Bytes after a STOP that are not a pickle are refused
+/// (`trailing_data`).
+fn scan_pickles(bytes: &[u8], report: &mut Report<'_>) {
+    let mut pos = 0usize;
+    let mut count = 1usize;
+    loop {
+        let rest = bytes.get(pos..).unwrap_or_default();
+        let entry = if pos == 0 {
+            String::new()
+        } else {
+            format!("pickle {count} at {pos:#x}")
+        };
+        let Some(end) = report.pickle(&entry, rest, true) else {
+            return;
+        };
+        pos += end;
+        if pos >= bytes.len() {
+            return;
+        }
+        let after = bytes.get(pos..).unwrap_or_default();
+        if super::sniff::is_pickle(after, true) != Some(true) {
+            return report.refuse(
+                "trailing_data",
+                "malformed",
+                format!(
+                    "{} bytes after the STOP of pickle {count} are not a pickle",
+                    after.len()
+                ),
+                &entry,
+                Some(end as u64),
+            );
+        }
+        count += 1;
+    }
+}
+
+/// The verdict on a file read through `reader`, looking at its first bytes first: a zip
+/// archive (torch checkpoint, npz) is read through its central directory, so only the
+/// directory and the pickles are read, never the storages; a safetensors file through its
+/// header; a file that carries no pickle ([`Format::Other`]) no further than it takes to tell
+/// (its first 4 KiB, or 64 KiB when a parse of its opcodes runs past them; a tar's headers;
+/// the start of what compressed data decompresses to);
+/// any other file is read whole, up to `max_file_bytes` (over it: refused).
 ///
 /// # Errors
 /// The reader's I/O errors.
@@ -395,18 +561,68 @@ pub fn scan_reader<R: Read + Seek>(
     max_file_bytes: u64,
     options: &ScanOptions,
 ) -> std::io::Result<FileReport> {
-    let mut head = Vec::new();
-    (&mut reader).take(4).read_to_end(&mut head)?;
+    let len = reader.seek(SeekFrom::End(0))?;
     reader.seek(SeekFrom::Start(0))?;
-    if head.starts_with(b"PK\x03\x04") || head.starts_with(b"PK\x05\x06") {
-        return Ok(scan_zip_file(reader, options));
+    // The first 4 KiB tell most files; a parse that runs past them reads up to 64 KiB.
+    let mut head = Vec::new();
+    (&mut reader)
+        .take(super::sniff::SNIFF_BYTES as u64)
+        .read_to_end(&mut head)?;
+    let mut complete = head.len() as u64 >= len;
+    let mut class = classify(&head, complete, options.all_as_pickle);
+    if matches!(class, Class::Undecided) && !complete {
+        (&mut reader)
+            .take((super::sniff::PREFIX_BYTES - head.len()) as u64)
+            .read_to_end(&mut head)?;
+        complete = head.len() as u64 >= len;
+        class = classify(&head, complete, options.all_as_pickle);
     }
-    let mut bytes = Vec::new();
-    reader
-        .take(max_file_bytes.saturating_add(1))
-        .read_to_end(&mut bytes)?;
+    let skipped = |c: Content| {
+        let policy = Policy::strict();
+        let mut report = Report::new(Format::Other(c), &policy, options.limits);
+        report.skip();
+        report.finish()
+    };
+    match class {
+        Class::Zip => {
+            reader.seek(SeekFrom::Start(0))?;
+            return Ok(scan_zip_file(reader, options));
+        }
+        Class::Safetensors => return scan_safetensors(reader, len, options),
+        Class::Tar if !complete => {
+            let mut block = |at: u64| -> Option<[u8; 512]> {
+                let mut b = [0u8; 512];
+                reader.seek(SeekFrom::Start(at)).ok()?;
+                reader.read_exact(&mut b).ok()?;
+                Some(b)
+            };
+            let torch = super::tar::torch_layout(&mut block, options.limits.max_entries);
+            if !torch && super::sniff::is_pickle(&head, false) == Some(false) {
+                return Ok(skipped(Content::Tar));
+            }
+        }
+        Class::Compressed(c) if !complete && !options.all_as_pickle => {
+            reader.seek(SeekFrom::Start(0))?;
+            if !decompresses_to_pickle(&mut reader, c) {
+                return Ok(skipped(Content::Compressed));
+            }
+        }
+        Class::Other(c) if !complete => return Ok(skipped(c)),
+        _ => {}
+    }
+    let mut bytes = head;
+    if !complete {
+        reader.seek(SeekFrom::Start(bytes.len() as u64))?;
+        reader
+            .take(
+                max_file_bytes
+                    .saturating_add(1)
+                    .saturating_sub(bytes.len() as u64),
+            )
+            .read_to_end(&mut bytes)?;
+    }
     if bytes.len() as u64 > max_file_bytes {
-        let format = detect(&bytes);
+        let format = detect_with(&bytes, options.all_as_pickle);
         let policy = Policy::strict();
         let mut report = Report::new(format, &policy, options.limits);
         report.refuse(
@@ -421,291 +637,32 @@ pub fn scan_reader<R: Read + Seek>(
     Ok(scan_bytes(&bytes, options))
 }
 
-/// The report being made, with the policy and limits of the file.
-pub(crate) struct Report<'p> {
-    pub(crate) policy: &'p Policy,
-    pub(crate) limits: ModelLimits,
-    format: Format,
-    refused: Vec<Finding>,
-    /// The pickle refusals among `refused` (by index), kept so that [`Report::map_offsets`]
-    /// can write their messages again with the mapped offset.
-    errors: Vec<(usize, Error)>,
-    incomplete: Vec<Finding>,
-    globals: Vec<GlobalUse>,
-    pickles: Vec<String>,
-}
-
-impl<'p> Report<'p> {
-    /// A report on a file of `format`, checked under `policy`.
-    pub(crate) fn new(format: Format, policy: &'p Policy, limits: ModelLimits) -> Report<'p> {
-        Report {
-            policy,
-            limits,
-            format,
-            refused: Vec::new(),
-            errors: Vec::new(),
-            incomplete: Vec::new(),
-            globals: Vec::new(),
-            pickles: Vec::new(),
-        }
+/// A safetensors file of `len` bytes read through its header only.
+fn scan_safetensors<R: Read + Seek>(
+    mut reader: R,
+    len: u64,
+    options: &ScanOptions,
+) -> std::io::Result<FileReport> {
+    let policy = policy_for(Format::Safetensors, options);
+    let mut report = Report::new(Format::Safetensors, &policy, options.limits);
+    let mut n = [0u8; 8];
+    reader.seek(SeekFrom::Start(0))?;
+    reader.read_exact(&mut n)?;
+    let n = u64::from_le_bytes(n);
+    let after = len.saturating_sub(8);
+    if n > after {
+        report.refuse(
+            "safetensors_header",
+            "truncated",
+            format!("a header of {n} bytes in a file of {len}"),
+            "header",
+            None,
+        );
+        return Ok(report.finish());
     }
-
-    /// Notes a refusal of the container (not of a pickle).
-    pub(crate) fn refuse(
-        &mut self,
-        kind: &str,
-        category: &'static str,
-        message: impl Into<String>,
-        entry: &str,
-        offset: Option<u64>,
-    ) {
-        self.refused.push(Finding {
-            kind: kind.to_owned(),
-            category,
-            message: message.into(),
-            entry: entry.to_owned(),
-            offset,
-        });
-    }
-
-    /// Notes a part not understood.
-    pub(crate) fn incomplete(
-        &mut self,
-        kind: &str,
-        message: impl Into<String>,
-        entry: &str,
-        offset: Option<u64>,
-    ) {
-        self.incomplete.push(Finding {
-            kind: kind.to_owned(),
-            category: "incomplete",
-            message: message.into(),
-            entry: entry.to_owned(),
-            offset,
-        });
-    }
-
-    /// Notes a pickle's refusal.
-    pub(crate) fn refuse_error(&mut self, entry: &str, e: &Error) {
-        let category = match e.category() {
-            Category::Malformed => "malformed",
-            Category::Truncated => "truncated",
-            Category::LimitExceeded => "limit_exceeded",
-            Category::PolicyDenied => "policy_denied",
-            Category::Io => "io",
-        };
-        self.errors.push((self.refused.len(), e.clone()));
-        self.refused.push(Finding {
-            kind: e.kind().name().to_owned(),
-            category,
-            message: e.to_string(),
-            entry: entry.to_owned(),
-            offset: Some(e.offset()),
-        });
-    }
-
-    /// Takes in what a report made beside this one found (pickles of a part checked under
-    /// another policy).
-    pub(crate) fn absorb(&mut self, other: Report<'_>) {
-        let base = self.refused.len();
-        self.errors
-            .extend(other.errors.into_iter().map(|(i, e)| (base + i, e)));
-        self.refused.extend(other.refused);
-        self.incomplete.extend(other.incomplete);
-        self.globals.extend(other.globals);
-        self.pickles.extend(other.pickles);
-    }
-
-    /// The limits of one pickle of the file: the policy's, with `max_input_bytes` at most
-    /// [`ModelLimits::max_pickle_bytes`].
-    pub(crate) fn pickle_limits(&self) -> crate::Limits {
-        let mut limits = self.policy.limits;
-        limits.max_input_bytes = limits.max_input_bytes.min(self.limits.max_pickle_bytes);
-        limits
-    }
-
-    /// Lists the globals of one pickle named `entry` (offsets as the scan gives them), by the
-    /// scan, and past its refusal by a listing pass over the opcodes. Returns the scan's
-    /// result and, with `allow_trailing`, where the bytes after STOP start.
-    pub(crate) fn list_globals(
-        &mut self,
-        entry: &str,
-        bytes: &[u8],
-        allow_trailing: bool,
-    ) -> (crate::Result<()>, usize) {
-        let scan = Scanner::new(bytes, self.policy)
-            .limits(self.pickle_limits())
-            .allow_trailing(allow_trailing)
-            .run();
-        let mut seen: HashSet<u64> = HashSet::new();
-        for g in &scan.globals {
-            seen.insert(g.offset);
-            self.globals.push(GlobalUse {
-                entry: entry.to_owned(),
-                runs_code: runs_code(&g.module, &g.name),
-                module: g.module.clone(),
-                name: g.name.clone(),
-                offset: g.offset,
-                allowed: g.allowed,
-            });
-        }
-        if let Err(e) = &scan.result {
-            for (module, name, offset) in globals_after(bytes, e.offset()) {
-                if seen.insert(offset) {
-                    let allowed = self.policy.find(&module, &name).is_some();
-                    self.globals.push(GlobalUse {
-                        entry: entry.to_owned(),
-                        runs_code: runs_code(&module, &name),
-                        module,
-                        name,
-                        offset,
-                        allowed,
-                    });
-                }
-            }
-        }
-        let end = scan.trailing.map_or(bytes.len(), |t| {
-            usize::try_from(t.offset).unwrap_or(bytes.len())
-        });
-        (scan.result, end)
-    }
-
-    /// Notes that the pickle `entry` was checked.
-    pub(crate) fn checked(&mut self, entry: &str) {
-        self.pickles.push(entry.to_owned());
-    }
-
-    /// Checks one pickle: the scan (every global listed, going on past a refusal with a
-    /// listing pass), then, when the scan accepts, the full build, whose document is handed
-    /// to `then` for the container's own checks. With `allow_trailing`, bytes after STOP are
-    /// left for the caller: the offset where they start is returned (the pickle's length).
-    pub(crate) fn pickle_then(
-        &mut self,
-        entry: &str,
-        bytes: &[u8],
-        allow_trailing: bool,
-        then: impl FnOnce(&mut Self, &Document<'_>),
-    ) -> Option<usize> {
-        self.checked(entry);
-        let (scanned, end) = self.list_globals(entry, bytes, allow_trailing);
-        if let Err(e) = &scanned {
-            self.refuse_error(entry, e);
-            return None;
-        }
-        match crate::Decoder::new(bytes, self.policy)
-            .limits(self.pickle_limits())
-            .allow_trailing(allow_trailing)
-            .decode()
-        {
-            Ok(doc) => then(self, &doc),
-            Err(e) => {
-                self.refuse_error(entry, &e);
-                return None;
-            }
-        }
-        Some(end)
-    }
-
-    /// [`Report::pickle_then`] with no container check of the document.
-    pub(crate) fn pickle(
-        &mut self,
-        entry: &str,
-        bytes: &[u8],
-        allow_trailing: bool,
-    ) -> Option<usize> {
-        self.pickle_then(entry, bytes, allow_trailing, |_, _| {})
-    }
-
-    /// Maps every offset found so far (globals, findings) through `f`: a pickle checked with
-    /// spans taken out reports offsets of the original. `f` never moves an offset back (the
-    /// spans were taken out before it).
-    pub(crate) fn map_offsets(&mut self, f: impl Fn(u64) -> u64) {
-        for g in &mut self.globals {
-            g.offset = f(g.offset);
-        }
-        for x in self.refused.iter_mut().chain(&mut self.incomplete) {
-            x.offset = x.offset.map(&f);
-        }
-        // A pickle refusal's message names its offset: written again with the mapped one, so
-        // that the message and the finding's offset agree.
-        for (i, e) in &mut self.errors {
-            let at = e.offset();
-            *e = e.clone().shifted(f(at).saturating_sub(at));
-            if let Some(x) = self.refused.get_mut(*i) {
-                x.message = e.to_string();
-            }
-        }
-    }
-
-    pub(crate) fn finish(self) -> FileReport {
-        let verdict = if !self.refused.is_empty() {
-            Verdict::Refused
-        } else if !self.incomplete.is_empty() {
-            Verdict::Incomplete
-        } else {
-            Verdict::Clean
-        };
-        let mut all = self.refused.into_iter().chain(self.incomplete);
-        let reason = all.next();
-        FileReport {
-            format: self.format,
-            policy: self.policy.name.clone(),
-            verdict,
-            reason,
-            findings: all.collect(),
-            globals: self.globals,
-            pickles: self.pickles,
-        }
-    }
-}
-
-/// Whether calling `module.name` is known to run code, start processes, touch files or the
-/// network, or import modules: the globals every published pickle exploit uses. A warning
-/// for people reading a report; the policy decides, and it allows none of these by default.
-pub fn runs_code(module: &str, name: &str) -> bool {
-    const MODULES: [&str; 22] = [
-        "os",
-        "posix",
-        "nt",
-        "subprocess",
-        "pty",
-        "runpy",
-        "commands",
-        "sys",
-        "socket",
-        "shutil",
-        "importlib",
-        "ctypes",
-        "code",
-        "pdb",
-        "bdb",
-        "timeit",
-        "webbrowser",
-        "marshal",
-        "pickle",
-        "_pickle",
-        "types",
-        "multiprocessing",
-    ];
-    const BUILTINS: [&str; 14] = [
-        "eval",
-        "exec",
-        "execfile",
-        "compile",
-        "open",
-        "getattr",
-        "setattr",
-        "delattr",
-        "__import__",
-        "apply",
-        "input",
-        "breakpoint",
-        "globals",
-        "vars",
-    ];
-    let top = module.split('.').next().unwrap_or(module);
-    MODULES.contains(&top)
-        || (matches!(module, "builtins" | "__builtin__") && BUILTINS.contains(&name))
-        || (module == "torch.serialization" && name == "load")
-        || (module == "numpy" && name == "load")
+    // `looks_like` bounded n by the reader's 100,000,000 bytes.
+    let mut header = Vec::new();
+    (&mut reader).take(n).read_to_end(&mut header)?;
+    super::safetensors_header::check(&header, after - n, &mut report);
+    Ok(report.finish())
 }

@@ -136,6 +136,40 @@ pub(crate) fn decompress(
     }
 }
 
+/// The first `max` bytes (or fewer) `reader`'s compressed stream decompresses to, and whether
+/// the stream ended (or failed) there: enough to tell whether it holds a pickle without
+/// decompressing it all. The xz and .lzma decoders keep their dictionary bound.
+pub(crate) fn prefix(reader: impl Read, compression: Compression, max: usize) -> (Vec<u8>, bool) {
+    let mut out = Vec::new();
+    let limit = max as u64;
+    let result = match compression {
+        Compression::None => reader.take(limit).read_to_end(&mut out),
+        Compression::Zlib => flate2::read::ZlibDecoder::new(reader)
+            .take(limit)
+            .read_to_end(&mut out),
+        Compression::Gzip => flate2::read::GzDecoder::new(reader)
+            .take(limit)
+            .read_to_end(&mut out),
+        Compression::Bz2 => bzip2::read::BzDecoder::new(reader)
+            .take(limit)
+            .read_to_end(&mut out),
+        Compression::Lz4 => lz4_flex::frame::FrameDecoder::new(reader)
+            .take(limit)
+            .read_to_end(&mut out),
+        Compression::Xz => lzma_rust2::XzReader::new_mem_limit(reader, false, LZMA_MEM_LIMIT_KIB)
+            .take(limit)
+            .read_to_end(&mut out),
+        Compression::Lzma => {
+            match lzma_rust2::LzmaReader::new_mem_limit(reader, LZMA_MEM_LIMIT_KIB, None) {
+                Ok(d) => d.take(limit).read_to_end(&mut out),
+                Err(e) => Err(e),
+            }
+        }
+    };
+    let ended = result.is_err() || out.len() < max;
+    (out, ended)
+}
+
 /// The name of a compression in messages.
 fn compression_name(c: Compression) -> &'static str {
     match c {

@@ -10,8 +10,8 @@
 
 use std::io::{Read, Seek};
 
-use super::container::Report;
 use super::npy_header::read_header;
+use super::report::Report;
 use crate::policy::{Check, Policy};
 use crate::value::{Document, Value};
 

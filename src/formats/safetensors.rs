@@ -1,23 +1,28 @@
-//! A torch zip checkpoint written as safetensors (the `safetensors` crate's and Python
-//! package's format: an 8-byte little-endian header length, a JSON header naming each tensor's
-//! dtype, shape and byte range, then the bytes), without running any pickle code. Each tensor
-//! is written contiguous, in row-major order, gathered from its storage by its offset and
-//! strides; tensors that share a storage are written each on its own, so the output can be
-//! larger than the checkpoint: it is bounded ([`convert`]'s `max_output_bytes`), and refused
-//! before anything is written when it would pass the bound.
+//! A torch checkpoint (the zip format `torch.save` writes, the legacy format of
+//! `_use_new_zipfile_serialization=False` and torch before 1.6, and the older tar layout)
+//! written as safetensors (the `safetensors` crate's and Python package's format: an 8-byte
+//! little-endian header length, a JSON header naming each tensor's dtype, shape and byte
+//! range, then the bytes), without running any pickle code. Each tensor is written contiguous,
+//! in row-major order, gathered from its storage by its offset and strides, its bytes as the
+//! file holds them (what `torch.load` gives on a little-endian machine: torch reads the legacy
+//! and tar storages without looking at `sys_info`); tensors that share a storage are written
+//! each on its own, so the output can be larger than the checkpoint: it is bounded
+//! ([`convert`]'s `max_output_bytes`), and refused before anything is written when it would
+//! pass the bound.
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::io::{Read, Seek, Write};
 
 use super::container::FileReport;
-use super::tensors::{list_tensors, TensorInfo};
+use super::tensors::{open, Storages, TensorInfo};
 
 /// Why a checkpoint was not converted.
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum ConvertError {
-    /// The scan did not find the file clean (or it is not a torch zip checkpoint).
+    /// The scan did not find the file clean (or it is not a torch checkpoint: zip, legacy or
+    /// tar).
     Refused(Box<FileReport>),
     /// A tensor safetensors cannot hold (its dtype), or a big-endian checkpoint.
     Unsupported(String),
@@ -45,9 +50,11 @@ pub const DEFAULT_OUTPUT_PER_STORAGE_BYTE: u64 = 4;
 impl std::fmt::Display for ConvertError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            ConvertError::Refused(r) if r.reason.is_none() => {
-                write!(f, "not a torch zip checkpoint but {}", r.format.name())
-            }
+            ConvertError::Refused(r) if r.reason.is_none() => write!(
+                f,
+                "not a torch checkpoint (zip, legacy or tar) but {}",
+                r.format.name()
+            ),
             ConvertError::Refused(r) => write!(
                 f,
                 "the checkpoint is {} ({})",
@@ -96,28 +103,22 @@ fn safetensors_dtype(torch: &str) -> Option<&'static str> {
 /// # Errors
 /// [`ConvertError`]: [`ConvertError::OutputTooLarge`] past the bound.
 pub fn convert<R: Read + Seek, W: Write>(
-    mut reader: R,
+    reader: R,
     mut out: W,
     max_output_bytes: Option<u64>,
 ) -> Result<usize, ConvertError> {
-    let tensors = list_tensors(&mut reader).map_err(ConvertError::Refused)?;
-    reader
-        .seek(std::io::SeekFrom::Start(0))
-        .map_err(ConvertError::Io)?;
-    let mut archive =
-        zip::ZipArchive::new(reader).map_err(|e| ConvertError::Io(std::io::Error::other(e)))?;
-    let top = archive
-        .file_names()
-        .next()
-        .and_then(|n| n.ok()?.split_once('/').map(|(t, _)| t.to_owned()))
-        .unwrap_or_default();
-    if let Ok(mut f) = archive.by_name(&format!("{top}/byteorder")) {
-        let mut b = String::new();
-        f.read_to_string(&mut b).map_err(ConvertError::Io)?;
-        if b != "little" {
-            return Err(ConvertError::Unsupported(format!(
-                "a {b}-endian checkpoint"
-            )));
+    let checkpoint = open(reader).map_err(ConvertError::Refused)?;
+    let tensors = checkpoint.tensors;
+    let mut storages = checkpoint.storages;
+    if let Storages::Zip { archive, top } = &mut storages {
+        if let Ok(mut f) = archive.by_name(&format!("{top}/byteorder")) {
+            let mut b = String::new();
+            f.read_to_string(&mut b).map_err(ConvertError::Io)?;
+            if b != "little" {
+                return Err(ConvertError::Unsupported(format!(
+                    "a {b}-endian checkpoint"
+                )));
+            }
         }
     }
     let mut header = String::from("{");
@@ -159,11 +160,7 @@ pub fn convert<R: Read + Seek, W: Write>(
             let mut seen = std::collections::HashSet::new();
             for t in &tensors {
                 if seen.insert(t.storage_key.as_str()) {
-                    let size = archive
-                        .by_name(&format!("{top}/data/{}", t.storage_key))
-                        .map_err(|e| ConvertError::Io(std::io::Error::other(e)))?
-                        .size();
-                    distinct = distinct.saturating_add(size);
+                    distinct = distinct.saturating_add(storage_len(&mut storages, &t.storage_key)?);
                 }
             }
             distinct
@@ -178,25 +175,43 @@ pub fn convert<R: Read + Seek, W: Write>(
     out.write_all(&(header.len() as u64).to_le_bytes())
         .map_err(ConvertError::Io)?;
     out.write_all(header.as_bytes()).map_err(ConvertError::Io)?;
-    let mut storages: HashMap<String, Vec<u8>> = HashMap::new();
+    let mut read: HashMap<String, Vec<u8>> = HashMap::new();
     for t in &tensors {
-        if !storages.contains_key(&t.storage_key) {
-            let mut data = Vec::new();
-            archive
-                .by_name(&format!("{top}/data/{}", t.storage_key))
-                .map_err(|e| ConvertError::Io(std::io::Error::other(e)))?
-                .read_to_end(&mut data)
-                .map_err(ConvertError::Io)?;
-            storages.insert(t.storage_key.clone(), data);
-        }
-        let data = storages
-            .get(&t.storage_key)
-            .map(Vec::as_slice)
-            .unwrap_or_default();
+        let data: &[u8] = match &mut storages {
+            Storages::Zip { archive, top } => {
+                if !read.contains_key(&t.storage_key) {
+                    let mut data = Vec::new();
+                    archive
+                        .by_name(&format!("{top}/data/{}", t.storage_key))
+                        .map_err(|e| ConvertError::Io(std::io::Error::other(e)))?
+                        .read_to_end(&mut data)
+                        .map_err(ConvertError::Io)?;
+                    read.insert(t.storage_key.clone(), data);
+                }
+                read.get(&t.storage_key)
+                    .map(Vec::as_slice)
+                    .unwrap_or_default()
+            }
+            Storages::File { bytes, ranges } => ranges
+                .get(&t.storage_key)
+                .and_then(|r| bytes.get(r.clone()))
+                .unwrap_or_default(),
+        };
         write_contiguous(t, element_size(t)?, data, &mut out)?;
     }
     out.flush().map_err(ConvertError::Io)?;
     Ok(tensors.len())
+}
+
+/// The bytes of the storage `key`.
+fn storage_len<R: Read + Seek>(storages: &mut Storages<R>, key: &str) -> Result<u64, ConvertError> {
+    match storages {
+        Storages::Zip { archive, top } => Ok(archive
+            .by_name(&format!("{top}/data/{key}"))
+            .map_err(|e| ConvertError::Io(std::io::Error::other(e)))?
+            .size()),
+        Storages::File { ranges, .. } => Ok(ranges.get(key).map_or(0, |r| r.len() as u64)),
+    }
 }
 
 fn element_size(t: &TensorInfo) -> Result<u64, ConvertError> {

@@ -1,8 +1,9 @@
-//! The tensors of a torch zip checkpoint, listed without running any pickle code: for Rust
-//! programs (candle, burn, ...) that read checkpoints and want the storages' byte ranges from
-//! a reader that bounds and checks everything first.
+//! The tensors of a torch checkpoint (the zip format, the legacy format and the older tar
+//! layout), listed without running any pickle code: for Rust programs (candle, burn, ...) that
+//! read checkpoints and want the storages' byte ranges from a reader that bounds and checks
+//! everything first, and for `convert`.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::io::{Read, Seek};
 use std::ops::Range;
 
@@ -25,35 +26,94 @@ pub struct TensorInfo {
     pub stride: Vec<u64>,
     /// Offset of its first element in its storage, in elements.
     pub storage_offset: u64,
-    /// The storage's key: its bytes are the zip entry `<archive>/data/<key>`.
+    /// The storage's key: in a zip checkpoint its bytes are the entry
+    /// `<archive>/data/<key>`; in the legacy format, the storage record of that key after the
+    /// list of keys; in the tar layout, the storage (or storage view) of that key in the
+    /// `storages` member.
     pub storage_key: String,
     /// The bytes of the storage the tensor's elements lie in, from its first to past its last
     /// (the whole data of a contiguous tensor; a strided view's elements are inside it).
     pub byte_range: Range<u64>,
 }
 
-/// Lists the tensors of a torch zip checkpoint after scanning it under the `torch` policy.
+/// Where a checkpoint's storages' bytes are.
+pub(crate) enum Storages<R> {
+    /// A zip checkpoint: the entry `<top>/data/<key>` of each.
+    Zip {
+        archive: zip::ZipArchive<R>,
+        top: String,
+    },
+    /// A legacy or tar checkpoint, read whole: each storage key's bytes in it.
+    File {
+        bytes: Vec<u8>,
+        ranges: StorageRanges,
+    },
+}
+
+/// Each storage key's bytes in a legacy or tar checkpoint read whole.
+pub(crate) type StorageRanges = HashMap<String, Range<usize>>;
+
+/// A checkpoint scanned clean: its tensors and where their storages are.
+pub(crate) struct Checkpoint<R> {
+    pub(crate) tensors: Vec<TensorInfo>,
+    pub(crate) storages: Storages<R>,
+}
+
+/// Lists the tensors of a torch checkpoint (zip, legacy or tar) after scanning it under the
+/// `torch` policy.
 ///
 /// # Errors
-/// The scan's report when the file is not a torch zip checkpoint or is not clean; an I/O
-/// error of the reader as an incomplete report.
-pub fn list_tensors<R: Read + Seek>(mut reader: R) -> Result<Vec<TensorInfo>, Box<FileReport>> {
+/// The scan's report when the file is not a torch checkpoint of those formats or is not
+/// clean; an I/O error of the reader as a refused report.
+pub fn list_tensors<R: Read + Seek>(reader: R) -> Result<Vec<TensorInfo>, Box<FileReport>> {
+    open(reader).map(|c| c.tensors)
+}
+
+/// Scans the checkpoint `reader` holds and, when it is a clean torch checkpoint (zip, legacy
+/// or tar), reads its tensors and where their storages are.
+pub(crate) fn open<R: Read + Seek>(mut reader: R) -> Result<Checkpoint<R>, Box<FileReport>> {
     let options = ScanOptions::default();
     let report = match scan_reader(&mut reader, u64::MAX, &options) {
         Ok(r) => r,
         Err(e) => return Err(Box::new(io_report(&e))),
     };
-    if report.verdict != Verdict::Clean || report.format != Format::TorchZip {
+    let formats = [Format::TorchZip, Format::TorchLegacy, Format::TorchTar];
+    if report.verdict != Verdict::Clean || !formats.contains(&report.format) {
         return Err(Box::new(report));
     }
+    let failed = || Box::new(report.clone());
     let policy = crate::Policy::builtin("torch").unwrap_or_else(crate::Policy::strict);
+    if report.format != Format::TorchZip {
+        let mut bytes = Vec::new();
+        reader
+            .seek(std::io::SeekFrom::Start(0))
+            .and_then(|_| reader.read_to_end(&mut bytes))
+            .map_err(|e| Box::new(io_report(&e)))?;
+        let (tensors, ranges) = if report.format == Format::TorchLegacy {
+            legacy(&bytes, &policy)
+        } else {
+            tar(&bytes, &policy)
+        }
+        .ok_or_else(failed)?;
+        return Ok(Checkpoint {
+            tensors,
+            storages: Storages::File { bytes, ranges },
+        });
+    }
     let pickle = report
         .pickles
         .iter()
         .find(|p| p.ends_with("/data.pkl"))
         .cloned()
         .unwrap_or_default();
-    let mut archive = zip::ZipArchive::new(reader).map_err(|_| Box::new(report.clone()))?;
+    let top = pickle
+        .strip_suffix("/data.pkl")
+        .unwrap_or_default()
+        .to_owned();
+    reader
+        .seek(std::io::SeekFrom::Start(0))
+        .map_err(|e| Box::new(io_report(&e)))?;
+    let mut archive = zip::ZipArchive::new(reader).map_err(|_| failed())?;
     let mut data = Vec::new();
     archive
         .by_name(&pickle)
@@ -62,22 +122,79 @@ pub fn list_tensors<R: Read + Seek>(mut reader: R) -> Result<Vec<TensorInfo>, Bo
                 .read_to_end(&mut data)
                 .map_err(zip::result::ZipError::Io)
         })
-        .map_err(|_| Box::new(report.clone()))?;
+        .map_err(|_| failed())?;
     let doc = crate::Decoder::new(&data, &policy)
         .decode()
-        .map_err(|_| Box::new(report.clone()))?;
-    Ok(walk(&doc))
+        .map_err(|_| failed())?;
+    Ok(Checkpoint {
+        tensors: walk(&doc, &|_, _| None),
+        storages: Storages::Zip { archive, top },
+    })
+}
+
+/// A legacy checkpoint's tensors and its storages' bytes by key.
+fn legacy(bytes: &[u8], policy: &crate::Policy) -> Option<(Vec<TensorInfo>, StorageRanges)> {
+    let (object, ranges) = super::torch_legacy::legacy_layout(bytes, policy)?;
+    let doc = crate::Decoder::new(bytes.get(object)?, policy)
+        .decode()
+        .ok()?;
+    Some((walk(&doc, &|_, _| None), ranges))
+}
+
+/// A tar checkpoint's tensors (persistent ids naming a tensor record of the `tensors`
+/// member, or `_rebuild_tensor*` calls on a storage) and its storages' bytes by key (a storage
+/// view's are a slice of its root's, as `legacy_load` slices them).
+fn tar(bytes: &[u8], policy: &crate::Policy) -> Option<(Vec<TensorInfo>, StorageRanges)> {
+    let layout = super::torch_tar::layout(bytes, policy)?;
+    let base = layout.storages_at;
+    let mut ranges = HashMap::new();
+    for (key, s) in &layout.storages {
+        let len = usize::try_from(s.numel.checked_mul(s.itemsize)?).ok()?;
+        let start = base.checked_add(s.start)?;
+        ranges.insert(key.to_string(), start..start.checked_add(len)?);
+    }
+    let mut object_policy = policy.clone();
+    object_policy.persistent_ids = crate::policy::PersistentIds::Record(None);
+    let doc = crate::Decoder::new(layout.object, &object_policy)
+        .decode()
+        .ok()?;
+    let pids: HashSet<NodeId> = doc.persistent_ids().iter().copied().collect();
+    let tensor = |id: NodeId, path: &str| -> Option<TensorInfo> {
+        if !pids.contains(&id) {
+            return None;
+        }
+        let key = match doc.get(id)? {
+            Value::Int(n) => n,
+            Value::Str(s) => s.as_str()?.parse::<i64>().ok()?,
+            _ => return None,
+        };
+        let t = layout.tensors.get(&key)?;
+        let storage = layout.storages.get(&t.storage)?;
+        let end = extent(t.offset, &t.shape, &t.stride)?;
+        Some(TensorInfo {
+            name: path.to_owned(),
+            dtype: storage.dtype.to_owned(),
+            shape: t.shape.clone(),
+            stride: t.stride.clone(),
+            storage_offset: t.offset,
+            storage_key: t.storage.to_string(),
+            byte_range: t.offset.checked_mul(storage.itemsize)?
+                ..end.checked_mul(storage.itemsize)?,
+        })
+    };
+    Some((walk(&doc, &tensor), ranges))
 }
 
 fn io_report(e: &std::io::Error) -> FileReport {
     let policy = crate::Policy::strict();
-    let mut r = super::container::Report::new(Format::Pickle, &policy, Default::default());
+    let mut r = super::report::Report::new(Format::Pickle, &policy, Default::default());
     r.refuse("io", "io", e.to_string(), "", None);
     r.finish()
 }
 
-/// The tensors reachable from the document's root, each with its first key path.
-fn walk(doc: &Document<'_>) -> Vec<TensorInfo> {
+/// The tensors reachable from the document's root, each with its first key path: each
+/// `_rebuild_tensor*` call, and each node `pid` makes a tensor of (a tar's persistent ids).
+fn walk(doc: &Document<'_>, pid: &dyn Fn(NodeId, &str) -> Option<TensorInfo>) -> Vec<TensorInfo> {
     let calls = tensors_of(doc);
     let by_node: std::collections::HashMap<NodeId, &super::torch::TensorCall> = calls
         .iter()
@@ -102,6 +219,10 @@ fn walk(doc: &Document<'_>) -> Vec<TensorInfo> {
     };
     while let Some((id, path)) = stack.pop() {
         if !seen.insert(id) {
+            continue;
+        }
+        if let Some(info) = pid(id, &path) {
+            out.push(info);
             continue;
         }
         let mut children: Vec<(NodeId, String)> = Vec::new();

@@ -48,11 +48,14 @@ fn prefixes_of_good_files_are_never_clean() {
     }
 }
 
-/// 16 MiB of zeros: as bzip2 (a few dozen bytes, a ratio deflate cannot reach) refused over
-/// `max_ratio`; as zlib refused over a `max_decompressed_bytes` of 1 MiB.
+/// A pickle's PROTO header then 16 MiB of zeros: as bzip2 (a few dozen bytes, a ratio deflate
+/// cannot reach) refused over `max_ratio`; as zlib refused over a `max_decompressed_bytes` of
+/// 1 MiB. (Zeros alone are no pickle: compressed, they are skipped, and joblib's unpickler
+/// stops at the first byte.)
 #[test]
 fn decompression_is_bounded() {
-    let zeros = vec![0u8; 16 << 20];
+    let mut zeros = vec![0u8; 16 << 20];
+    zeros[..2].copy_from_slice(b"\x80\x04");
     let mut b = bzip2::write::BzEncoder::new(Vec::new(), bzip2::Compression::best());
     assert!(b.write_all(&zeros).is_ok());
     let bomb = b.finish().unwrap_or_default();
@@ -69,10 +72,7 @@ fn decompression_is_bounded() {
         max_decompressed_bytes: 1 << 20,
         ..ModelLimits::default()
     };
-    let options = ScanOptions {
-        policy: None,
-        limits,
-    };
+    let options = ScanOptions::new().limits(limits);
     let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::best());
     assert!(z.write_all(&zeros).is_ok());
     let bomb = z.finish().unwrap_or_default();
@@ -153,10 +153,7 @@ fn view_extents() {
 /// A torch file checked under a policy that rejects persistent ids is refused for them.
 #[test]
 fn torch_under_data_policy_refuses_persistent_ids() {
-    let options = ScanOptions {
-        policy: crate::Policy::builtin("data"),
-        limits: ModelLimits::default(),
-    };
+    let options = ScanOptions::new().policy(crate::Policy::builtin("data"));
     let r = scan_bytes(&corpus("good/state_dict.pt"), &options);
     assert_eq!(r.verdict, Verdict::Refused);
     let kind = r.reason.map(|f| f.kind).unwrap_or_default();
@@ -278,5 +275,61 @@ fn container_regressions() {
             &ScanOptions::default(),
         );
         assert_ne!(r.verdict, Verdict::Clean, "{}", f.display());
+    }
+}
+
+/// A file read through a reader (its first 4 KiB, then 64 KiB, then whole, as `scan` reads
+/// files) gets the format and verdict of the same bytes read whole: every model and scan
+/// corpus file, and files past the prefixes (text with a control character after 4 KiB, a
+/// protocol-0 pickle of 100 KiB, a large pickle of code after 64 KiB of text-like opcodes).
+#[test]
+fn a_file_read_by_its_start_is_read_as_whole() {
+    use super::container::scan_reader;
+    let mut inputs: Vec<(String, Vec<u8>)> = Vec::new();
+    for dir in [
+        "tests/corpus/models/good",
+        "tests/corpus/models/hostile",
+        "tests/corpus/scan/model",
+        "tests/corpus/scan/pickles",
+        "tests/corpus/scan/py27",
+    ] {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join(dir);
+        for e in std::fs::read_dir(&root).into_iter().flatten().flatten() {
+            let p = e.path();
+            inputs.push((
+                p.display().to_string(),
+                std::fs::read(&p).unwrap_or_default(),
+            ));
+        }
+    }
+    let mut text = "x".repeat(5000).into_bytes();
+    text.push(0x01);
+    inputs.push(("text, then a control character".into(), text));
+    let mut p0 = b"(lp0\n".to_vec();
+    for i in 0..20_000 {
+        p0.extend_from_slice(format!("I{i}\na").as_bytes());
+    }
+    p0.push(b'.');
+    inputs.push(("a protocol-0 list of 20,000 ints".into(), p0.clone()));
+    p0.pop();
+    p0.extend_from_slice(b"0cposix\nsystem\n(S'id'\ntR.");
+    inputs.push((
+        "a protocol-0 pickle naming posix.system after 100 KiB".into(),
+        p0,
+    ));
+    assert!(inputs.len() > 100, "{}", inputs.len());
+    for (name, bytes) in inputs {
+        let whole = scan_bytes(&bytes, &ScanOptions::default());
+        let read = scan_reader(
+            std::io::Cursor::new(&bytes),
+            u64::MAX,
+            &ScanOptions::default(),
+        );
+        let read = read.unwrap_or_else(|e| unreachable!("{name}: {e}"));
+        assert_eq!(
+            (read.format, read.verdict, read.severity),
+            (whole.format, whole.verdict, whole.severity),
+            "{name}"
+        );
     }
 }

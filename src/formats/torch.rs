@@ -1,6 +1,6 @@
 //! torch checkpoints: the zip format of `torch.save` (torch 1.6 and later; also TorchScript's
-//! `torch.jit.save` archives) and the legacy format before it, as `torch/serialization.py`
-//! writes them.
+//! `torch.jit.save` archives), as `torch/serialization.py` writes it, and the storage checks
+//! the legacy format (`src/formats/torch_legacy.rs`) shares.
 //!
 //! Zip: one top folder `<archive>/` holding `data.pkl` (the object, whose tensors refer to
 //! their storages by persistent id `('storage', storage_type, key, location, numel)`),
@@ -8,10 +8,6 @@
 //! `.format_version`, `.storage_alignment`, `.data/version` and `.data/serialization_id`.
 //! TorchScript archives add `constants.pkl`, `code/`, `constants/`, `extra/`: the pickles are
 //! checked, but TorchScript code is not understood, so such a file is never clean.
-//!
-//! Legacy: five pickles one after another (the magic number 0x1950a86a20f9469cfc6c, the
-//! protocol version 1001, `sys_info`, the object, the list of storage keys), then for each key
-//! the storage: its element count (8 bytes, little-endian) and its bytes.
 //!
 //! Each persistent id is checked against what the file holds: a tuple of that shape, a storage
 //! type the policy allows and whose element size is known, a key naming a storage that exists,
@@ -23,21 +19,8 @@ use std::io::{Read, Seek};
 
 use crate::value::{Document, NodeId, Value};
 
-use super::container::{Format, Report};
-
-/// The magic number the legacy format starts with (`torch/serialization.py` `MAGIC_NUMBER`).
-const LEGACY_MAGIC: u128 = 0x1950a86a20f9469cfc6c;
-
-/// The legacy format's protocol version (`PROTOCOL_VERSION`).
-const LEGACY_PROTOCOL: i64 = 1001;
-
-/// A legacy file starts with the pickle of its magic number: PROTO 2, LONG1 of 10 bytes.
-const LEGACY_START: &[u8] = b"\x80\x02\x8a\x0a\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8\x50\x19";
-
-/// Whether `bytes` starts as a legacy torch file does.
-pub(crate) fn is_legacy(bytes: &[u8]) -> bool {
-    bytes.starts_with(LEGACY_START)
-}
+use super::container::Format;
+use super::report::Report;
 
 /// The element size of a storage type (module, name) as torch names them, and whether its
 /// `numel` counts bytes (`UntypedStorage`). From `torch/storage.py` (`_dtype_to_storage_type_map`)
@@ -117,13 +100,13 @@ pub(crate) fn zip_kind_names<'a>(names: impl Iterator<Item = &'a [u8]>) -> Forma
         // member `savez` writes.
         Format::Npz
     } else {
-        Format::Zip
+        Format::Other(super::container::Content::Zip)
     }
 }
 
 /// One storage of a checkpoint: its key and size in bytes.
-struct Storages {
-    sizes: HashMap<String, u64>,
+pub(crate) struct Storages {
+    pub(crate) sizes: HashMap<String, u64>,
 }
 
 /// Checks a torch zip checkpoint (or TorchScript archive), opened by
@@ -320,15 +303,15 @@ pub(crate) fn read_entry<R: Read + Seek>(
 }
 
 /// A persistent id read back: `('storage', type, key, location, numel[, view_metadata])`.
-struct StorageRef<'d> {
-    key: &'d str,
+pub(crate) struct StorageRef<'d> {
+    pub(crate) key: &'d str,
     type_name: String,
-    itemsize: u64,
-    numel: u64,
+    pub(crate) itemsize: u64,
+    pub(crate) numel: u64,
 }
 
 /// Reads a persistent id as a storage reference, or says why it is not one.
-fn storage_ref<'d>(
+pub(crate) fn storage_ref<'d>(
     doc: &'d Document<'_>,
     pid: NodeId,
     legacy: bool,
@@ -379,7 +362,7 @@ fn storage_ref<'d>(
 /// The checks of the module docs over a checkpoint's document: each persistent id against the
 /// storages, each tensor against its storage. With `legacy`, storage sizes are what the
 /// legacy file's storage records declare.
-fn check_storages(
+pub(crate) fn check_storages(
     doc: &Document<'_>,
     storages: &Storages,
     legacy: bool,
@@ -600,156 +583,4 @@ fn read_tensor_call(
         itemsize,
         dtype,
     })
-}
-
-/// Checks a legacy torch file: its five pickles in order, then its storages.
-pub(crate) fn scan_legacy(bytes: &[u8], report: &mut Report<'_>) {
-    let data = crate::Policy::data();
-    let mut pos = 0usize;
-    // magic number, protocol version, sys_info: plain data under the `data` policy.
-    for (i, what) in ["magic number", "protocol version", "sys_info"]
-        .iter()
-        .enumerate()
-    {
-        let entry = format!("pickle {} ({what})", i + 1);
-        let rest = bytes.get(pos..).unwrap_or_default();
-        let mut ok = true;
-        let mut sub = Report::new(Format::TorchLegacy, &data, report.limits);
-        let end = sub.pickle_then(&entry, rest, true, |_, doc| {
-            let v = doc.root().and_then(|r| doc.get(r));
-            ok = match i {
-                0 => matches!(v, Some(Value::BigInt(b)) if b == &num_bigint::BigInt::from(LEGACY_MAGIC)),
-                1 => matches!(v, Some(Value::Int(LEGACY_PROTOCOL))),
-                _ => matches!(v, Some(Value::Dict(_))),
-            };
-        });
-        report.absorb(sub);
-        let Some(end) = end else { return };
-        if !ok {
-            return report.refuse(
-                "legacy_layout",
-                "malformed",
-                format!("not the {what} torch writes"),
-                &entry,
-                None,
-            );
-        }
-        pos += end;
-    }
-    let object = bytes.get(pos..).unwrap_or_default();
-    let mut pids: Vec<(String, u64, u64)> = Vec::new();
-    let entry = "pickle 4 (object)".to_owned();
-    let end = report.pickle_then(&entry, object, true, |_, doc| {
-        for &pid in doc.persistent_ids() {
-            if let Ok(r) = storage_ref(doc, pid, true) {
-                pids.push((r.key.to_owned(), r.numel, r.itemsize));
-            }
-        }
-    });
-    let Some(end) = end else { return };
-    pos += end;
-    // The storage keys: a list of str.
-    let mut keys: Vec<String> = Vec::new();
-    let entry_keys = "pickle 5 (storage keys)";
-    let mut sub = Report::new(Format::TorchLegacy, &data, report.limits);
-    let end = sub.pickle_then(
-        entry_keys,
-        bytes.get(pos..).unwrap_or_default(),
-        true,
-        |_, doc| {
-            if let Some(Value::List(items)) = doc.root().and_then(|r| doc.get(r)) {
-                for &k in items {
-                    if let Some(Value::Str(s)) = doc.get(k) {
-                        keys.push(s.as_str().unwrap_or_default().to_owned());
-                    }
-                }
-            }
-        },
-    );
-    report.absorb(sub);
-    let Some(end) = end else { return };
-    pos += end;
-    // `_legacy_save` writes `sorted(serialized_storages.keys())`: every storage the object
-    // names, once, in order (torch/serialization.py). torch.load reads a storage again for a
-    // key listed twice, and leaves one never listed empty: neither is what the writer makes.
-    let mut named: Vec<&str> = pids.iter().map(|(k, _, _)| k.as_str()).collect();
-    named.sort_unstable();
-    named.dedup();
-    if keys.windows(2).any(|w| matches!(w, [a, b] if a >= b))
-        || keys.iter().map(String::as_str).ne(named.iter().copied())
-    {
-        return report.refuse(
-            "legacy_layout",
-            "malformed",
-            "the storage keys are not the sorted keys of the storages the object names, each once",
-            entry_keys,
-            None,
-        );
-    }
-    // The storages, in key order: numel (8 bytes LE), then numel x itemsize bytes.
-    let itemsize_of: HashMap<&str, u64> = pids.iter().map(|(k, _, s)| (k.as_str(), *s)).collect();
-    let mut sizes = HashMap::new();
-    for key in &keys {
-        let at = pos as u64;
-        let Some(&itemsize) = itemsize_of.get(key.as_str()) else {
-            return report.refuse(
-                "storage_missing",
-                "malformed",
-                format!("storage key {key:?} is named by no persistent id"),
-                "storages",
-                Some(at),
-            );
-        };
-        let Some(count) = bytes.get(pos..pos + 8) else {
-            return report.refuse(
-                "storage_size_mismatch",
-                "truncated",
-                format!("storage {key:?}: the file ends before its size"),
-                "storages",
-                Some(at),
-            );
-        };
-        let mut n = [0u8; 8];
-        n.copy_from_slice(count);
-        let numel = u64::from_le_bytes(n);
-        let Some(len) = numel
-            .checked_mul(itemsize)
-            .and_then(|l| usize::try_from(l).ok())
-        else {
-            return report.refuse(
-                "storage_size_mismatch",
-                "malformed",
-                format!("storage {key:?}: {numel} elements overflow"),
-                "storages",
-                Some(at),
-            );
-        };
-        pos += 8;
-        if bytes.len().saturating_sub(pos) < len {
-            return report.refuse("storage_size_mismatch", "truncated", format!("storage {key:?}: {numel} elements of {itemsize} bytes, past the end of the file"), "storages", Some(at));
-        }
-        pos += len;
-        sizes.insert(key.clone(), numel * itemsize);
-    }
-    if pos != bytes.len() {
-        report.incomplete(
-            "not_understood",
-            format!("{} bytes after the last storage", bytes.len() - pos),
-            "storages",
-            Some(pos as u64),
-        );
-    }
-    // Now the storage checks of the object pickle, against the sizes the file declares.
-    let storages = Storages { sizes };
-    let limits = report.limits;
-    let policy = report.policy;
-    let mut check = Report::new(Format::TorchLegacy, policy, limits);
-    if let Ok(doc) = crate::Decoder::new(object, policy)
-        .limits(policy.limits)
-        .allow_trailing(true)
-        .decode()
-    {
-        check_storages(&doc, &storages, true, &entry, &mut check);
-    }
-    report.absorb(check);
 }

@@ -19,15 +19,10 @@
 //! The pickles of `storages` and `tensors` are read by plain `pickle.load` (no persistent
 //! ids); the `pickle` entry by torch's unpickler. Every pickle is checked under the policy.
 //!
-//! The tar itself is read by this module's own header walk rather than a tar crate: what must
-//! be matched is CPython's `tarfile`, the reader torch uses, and the subset accepted here (one
-//! header block per member, regular files only) is a few rules, each taken from
-//! `Lib/tarfile.py` (`TarInfo.frombuf`, `nti`, `calc_chksums`, `TarFile.next`). A general tar
-//! reader applies GNU and PAX extensions and stopping rules of its own, which is what would let
-//! two readers see different members. Everything outside the subset is refused: links,
-//! directories, PAX and GNU headers, sparse files, a bad header after the first, data past the
-//! end. When `tarfile` fails, torch reads the file again as the legacy pickle format; a
-//! refusal covers that path too.
+//! The tar itself is read as Python's `tarfile` reads it (`src/formats/tar.rs`). Everything
+//! outside the subset it reads is refused: links, directories, PAX and GNU headers, sparse
+//! files, a bad header after the first, data past the end. When `tarfile` fails, torch reads
+//! the file again as the legacy pickle format; a refusal covers that path too.
 
 use std::collections::{HashMap, HashSet};
 
@@ -35,222 +30,60 @@ use crate::policy::{PersistentIds, Policy};
 use crate::value::{Document, NodeId, Value};
 use crate::Category;
 
-use super::container::{Format, Report};
+use super::container::Format;
+use super::report::Report;
+use super::tar::{members, BLOCK};
 use super::torch::{check_views, extent, storage_dtype, storage_itemsize};
 
-/// tarfile's `BLOCKSIZE`.
-const BLOCK: usize = 512;
-
-/// Whether `bytes` starts with a header Python's `tarfile` accepts as a first member
-/// (`TarInfo.frombuf`: a full block, not all zeros, a checksum that matches the unsigned or
-/// signed sum, every numeric field readable by `nti`). Such a file is read as a tar by
-/// `torch.load` before anything else is tried.
-pub(crate) fn is_tar(bytes: &[u8]) -> bool {
-    bytes.get(..BLOCK).is_some_and(|b| header(b).is_ok())
-}
-
-/// One member header, as `TarInfo.frombuf` reads it.
-struct Header {
-    name: Vec<u8>,
-    size: i128,
-    typeflag: u8,
-}
-
-/// `TarInfo.frombuf` over one block; `Err` says why tarfile refuses it.
-fn header(b: &[u8]) -> Result<Header, &'static str> {
-    if b.len() != BLOCK {
-        return Err("a header block cut short");
-    }
-    if b.iter().all(|&x| x == 0) {
-        return Err("the end-of-archive block");
-    }
-    let field = |from: usize, to: usize| b.get(from..to).unwrap_or_default();
-    let chksum = nti(field(148, 156)).ok_or("a checksum field tarfile cannot read")?;
-    let (unsigned, signed) = b
-        .iter()
-        .enumerate()
-        .fold((256i128, 256i128), |(u, s), (i, &x)| {
-            if (148..156).contains(&i) {
-                (u, s)
-            } else {
-                (u + i128::from(x), s + i128::from(x as i8))
-            }
-        });
-    if chksum != unsigned && chksum != signed {
-        return Err("a header whose checksum does not match");
-    }
-    // mode, uid, gid, size, mtime, devmajor, devminor: each read by nti.
-    let mut size = 0;
-    for (from, to) in [
-        (100, 108),
-        (108, 116),
-        (116, 124),
-        (124, 136),
-        (136, 148),
-        (329, 337),
-        (337, 345),
-    ] {
-        let n = nti(field(from, to)).ok_or("a numeric header field tarfile cannot read")?;
-        if from == 124 {
-            size = n;
-        }
-    }
-    let typeflag = b.get(156).copied().unwrap_or(0);
-    let mut name = nts(field(0, 100)).to_vec();
-    let prefix = nts(field(345, 500));
-    // GNU types (L, K, S) keep the name alone; they are refused below in any case.
-    if !prefix.is_empty() && !matches!(typeflag, b'L' | b'K' | b'S') {
-        let mut full = prefix.to_vec();
-        full.push(b'/');
-        full.extend_from_slice(&name);
-        name = full;
-    }
-    Ok(Header {
-        name,
-        size,
-        typeflag,
-    })
-}
-
-/// tarfile's `nts`: the bytes up to the first NUL.
-fn nts(s: &[u8]) -> &[u8] {
-    s.iter()
-        .position(|&b| b == 0)
-        .map_or(s, |p| s.get(..p).unwrap_or_default())
-}
-
-/// tarfile's `nti`: base-256 when the first byte is 0o200 or 0o377, else
-/// `int(nts(s).decode("ascii").strip() or "0", 8)`; `None` where Python raises.
-fn nti(s: &[u8]) -> Option<i128> {
-    match s.first() {
-        Some(&first @ (0o200 | 0o377)) => {
-            let mut n: i128 = 0;
-            for &b in s.get(1..).unwrap_or_default() {
-                n = (n << 8) + i128::from(b);
-            }
-            if first == 0o377 {
-                let width = u32::try_from(s.len().saturating_sub(1)).ok()?;
-                n = -(1i128.checked_shl(8 * width)? - n);
-            }
-            Some(n)
-        }
-        _ => {
-            let t = nts(s);
-            if !t.is_ascii() {
-                return None;
-            }
-            py_int_base8(t)
-        }
-    }
-}
-
-/// Python's `int(text.strip() or "0", 8)` over ASCII text: whitespace around, a sign, an
-/// optional `0o` prefix, octal digits with single underscores between them (and after the
-/// prefix). `None` where Python raises `ValueError`.
-fn py_int_base8(t: &[u8]) -> Option<i128> {
-    // str.isspace() within ASCII: \t \n \v \f \r, \x1c-\x1f and space.
-    let space = |b: &u8| matches!(b, b'\t'..=b'\r' | 0x1c..=0x1f | b' ');
-    let start = t.iter().position(|b| !space(b)).unwrap_or(t.len());
-    let end = t.iter().rposition(|b| !space(b)).map_or(start, |p| p + 1);
-    let mut s = t.get(start..end).unwrap_or_default();
-    if s.is_empty() {
-        return Some(0);
-    }
-    let negative = s.first() == Some(&b'-');
-    if matches!(s.first(), Some(b'-' | b'+')) {
-        s = s.get(1..).unwrap_or_default();
-    }
-    let mut after_prefix = false;
-    if matches!(s.get(..2), Some(b"0o" | b"0O")) {
-        s = s.get(2..).unwrap_or_default();
-        after_prefix = true;
-    }
-    let mut n: i128 = 0;
-    let mut digits = 0usize;
-    let mut last_underscore = false;
-    for &b in s {
-        match b {
-            b'0'..=b'7' => {
-                n = n.checked_mul(8)?.checked_add(i128::from(b - b'0'))?;
-                digits += 1;
-                last_underscore = false;
-            }
-            b'_' if !last_underscore && (digits > 0 || after_prefix) => last_underscore = true,
-            _ => return None,
-        }
-    }
-    if digits == 0 || last_underscore {
-        return None;
-    }
-    Some(if negative { -n } else { n })
-}
-
-/// The members of a tar, as `TarFile.next` walks them (regular files only).
-struct Member<'a> {
-    name: Vec<u8>,
-    data: &'a [u8],
-}
-
-/// Walks the tar's members. Refusals are `(kind, why, offset)`; `Ok` also gives the offset
-/// where the archive ends (its end-of-archive block or the end of the input).
-fn members(
-    bytes: &[u8],
-    max: u64,
-) -> Result<(Vec<Member<'_>>, usize), (&'static str, String, usize)> {
-    let mut out = Vec::new();
-    let mut pos = 0usize;
-    loop {
-        let Some(block) = bytes.get(pos..pos.saturating_add(BLOCK)) else {
-            // tarfile stops at a short block (or at the end of the input).
-            return Ok((out, pos));
-        };
-        if block.iter().all(|&b| b == 0) {
-            return Ok((out, pos));
-        }
-        let h = header(block).map_err(|why| ("tar_malformed", why.to_owned(), pos))?;
-        if !matches!(h.typeflag, b'0' | 0) {
-            return Err((
-                "tar_layout",
-                format!(
-                    "member type {:?} (a link, directory, PAX or GNU header, or special file) is not read",
-                    char::from(h.typeflag)
-                ),
-                pos,
-            ));
-        }
-        if out.len() as u64 >= max {
-            return Err((
-                "container_limit",
-                format!("more than max_entries {max} tar members"),
-                pos,
-            ));
-        }
-        let size = usize::try_from(h.size)
-            .map_err(|_| ("tar_malformed", format!("a member size of {}", h.size), pos))?;
-        let data_at = pos + BLOCK;
-        // `_block(size)`: the data padded to whole blocks, all of which tarfile needs.
-        let padded = size.div_ceil(BLOCK).checked_mul(BLOCK);
-        let next = padded.and_then(|p| data_at.checked_add(p));
-        let data = match (next, bytes.get(data_at..data_at.saturating_add(size))) {
-            (Some(n), Some(d)) if n <= bytes.len() => d,
-            _ => {
-                return Err((
-                    "tar_malformed",
-                    format!("a member of {size} bytes runs past the end of the file"),
-                    pos,
-                ))
-            }
-        };
-        out.push(Member { name: h.name, data });
-        pos = next.unwrap_or(bytes.len());
-    }
-}
-
-/// A storage of the tar: its element count and element size.
+/// A storage of the tar (or a storage view, a slice of one): its element count and size, its
+/// dtype, and where its bytes start in the `storages` member.
 #[derive(Clone, Copy)]
-struct Storage {
-    numel: u64,
-    itemsize: u64,
+pub(crate) struct Storage {
+    pub(crate) numel: u64,
+    pub(crate) itemsize: u64,
+    pub(crate) dtype: &'static str,
+    pub(crate) start: usize,
+}
+
+/// A tensor of the `tensors` member: its storage (or storage view) key, sizes, strides and
+/// storage offset (in elements).
+pub(crate) struct Tensor {
+    pub(crate) storage: i64,
+    pub(crate) shape: Vec<u64>,
+    pub(crate) stride: Vec<u64>,
+    pub(crate) offset: u64,
+}
+
+/// What `legacy_load` reads from a tar in torch's layout: the object's pickle, the
+/// `storages` member, and its storages and tensors by key.
+pub(crate) struct Layout<'a> {
+    pub(crate) object: &'a [u8],
+    /// Where the `storages` member's data starts in the file.
+    pub(crate) storages_at: usize,
+    pub(crate) storages: HashMap<i64, Storage>,
+    pub(crate) tensors: HashMap<i64, Tensor>,
+}
+
+/// The layout of a tar that [`scan_tar`] found clean (`None` for any other), read again
+/// under `policy` (torch's).
+pub(crate) fn layout<'a>(bytes: &'a [u8], policy: &Policy) -> Option<Layout<'a>> {
+    let limits = super::container::ModelLimits::default();
+    let (list, _) = members(bytes, limits.max_entries).ok()?;
+    let get = |name: &[u8]| list.iter().rev().find(|m| m.name == name);
+    let (storages, tensors, object) = (get(b"storages")?, get(b"tensors")?, get(b"pickle")?);
+    let (storages_data, storages_at) = (storages.data, storages.at);
+    let (tensors_data, object) = (tensors.data, object.data);
+    let mut plain = policy.clone();
+    plain.persistent_ids = PersistentIds::Reject;
+    let mut report = Report::new(Format::TorchTar, &plain, limits);
+    let storages = read_storages(storages_data, &mut report)?;
+    let tensors = read_tensors(tensors_data, &storages, &mut report)?;
+    Some(Layout {
+        object,
+        storages_at,
+        storages,
+        tensors,
+    })
 }
 
 /// Checks a file in the tar layout.
@@ -383,7 +216,7 @@ fn polyglot(bytes: &[u8], report: &Report<'_>) -> Option<&'static str> {
     if super::container::Compression::sniff(bytes).is_some() || bytes.starts_with(b"ZF") {
         return Some("a compressed (joblib) stream");
     }
-    if super::torch::is_legacy(bytes) {
+    if super::torch_legacy::is_legacy(bytes) {
         return Some("a legacy torch file");
     }
     // A pickle at the start (what pickle.load reads, trailing bytes ignored) that gets as far
@@ -466,7 +299,7 @@ fn read_storages(data: &[u8], report: &mut Report<'_>) -> Option<HashMap<i64, St
     let mut out: HashMap<i64, Storage> = HashMap::new();
     for _ in 0..n {
         let at = pos;
-        let (key, itemsize) = next_pickle(data, &mut pos, "storages", report, |doc, v| {
+        let (key, itemsize, dtype) = next_pickle(data, &mut pos, "storages", report, |doc, v| {
             let Some(Value::Tuple(t)) = v else {
                 return Err("a storage record that is not a tuple".into());
             };
@@ -482,7 +315,8 @@ fn read_storages(data: &[u8], report: &mut Report<'_>) -> Option<HashMap<i64, St
                     if g.module == "torch" && storage_dtype(&g.name).is_some() =>
                 {
                     let size = storage_itemsize(&g.module, &g.name).ok_or("no element size")?;
-                    Ok((key, size))
+                    let dtype = storage_dtype(&g.name).ok_or("no dtype")?;
+                    Ok((key, size, dtype))
                 }
                 _ => Err("a storage type that is not a typed torch storage class".into()),
             }
@@ -498,6 +332,7 @@ fn read_storages(data: &[u8], report: &mut Report<'_>) -> Option<HashMap<i64, St
             );
             return None;
         };
+        let start = pos;
         let len = numel
             .checked_mul(itemsize)
             .and_then(|l| usize::try_from(l).ok());
@@ -517,7 +352,13 @@ fn read_storages(data: &[u8], report: &mut Report<'_>) -> Option<HashMap<i64, St
                 return None;
             }
         }
-        if out.insert(key, Storage { numel, itemsize }).is_some() {
+        let storage = Storage {
+            numel,
+            itemsize,
+            dtype,
+            start,
+        };
+        if out.insert(key, storage).is_some() {
             report.refuse(
                 "storage_size_mismatch",
                 "malformed",
@@ -590,6 +431,9 @@ fn read_storages(data: &[u8], report: &mut Report<'_>) -> Option<HashMap<i64, St
                 Storage {
                     numel: n,
                     itemsize: r.itemsize,
+                    dtype: r.dtype,
+                    // o x itemsize <= the root's bytes, which are in the member.
+                    start: r.start + (o * r.itemsize) as usize,
                 },
             )
             .is_some()
@@ -615,17 +459,17 @@ fn read_storages(data: &[u8], report: &mut Report<'_>) -> Option<HashMap<i64, St
     Some(out)
 }
 
-/// The `tensors` member: every tensor's key, checked inside its storage.
+/// The `tensors` member: every tensor, checked inside its storage.
 fn read_tensors(
     data: &[u8],
     storages: &HashMap<i64, Storage>,
     report: &mut Report<'_>,
-) -> Option<HashSet<i64>> {
+) -> Option<HashMap<i64, Tensor>> {
     let mut pos = 0usize;
     let n = next_pickle(data, &mut pos, "tensors", report, |_, v| {
         count(v, data.len())
     })?;
-    let mut out = HashSet::new();
+    let mut out = HashMap::new();
     for _ in 0..n {
         let (key, sid) = next_pickle(data, &mut pos, "tensors", report, |doc, v| {
             let Some(Value::Tuple(t)) = v else {
@@ -710,7 +554,22 @@ fn read_tensors(
                 return None;
             }
         }
-        out.insert(key);
+        let tensor = Tensor {
+            storage: sid,
+            shape,
+            stride,
+            offset,
+        };
+        if out.insert(key, tensor).is_some() {
+            report.refuse(
+                "tar_layout",
+                "malformed",
+                format!("tensor key {key} written twice"),
+                &entry,
+                None,
+            );
+            return None;
+        }
     }
     if pos < data.len() {
         report.incomplete(
@@ -728,7 +587,7 @@ fn read_tensors(
 fn check_object(
     doc: &Document<'_>,
     storages: &HashMap<i64, Storage>,
-    tensors: &HashSet<i64>,
+    tensors: &HashMap<i64, Tensor>,
     report: &mut Report<'_>,
 ) {
     let mut elements: HashMap<NodeId, (u64, u64)> = HashMap::new();
@@ -752,7 +611,7 @@ fn check_object(
         };
         if let Some(s) = storages.get(&key) {
             elements.insert(pid, (s.numel.saturating_mul(s.itemsize), s.itemsize));
-        } else if !tensors.contains(&key) {
+        } else if !tensors.contains_key(&key) {
             return report.refuse(
                 "storage_missing",
                 "malformed",

@@ -3,8 +3,8 @@
 
 use std::path::Path;
 
-use super::{is_tar, nti, py_int_base8};
 use crate::formats::container::{scan_bytes, Format, ScanOptions, Verdict};
+use crate::formats::tar::{is_tar, nti, py_int_base8};
 
 /// `int(s.strip() or "0", 8)` as CPython 3.11 gives it.
 #[test]

@@ -359,7 +359,7 @@ fn check_local<R: Read + Seek>(
 pub(crate) fn open<R: Read + Seek>(
     reader: R,
     entries: &[CentralEntry],
-    report: &mut super::container::Report<'_>,
+    report: &mut super::report::Report<'_>,
 ) -> Option<zip::ZipArchive<R>> {
     let archive = match zip::ZipArchive::new(reader) {
         Ok(a) => a,

@@ -76,6 +76,14 @@ pub(crate) trait Visitor<'d> {
     /// The child in `slot` of the open container `parent` comes next.
     fn item(&mut self, parent: &Value<'d>, slot: Slot);
 
+    /// The state of the record `id` (its BUILD's, [`Slot::State`]) comes next, after its
+    /// callable and arguments: the canonical writer makes the call here, before the state,
+    /// as CPython's `save_reduce` does.
+    #[inline]
+    fn before_state(&mut self, marks: &mut Marks, id: NodeId) {
+        let _ = (marks, id);
+    }
+
     /// The children of the container `id` (of value `value`) are done.
     fn exit(&mut self, marks: &mut Marks, id: NodeId, value: Value<'d>);
 
@@ -273,6 +281,10 @@ impl<'d, 'a> Walker<'d, 'a> {
             if let Some((id, slot)) = child {
                 top.next = k + 1;
                 visitor.item(&top.value, slot);
+                if slot == Slot::State {
+                    let record = top.id;
+                    visitor.before_state(&mut self.marks, record);
+                }
                 if !visitor.go_on(&self.marks) {
                     return false;
                 }

@@ -139,6 +139,14 @@ impl PolicyBuilder {
 }
 
 fn check_rule(rule: &GlobalRule) -> Result<(), PolicyError> {
+    if !super::is_python_name(&rule.module) || !super::is_python_name(&rule.name) {
+        return Err(PolicyError(format!(
+            "global {:?}.{:?}: a module and a name are Python identifiers joined by dots, as a \
+             pickler writes them",
+            crate::error::escape_for_display(&rule.module),
+            crate::error::escape_for_display(&rule.name)
+        )));
+    }
     let supported = rule.constructor.supported_forms();
     if rule.forms != Forms::ALL && rule.forms.intersect(supported) != rule.forms {
         return Err(PolicyError(format!(

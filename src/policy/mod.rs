@@ -10,6 +10,7 @@ mod builder;
 pub(crate) mod check;
 mod lookup;
 pub mod message;
+mod names;
 mod rule;
 mod schema;
 mod toml_file;
@@ -19,6 +20,8 @@ use std::collections::HashMap;
 pub use builder::PolicyBuilder;
 pub use check::Check;
 pub use message::{HandleRule, MessagePolicy, PayloadRule};
+pub(crate) use names::shown_name;
+pub use names::{is_python_name, MAX_NAME_CHARS};
 pub use rule::{Constructor, Cost, Forms, GlobalRule, RecordKey};
 pub(crate) use schema::Checked;
 pub use schema::{ArgSpec, ArgType, ArgsSchema};
@@ -93,13 +96,14 @@ pub struct Policy {
 }
 
 /// Names of the built-in policies, each shipped as `policy/NAME.toml`.
-pub const BUILTIN_POLICIES: [&str; 6] = [
+pub const BUILTIN_POLICIES: [&str; 7] = [
     "data",
     "strict",
     "mitogen",
     "mitogen-plus",
     "torch",
     "numpy",
+    "model",
 ];
 
 const DATA_TOML: &str = include_str!("../../policy/data.toml");
@@ -108,6 +112,7 @@ const MITOGEN_TOML: &str = include_str!("../../policy/mitogen.toml");
 const MITOGEN_PLUS_TOML: &str = include_str!("../../policy/mitogen-plus.toml");
 const TORCH_TOML: &str = include_str!("../../policy/torch.toml");
 const NUMPY_TOML: &str = include_str!("../../policy/numpy.toml");
+const MODEL_TOML: &str = include_str!("../../policy/model.toml");
 
 /// The text of the built-in policy file `policy/NAME.toml` (names: [`BUILTIN_POLICIES`]), or
 /// `None` for a name that is not one: the base a tool extends into a policy file of its own
@@ -120,6 +125,7 @@ pub fn builtin_toml(name: &str) -> Option<&'static str> {
         "mitogen-plus" => MITOGEN_PLUS_TOML,
         "torch" => TORCH_TOML,
         "numpy" => NUMPY_TOML,
+        "model" => MODEL_TOML,
         _ => return None,
     })
 }
@@ -147,7 +153,7 @@ impl Policy {
     }
 
     /// A built-in policy by name (`"data"`, `"strict"`, `"mitogen"`, `"mitogen-plus"`,
-    /// `"torch"`, `"numpy"`), or `None`.
+    /// `"torch"`, `"numpy"`, `"model"`), or `None`.
     /// Parsed once per process and cloned from then on ([`Policy::builtin_ref`]).
     pub fn builtin(name: &str) -> Option<Policy> {
         Policy::builtin_ref(name).ok().flatten().cloned()

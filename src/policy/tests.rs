@@ -147,6 +147,31 @@ fn bad_files_are_refused() {
     }
 }
 
+/// A module or name that no pickler writes (`?` from a listing that could not read a name,
+/// text with spaces, an empty part) is refused when the file is read, and by the builder.
+#[test]
+fn names_that_are_not_python_names_are_refused() {
+    for (module, name) in [
+        ("?", "Index"),
+        ("pandas", "?"),
+        ("import numpy as np", "x"),
+        ("a..b", "c"),
+        ("", "c"),
+    ] {
+        let text = format!(
+            "name = \"x\"\n[[global]]\nmodule = {module:?}\nname = {name:?}\nconstructor = \"record\"\n"
+        );
+        let e = Policy::from_toml_str(&text).unwrap_err().to_string();
+        assert!(e.contains("Python identifiers joined by dots"), "{e}");
+        let built = Policy::builder()
+            .allow(module, name, Constructor::Record)
+            .build();
+        assert!(built.is_err(), "{module}.{name}");
+    }
+    let ok = "name = \"x\"\n[[global]]\nmodule = \"pandas.core.frame\"\nname = \"DataFrame\"\nconstructor = \"record\"\n";
+    assert!(Policy::from_toml_str(ok).is_ok());
+}
+
 /// The `[mitogen]` sections of the shipped Mitogen policies are the Rust twin
 /// (`MessagePolicy::mitogen`), and a policy without the section gets it too.
 #[test]
@@ -294,4 +319,37 @@ fn costs_are_read_from_the_file_and_default_to_the_worst() {
     for (name, cost) in Cost::NAMES {
         assert_eq!(cost.name(), name);
     }
+}
+
+/// `model` (policy/model.toml, tests/python/gen_model_policy.py) is exactly `data`, `numpy`
+/// and `torch`'s globals, each rule as its source policy has it (forms, check, key, costs,
+/// schema): a plain pickle gets what those policies allow, never more and never looser.
+#[test]
+fn model_is_the_merge_of_data_numpy_and_torch() {
+    let model = Policy::builtin("model").unwrap();
+    let mut want: Vec<String> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    for source in ["data", "numpy", "torch"] {
+        let p = Policy::builtin(source).unwrap();
+        for r in p.rules() {
+            let shown = format!("{r:?}");
+            if seen.insert((r.module.clone(), r.name.clone())) {
+                want.push(shown);
+            } else {
+                // A global two sources list is the same rule in both.
+                let i = model.find(&r.module, &r.name).unwrap();
+                assert_eq!(format!("{:?}", model.rule(i).unwrap()), shown);
+            }
+        }
+    }
+    let got: Vec<String> = model.rules().iter().map(|r| format!("{r:?}")).collect();
+    assert_eq!(got, want);
+    assert_eq!(model.persistent_ids, PersistentIds::Reject);
+    assert_eq!(model.python2_str, Policy::data().python2_str);
+    assert_eq!(
+        format!("{:?}", model.limits),
+        format!("{:?}", Policy::data().limits)
+    );
+    let numpy = Policy::builtin("numpy").unwrap();
+    assert_eq!(format!("{:?}", model.limits), format!("{:?}", numpy.limits));
 }

@@ -5,10 +5,12 @@ use std::collections::{BTreeMap, HashMap};
 use serde::Deserialize;
 
 use super::message::{HandleRule, MessagePolicy, PayloadRule, FIRST_REPLY_HANDLE};
+use super::names::is_python_name;
 use super::{
     ArgSpec, ArgType, ArgsSchema, Check, Constructor, Cost, Forms, GlobalRule, PersistentIds,
     Policy, PolicyError, Python2Str, RecordKey, TextEncoding,
 };
+use crate::error::escape_for_display;
 use crate::limits::{parse_size, LimitName, Limits};
 
 #[derive(Deserialize)]
@@ -254,6 +256,14 @@ pub(super) fn parse(text: &str) -> Result<Policy, PolicyError> {
                 g.constructor, g.module, g.name
             ))
         })?;
+        if !is_python_name(&g.module) || !is_python_name(&g.name) {
+            return Err(err(format!(
+                "global {:?}.{:?}: a module and a name are Python identifiers joined by dots, \
+                 as a pickler writes them",
+                escape_for_display(&g.module),
+                escape_for_display(&g.name)
+            )));
+        }
         if seen
             .insert((g.module.clone(), g.name.clone()), ())
             .is_some()

@@ -50,9 +50,11 @@ use sym::Sym;
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct GlobalRef {
-    /// Module, as written when allowed (so one of the policy's); when refused, escaped and cut
-    /// at 64 characters as error messages show it (`...` marks the cut; characters other
-    /// than printable ASCII as Rust's `char::escape_default` writes them).
+    /// Module, as written when allowed (so one of the policy's); when refused, as written if
+    /// it is a Python name ([`crate::policy::is_python_name`]) of at most
+    /// [`crate::policy::MAX_NAME_CHARS`] characters, else escaped and cut at 64 characters
+    /// as error messages show it (`...` marks the cut; characters other than printable ASCII
+    /// as Rust's `char::escape_default` writes them).
     pub module: String,
     /// Qualified name, as `module` is kept.
     pub name: String,

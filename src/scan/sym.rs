@@ -7,7 +7,7 @@ use std::borrow::Cow;
 
 use super::{run, GlobalRef, Scan};
 use crate::clock::Clock;
-use crate::error::{escape_bytes_for_display, escape_for_display, Error, ErrorKind, Result};
+use crate::error::{escape_bytes_for_display, Error, ErrorKind, Result};
 use crate::limits::{LimitName, Limits};
 use crate::memo::{Memo, Slot};
 use crate::policy::{Constructor, Policy, Python2Str, TextEncoding};
@@ -461,13 +461,18 @@ impl<'a> Vm<'a> for Scan<'a, '_> {
         }
         // An allowed global's names are the policy's own; a refused one's are the input's,
         // of any length (a GLOBAL line can be as long as the input), so they are kept as
-        // the error message shows them: escaped and cut at 64 characters. Else a verdict
-        // listing them (`scan`, the service's /v1/check) grows with the input, six times
-        // over for control characters written `\u00XX`.
+        // written only when they are Python names of at most MAX_NAME_CHARS characters (what
+        // `scan --trust` writes into a policy), else as the error message shows them:
+        // escaped and cut at 64 characters. Else a verdict listing them (`scan`, the
+        // service's /v1/check) grows with the input, six times over for control characters
+        // written `\u00XX`.
         let (module, name) = if allowed {
             (module.to_owned(), name.to_owned())
         } else {
-            (escape_for_display(module), escape_for_display(name))
+            (
+                crate::policy::shown_name(module.as_bytes()),
+                crate::policy::shown_name(name.as_bytes()),
+            )
         };
         self.report.globals.push(GlobalRef {
             module,

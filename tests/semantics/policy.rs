@@ -100,13 +100,18 @@ fn form_refusals_name_the_global() {
         let scanned = picklewarden::scan(&p, &mitogen).result;
         assert_eq!(scanned.unwrap_err().to_string(), e.to_string());
     }
-    // A policy's names are written as they are in the input: escaped and cut.
+    // A policy's names are written as they are in the input: escaped and cut. (A policy file
+    // or the builder refuses such names; `Policy::allow` takes a rule as it is.)
     let long = "n".repeat(100);
-    let policy = Policy::from_toml_str(&format!(
-        "name = \"x\"\n[[global]]\nmodule = \"m\\u0007\"\nname = \"{long}\"\n\
-         constructor = \"record\"\nforms = [\"reduce\"]\n"
-    ))
-    .unwrap();
+    let mut policy = Policy::empty("x");
+    let mut rule = picklewarden::policy::GlobalRule::new(
+        "m\u{7}",
+        &long,
+        picklewarden::policy::Constructor::Record,
+    );
+    rule.forms = picklewarden::policy::Forms::NONE;
+    rule.forms.reduce = true;
+    policy.allow(rule);
     let mut p = b"\x80\x04\x8c\x02m\x07\x8c\x64".to_vec();
     p.extend_from_slice(long.as_bytes());
     p.extend_from_slice(b"\x93)\x81.");

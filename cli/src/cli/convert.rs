@@ -1,5 +1,6 @@
-//! `picklewarden convert CHECKPOINT OUT.safetensors`: a torch zip checkpoint's tensors as
-//! safetensors, after a clean scan under the `torch` policy, without running pickle code.
+//! `picklewarden convert CHECKPOINT OUT.safetensors`: a torch checkpoint's tensors (the zip
+//! format, the legacy format or the older tar layout) as safetensors, after a clean scan under
+//! the `torch` policy, without running pickle code.
 
 use std::fs::File;
 use std::io::{self, BufReader, BufWriter, Write};
@@ -12,7 +13,8 @@ use picklewarden::formats::safetensors::{convert, ConvertError};
 /// Options of `convert`.
 #[derive(Args, Debug)]
 pub(crate) struct Opts {
-    /// The torch checkpoint (a `torch.save` zip file).
+    /// The torch checkpoint: a `torch.save` zip file, the legacy format (torch before 1.6, or
+    /// `_use_new_zipfile_serialization=False`) or the older tar layout.
     #[arg(value_name = "CHECKPOINT")]
     input: PathBuf,
     /// The safetensors file to write.

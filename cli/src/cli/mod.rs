@@ -12,6 +12,8 @@ mod guard;
 mod mitogen;
 mod scan;
 mod scan_files;
+mod scan_report;
+mod scan_trust;
 
 use std::fs::File;
 use std::io::{self, IsTerminal, Read, Write};
@@ -57,28 +59,37 @@ enum Command {
         "Exit status:\n",
         "  0  decoded (the value is on stdout)\n  1  refused (reason on stderr)\n  2  usage or I/O error"))]
     Decode(decode::Opts),
-    /// Model files and pickles, files and folders: each detected by content (torch zip,
-    /// TorchScript, legacy torch, npy, npz, joblib, pickle) and checked under its format's
-    /// built-in policy; its verdict (clean, refused, incomplete) and every global it names.
+    /// Model files and pickles, files and folders: each classified by content; pickle-bearing
+    /// files (torch zip, TorchScript, legacy torch, torch tar, npy, npz, joblib, pickle)
+    /// checked under their format's built-in policy, safetensors headers checked, the rest
+    /// skipped; each file's verdict, a refusal's severity, and every global it names.
     #[command(after_help = concat!(
         "Examples:\n",
         "  picklewarden scan tests/corpus/models\n",
         "  picklewarden scan --format json model.pt\n",
         "  picklewarden scan --format sarif checkpoints/ > scan.sarif\n",
+        "  picklewarden scan --fail-on code ~/notebooks/\n",
         "  picklewarden scan --trust data.pkl > trusted.toml   # then check --policy ./trusted.toml\n\n",
         "Built-in policies: torch (torch.load(weights_only=True)'s allowlist, storages checked)\n",
-        "for torch files, numpy for npy, npz and joblib, data for plain pickles. A zip archive\n",
-        "is read through its directory: the storages of a checkpoint are not read.\n\n",
-        "Exit status:\n",
-        "  0  every file clean\n  1  some file refused\n",
-        "  3  some file incomplete (part of it not understood), none refused\n",
+        "for torch files, numpy for npy and npz, model (data plus numpy's and torch's globals)\n",
+        "for joblib files and plain pickles. A zip archive is read through its directory: the\n",
+        "storages of a checkpoint are not read. A file is a plain pickle only when its content\n",
+        "parses as one; what carries no pickle is skipped (--all-as-pickle: read as a pickle).\n\n",
+        "Severities, worst first: code (a global known to run code), untrusted (a class outside\n",
+        "the policy), malformed, limit.\n\n",
+        "Exit status (from the checked files; a skipped file never counts):\n",
+        "  0  every checked file clean, or no refusal reaching --fail-on\n",
+        "  1  a refusal reaching --fail-on (any refusal by default)\n",
+        "  3  some file incomplete (part of it not understood), none refused (--fail-on any)\n",
         "  2  usage error, or a file could not be read"))]
     Scan(scan_files::Opts),
     /// A torch checkpoint's tensors as safetensors (names are key paths joined with `.`),
-    /// after a clean scan, without running pickle code.
+    /// after a clean scan, without running pickle code: the zip format, the legacy format and
+    /// the older tar layout.
     #[command(after_help = concat!(
         "Examples:\n",
-        "  picklewarden convert model.pt model.safetensors\n\n",
+        "  picklewarden convert model.pt model.safetensors\n",
+        "  picklewarden convert --max-output 2G old_checkpoint.pth model.safetensors\n\n",
         "Exit status:\n",
         "  0  written\n  1  the checkpoint is refused or incomplete, or a dtype has no safetensors name\n",
         "  2  usage or I/O error"))]

@@ -1,12 +1,11 @@
-//! `picklewarden scan PATH...`: model files and pickles, files and folders (recursive), each
-//! detected by content (torch zip, TorchScript, legacy torch, npy, npz, joblib, pickle) and
-//! checked under its format's built-in policy (or `--policy`), in parallel across files.
-//! For each file: its format, its verdict (clean, refused, incomplete), the reason, and every
-//! global its pickles name with the offset and whether the policy allows it. `--trust` prints
-//! instead a policy file that would accept what was refused.
+//! `picklewarden scan PATH...`: files and folders (recursive), each classified by content
+//! (`picklewarden::formats::container`): a pickle-bearing format checked under its format's
+//! built-in policy (or `--policy`), in parallel across files, with its verdict (clean,
+//! refused, incomplete), the reason and its severity, and every global its pickles name; a
+//! safetensors file checked and clean; anything else skipped (counted, listed in JSON).
+//! `--trust` prints instead a policy file that would accept what was refused
+//! (`scan_trust.rs`); the reports are `scan_report.rs`.
 
-use std::collections::BTreeMap;
-use std::fmt::Write as _;
 use std::fs::File;
 use std::io::{self, BufReader, IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -16,22 +15,34 @@ use std::sync::Mutex;
 
 use clap::{Args, ValueEnum};
 use picklewarden::formats::container::{
-    scan_reader, FileReport, Finding, ModelLimits, ScanOptions, Verdict,
+    scan_reader, FileReport, ModelLimits, ScanOptions, Severity, Verdict,
 };
-use serde_json::{json, Value};
 
+use super::scan_report::{json_report, sarif_report, text_report};
+use super::scan_trust::{trust_base, trust_toml};
 use super::Fatal;
 
 /// Output formats of `scan`.
 #[derive(Clone, Copy, Debug, ValueEnum)]
 pub(crate) enum OutFormat {
-    /// A table for people.
+    /// A table for people: refusals first, the worst first; skipped files in one line.
     Text,
-    /// `{"files": [{"path", "format", "verdict", "policy", "reason", "findings", "globals",
-    /// "pickles"}]}`.
+    /// `{"files": [{"path", "format", "verdict", "severity", "policy", "reason", "findings",
+    /// "globals", "pickles"}], "summary": {...}}`.
     Json,
     /// SARIF 2.1.0, for code-scanning services.
     Sarif,
+}
+
+/// What fails the scan (`--fail-on`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub(crate) enum FailOn {
+    /// Only a file with a global known to run code (severity `code`).
+    Code,
+    /// A file of severity `code` or `untrusted` (a class outside the policy).
+    Untrusted,
+    /// Any refused file (exit 1), or, with none, any incomplete one (exit 3).
+    Any,
 }
 
 /// Options of `scan`.
@@ -44,26 +55,36 @@ pub(crate) struct Opts {
     #[arg(long, value_enum, default_value = "text")]
     format: OutFormat,
     /// Check every pickle under this policy (a built-in name or a TOML file) instead of the
-    /// built-in policy of each file's format (torch, numpy, data).
+    /// built-in policy of each file's format (torch, numpy, model).
     #[arg(long, value_name = "NAME|FILE")]
     policy: Option<String>,
     /// Print, instead of the report, a complete policy file (TOML) that would accept what was
     /// refused: the policy the files were checked under plus a `record` entry for each refused
-    /// global, with the files and offsets that need it; a global known to run code is left
-    /// commented out, under a warning.
+    /// global, with the files and offsets that need it (and the Python 2 string setting when
+    /// a file needs it); a global known to run code is left commented out, under a warning.
     #[arg(long)]
     trust: bool,
+    /// What makes the exit status 1: `code` (a refusal of severity code: a global known to
+    /// run code), `untrusted` (code, or a class outside the policy), or `any` refusal.
+    #[arg(long, value_enum, default_value = "any", value_name = "SEVERITY")]
+    fail_on: FailOn,
+    /// Read every file that is no container (torch, numpy, joblib, safetensors) as a plain
+    /// pickle, as content did not decide it: nothing is skipped, and a file that is no pickle
+    /// is refused (not_a_pickle).
+    #[arg(long)]
+    all_as_pickle: bool,
     /// Files scanned at once [default: the number of CPUs].
     #[arg(long, value_name = "N")]
     jobs: Option<usize>,
-    /// Largest file read whole (zip archives are read through their directory and are not
-    /// bounded by this), e.g. `4G`.
+    /// Largest file read whole (zip archives are read through their directory, safetensors
+    /// files through their header, files that are not pickle-bearing only as far as it takes
+    /// to tell; none of these is bounded by this), e.g. `4G`.
     #[arg(long, value_name = "SIZE", default_value = "4G", value_parser = super::parse_size)]
     max_file_bytes: u64,
 }
 
 /// One file's outcome.
-enum Outcome {
+pub(crate) enum Outcome {
     Report(Box<FileReport>),
     Io(String),
 }
@@ -85,7 +106,8 @@ fn scan_all(opts: &Opts) -> Result<ExitCode, Fatal> {
     };
     let options = ScanOptions::new()
         .policy(policy)
-        .limits(ModelLimits::default());
+        .limits(ModelLimits::default())
+        .all_as_pickle(opts.all_as_pickle);
     let files = collect(&opts.paths)?;
     let outcomes = scan_parallel(&files, opts, &options);
     let mut out = io::stdout().lock();
@@ -104,22 +126,38 @@ fn scan_all(opts: &Opts) -> Result<ExitCode, Fatal> {
         Err(e) if e.kind() == io::ErrorKind::BrokenPipe => {}
         Err(e) => return Err(Fatal(format!("cannot write output: {e}"))),
     }
-    let worst = outcomes.iter().fold(0u8, |w, o| {
-        w.max(match o {
-            Outcome::Io(_) => 3,
-            Outcome::Report(r) => match r.verdict {
-                Verdict::Clean => 0,
-                Verdict::Incomplete => 1,
-                Verdict::Refused => 2,
-            },
+    Ok(ExitCode::from(exit_status(&outcomes, opts.fail_on)))
+}
+
+/// The exit status from the files checked (a skipped file never counts): 2 when one could not
+/// be read; else 1 when a refusal reaches `--fail-on`'s severity; else, under `any`, 3 when
+/// one is incomplete; else 0.
+fn exit_status(outcomes: &[Outcome], fail_on: FailOn) -> u8 {
+    let reports = || {
+        outcomes.iter().filter_map(|o| match o {
+            Outcome::Report(r) => Some(r),
+            Outcome::Io(_) => None,
         })
-    });
-    Ok(ExitCode::from(match worst {
-        0 => 0,
-        1 => 3,
-        2 => 1,
-        _ => 2,
-    }))
+    };
+    if outcomes.iter().any(|o| matches!(o, Outcome::Io(_))) {
+        return 2;
+    }
+    let threshold = match fail_on {
+        FailOn::Code => Some(Severity::Code),
+        FailOn::Untrusted => Some(Severity::Untrusted),
+        FailOn::Any => None,
+    };
+    let fails = |r: &FileReport| {
+        r.verdict == Verdict::Refused
+            && threshold.is_none_or(|t| r.severity.is_some_and(|s| s >= t))
+    };
+    if reports().any(|r| fails(r)) {
+        1
+    } else if fail_on == FailOn::Any && reports().any(|r| r.verdict == Verdict::Incomplete) {
+        3
+    } else {
+        0
+    }
 }
 
 fn load_policy(name: &str) -> Result<picklewarden::Policy, Fatal> {
@@ -219,360 +257,4 @@ fn scan_one(path: &Path, max_file_bytes: u64, options: &ScanOptions) -> Outcome 
         Ok(r) => Outcome::Report(Box::new(r)),
         Err(e) => Outcome::Io(e.to_string()),
     }
-}
-
-fn finding_json(f: &Finding) -> Value {
-    json!({
-        "kind": f.kind,
-        "category": f.category,
-        "message": f.message,
-        "entry": f.entry,
-        "offset": f.offset,
-    })
-}
-
-fn json_report(files: &[PathBuf], outcomes: &[Outcome]) -> Value {
-    let list: Vec<Value> = files
-        .iter()
-        .zip(outcomes)
-        .map(|(path, o)| match o {
-            Outcome::Io(e) => json!({
-                "path": path.display().to_string(),
-                "format": null,
-                "verdict": "error",
-                "reason": {"kind": "io", "category": "io", "message": e, "entry": "", "offset": null},
-                "globals": [],
-            }),
-            Outcome::Report(r) => json!({
-                "path": path.display().to_string(),
-                "format": r.format.name(),
-                "verdict": r.verdict.name(),
-                "policy": r.policy,
-                "reason": r.reason.as_ref().map(finding_json),
-                "findings": r.findings.iter().map(finding_json).collect::<Vec<_>>(),
-                "globals": r.globals.iter().map(|g| json!({
-                    "entry": g.entry,
-                    "module": g.module,
-                    "name": g.name,
-                    "offset": g.offset,
-                    "allowed": g.allowed,
-                    "runs_code": g.runs_code,
-                })).collect::<Vec<_>>(),
-                "pickles": r.pickles,
-            }),
-        })
-        .collect();
-    json!({ "files": list })
-}
-
-fn text_report(files: &[PathBuf], outcomes: &[Outcome]) -> String {
-    let mut s = String::new();
-    let (mut clean, mut incomplete, mut refused, mut unreadable) = (0, 0, 0, 0);
-    for (path, o) in files.iter().zip(outcomes) {
-        match o {
-            Outcome::Io(e) => {
-                unreadable += 1;
-                let _ = writeln!(s, "{:<10} {:<13} {}  ({e})", "ERROR", "-", path.display());
-            }
-            Outcome::Report(r) => {
-                match r.verdict {
-                    Verdict::Clean => clean += 1,
-                    Verdict::Incomplete => incomplete += 1,
-                    Verdict::Refused => refused += 1,
-                }
-                let _ = write!(
-                    s,
-                    "{:<10} {:<13} {}",
-                    r.verdict.name().to_uppercase(),
-                    r.format.name(),
-                    path.display()
-                );
-                if let Some(f) = &r.reason {
-                    // `in ENTRY, offset 0x..` (an entry's name may itself end in `at 0x..`).
-                    let at = match (f.entry.is_empty(), f.offset) {
-                        (true, Some(o)) => format!(" at {o:#x}"),
-                        (false, Some(o)) => format!(", offset {o:#x}"),
-                        (_, None) => String::new(),
-                    };
-                    let entry = if f.entry.is_empty() {
-                        String::new()
-                    } else {
-                        format!(" in {}", shown_entry(&f.entry))
-                    };
-                    let _ = write!(s, "  ({}{entry}{at}: {})", f.kind, f.message);
-                }
-                s.push('\n');
-                if r.verdict != Verdict::Clean {
-                    for g in &r.globals {
-                        let _ = writeln!(
-                            s,
-                            "    {:>10}  {}{}.{}  {}{}",
-                            format!("{:#x}", g.offset),
-                            if g.entry.is_empty() {
-                                String::new()
-                            } else {
-                                format!("{}: ", shown_entry(&g.entry))
-                            },
-                            g.module,
-                            g.name,
-                            if g.allowed { "allowed" } else { "NOT ALLOWED" },
-                            if g.runs_code { "  (runs code)" } else { "" },
-                        );
-                    }
-                }
-            }
-        }
-    }
-    let _ = writeln!(
-        s,
-        "{} files: {} clean, {} refused, {} incomplete, {} unreadable",
-        files.len(),
-        clean,
-        refused,
-        incomplete,
-        unreadable
-    );
-    s
-}
-
-/// An entry's name as the text report shows it: an npz member's pickle is named
-/// `MEMBER:` in the JSON report, shown as `MEMBER` before the `: ` or `, offset` that follows.
-fn shown_entry(entry: &str) -> &str {
-    entry.strip_suffix(':').unwrap_or(entry)
-}
-
-fn sarif_report(files: &[PathBuf], outcomes: &[Outcome]) -> Value {
-    let mut results = Vec::new();
-    let mut rules: BTreeMap<String, String> = BTreeMap::new();
-    // Offsets are within a pickle (a zip entry, a decompressed stream), not the file: they
-    // go in the result's properties, not in a region of the file.
-    let location = |path: &Path| json!([{ "physicalLocation": {"artifactLocation": {"uri": path.display().to_string()}} }]);
-    for (path, o) in files.iter().zip(outcomes) {
-        match o {
-            Outcome::Io(e) => {
-                rules.insert("io".into(), "The file could not be read".into());
-                results.push(json!({
-                    "ruleId": "io", "level": "error",
-                    "message": {"text": e}, "locations": location(path),
-                }));
-            }
-            Outcome::Report(r) => {
-                for g in r.globals.iter().filter(|g| !g.allowed) {
-                    rules.insert(
-                        "global_not_allowed".into(),
-                        "A pickle names a global the policy does not allow".into(),
-                    );
-                    let code = if g.runs_code {
-                        " (known to run code)"
-                    } else {
-                        ""
-                    };
-                    results.push(json!({
-                        "ruleId": "global_not_allowed",
-                        "level": "error",
-                        "message": {"text": format!(
-                            "{}: global {}.{} is not allowed by policy {:?}{code}",
-                            if g.entry.is_empty() { r.format.name() } else { &g.entry },
-                            g.module, g.name, r.policy
-                        )},
-                        "locations": location(path),
-                        "properties": {"pickleOffset": g.offset, "entry": g.entry},
-                    }));
-                }
-                if let Some(f) = &r.reason {
-                    if f.kind == "global_not_allowed" {
-                        continue;
-                    }
-                    rules.insert(f.kind.clone(), f.category.to_owned());
-                    results.push(json!({
-                        "ruleId": f.kind,
-                        "level": if r.verdict == Verdict::Refused { "error" } else { "warning" },
-                        "message": {"text": format!("{} ({}): {}", r.format.name(), r.verdict.name(), f.message)},
-                        "locations": location(path),
-                        "properties": {"entry": f.entry, "offset": f.offset},
-                    }));
-                }
-            }
-        }
-    }
-    let rules: Vec<Value> = rules
-        .into_iter()
-        .map(|(id, text)| json!({"id": id, "shortDescription": {"text": text}}))
-        .collect();
-    json!({
-        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
-        "version": "2.1.0",
-        "runs": [{
-            "tool": {"driver": {
-                "name": "picklewarden",
-                "version": env!("CARGO_PKG_VERSION"),
-                "rules": rules,
-            }},
-            "results": results,
-        }],
-    })
-}
-
-/// The policy `--trust` extends: its name and its TOML text. `--policy`'s (a built-in one or
-/// the file), else the built-in policy the first refused file was checked under (`data` when
-/// none was refused).
-struct TrustBase {
-    name: String,
-    text: String,
-}
-
-fn trust_base(policy: Option<&str>, outcomes: &[Outcome]) -> Result<TrustBase, Fatal> {
-    let checked_under = outcomes
-        .iter()
-        .filter_map(|o| match o {
-            Outcome::Report(r) if r.verdict == Verdict::Refused => Some(r.policy.as_str()),
-            _ => None,
-        })
-        .next();
-    let name = policy.or(checked_under).unwrap_or("data");
-    if let Some(text) = picklewarden::policy::builtin_toml(name) {
-        return Ok(TrustBase {
-            name: name.to_owned(),
-            text: text.to_owned(),
-        });
-    }
-    let text = std::fs::read_to_string(name)
-        .map_err(|e| Fatal(format!("cannot read policy {name}: {e}")))?;
-    let parsed =
-        picklewarden::Policy::from_toml_str(&text).map_err(|e| Fatal(format!("{name}: {e}")))?;
-    Ok(TrustBase {
-        name: parsed.name,
-        text,
-    })
-}
-
-/// A complete policy file that accepts what was refused: `base`'s text (its top-level `name`
-/// and `description` replaced) plus one `[[global]]` per refused global (as a `record`, which
-/// runs nothing), with comments naming each file, pickle and offset that needs it. A global
-/// known to run code is written commented out, under a warning. Files refused under another
-/// policy than `base`'s are named in a comment, their globals left out.
-fn trust_toml(files: &[PathBuf], outcomes: &[Outcome], base: &TrustBase) -> String {
-    let mut needed: BTreeMap<(String, String), (bool, Vec<String>)> = BTreeMap::new();
-    let mut other = Vec::new();
-    let mut elsewhere = Vec::new();
-    for (path, o) in files.iter().zip(outcomes) {
-        let Outcome::Report(r) = o else { continue };
-        if r.verdict == Verdict::Refused && r.policy != base.name {
-            elsewhere.push(format!("{} (policy {:?})", path.display(), r.policy));
-            continue;
-        }
-        for g in r.globals.iter().filter(|g| !g.allowed) {
-            let e = needed
-                .entry((g.module.clone(), g.name.clone()))
-                .or_insert((g.runs_code, Vec::new()));
-            let entry = if g.entry.is_empty() {
-                String::new()
-            } else {
-                format!(" {}", shown_entry(&g.entry))
-            };
-            e.1.push(format!(
-                "{}{entry} at offset {:#x}",
-                path.display(),
-                g.offset
-            ));
-        }
-        if let Some(f) = &r.reason {
-            if f.kind != "global_not_allowed" {
-                other.push(format!("{}: {} ({})", path.display(), f.kind, f.message));
-            }
-        }
-    }
-    let mut s = format!(
-        "# A policy made by `picklewarden scan --trust`: policy {:?} and the globals these \
-         files name\n# that it refused. Use it with `picklewarden check --policy FILE` or \
-         `picklewarden scan --policy FILE`.\n# Each added global is a record: picklewarden keeps \
-         the call as data and runs nothing;\n# trusting it means trusting whatever program \
-         loads these files to call it.\n",
-        base.name
-    );
-    let _ = writeln!(s, "name = {}", toml_str(&format!("{}-trusted", base.name)));
-    let _ = writeln!(
-        s,
-        "description = {}",
-        toml_str(&format!(
-            "{} and the globals picklewarden scan --trust listed",
-            base.name
-        ))
-    );
-    let _ = writeln!(s, "\n# ---- policy {:?} ----", base.name);
-    // Top-level keys come before the first table (`[limits]`, `[[global]]`, ...).
-    let mut top_level = true;
-    for line in base.text.lines() {
-        top_level &= !line.trim_start().starts_with('[');
-        if !(top_level && (is_top_key(line, "name") || is_top_key(line, "description"))) {
-            s.push_str(line);
-            s.push('\n');
-        }
-    }
-    let _ = writeln!(s, "\n# ---- the globals these files need ----");
-    for ((module, name), (runs_code, wheres)) in &needed {
-        s.push('\n');
-        for w in wheres.iter().take(20) {
-            let _ = writeln!(s, "# needed by {w}");
-        }
-        if wheres.len() > 20 {
-            let _ = writeln!(s, "# ... and {} more", wheres.len() - 20);
-        }
-        let entry = format!(
-            "[[global]]\nmodule = {}\nname = {}\nconstructor = \"record\"",
-            toml_str(module),
-            toml_str(name)
-        );
-        if *runs_code {
-            let _ = writeln!(
-                s,
-                "# WARNING: {module}.{name} runs code or touches the system when called: a file \
-                 that needs it is\n# almost certainly an attack. Left out; do not add it."
-            );
-            for line in entry.lines() {
-                let _ = writeln!(s, "# {line}");
-            }
-        } else {
-            let _ = writeln!(s, "{entry}");
-        }
-    }
-    if !other.is_empty() {
-        s.push_str("\n# Refusals no policy entry can lift:\n");
-        for o in other {
-            let _ = writeln!(s, "# {}", o.replace('\n', " "));
-        }
-    }
-    if !elsewhere.is_empty() {
-        s.push_str(
-            "\n# Refused under another policy (run `picklewarden scan --trust` on them alone):\n",
-        );
-        for o in elsewhere {
-            let _ = writeln!(s, "# {o}");
-        }
-    }
-    s
-}
-
-/// Whether `line` sets the top-level key `key` (`key = ...`), as a policy file's `name` and
-/// `description` lines do.
-fn is_top_key(line: &str, key: &str) -> bool {
-    line.strip_prefix(key)
-        .is_some_and(|rest| rest.trim_start().starts_with('='))
-}
-
-/// A TOML basic string.
-fn toml_str(s: &str) -> String {
-    let mut out = String::from("\"");
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            c if c.is_control() => {
-                let _ = write!(out, "\\u{:04x}", u32::from(c));
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
 }

@@ -59,7 +59,7 @@ pub fn decode_payload<'a>(
             records_replayable: true,
             pickle_starts: Box::default(),
             trailing_len: None,
-            persistent_ids: None,
+            kept: None,
         })),
         PayloadKind::Pickles => Decoder::new(payload, policy)
             .limits(limits)

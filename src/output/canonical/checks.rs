@@ -67,11 +67,13 @@ pub(super) fn plan(doc: &Document<'_>, protocol: Protocol) -> Result<Plan, Unwri
             }
         }
     }
-    // Every record is written (above), so every record must be its call alone.
+    // Every record is written (above), so every record must be its call alone, or its call
+    // and a BUILD state a policy check found to be the one its writer writes (a numpy dtype's
+    // or ndarray's, `Document::canonical_build`), written again as the writer wrote it.
     let unreplayable = records.iter().any(|&id| match doc.get(id) {
         Some(Value::Object(o)) => {
             o.kind == CallKind::NewObjEx
-                || o.state.is_some()
+                || (o.state.is_some() && !(o.kind == CallKind::Reduce && doc.canonical_build(id)))
                 || !o.listitems.is_empty()
                 || !o.dictitems.is_empty()
         }

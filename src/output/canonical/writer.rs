@@ -256,6 +256,15 @@ impl Writer {
         }
     }
 
+    /// REDUCE, or NEWOBJ for a record NEWOBJ made.
+    fn call(&mut self, kind: CallKind) {
+        self.out.push(if kind == CallKind::NewObj {
+            Opcode::Newobj.byte()
+        } else {
+            Opcode::Reduce.byte()
+        });
+    }
+
     fn float(&mut self, f: f64) {
         self.out.push(Opcode::Binfloat.byte());
         self.out.extend_from_slice(&f.to_bits().to_be_bytes());
@@ -419,9 +428,11 @@ impl<'d> Visitor<'d> for Writer {
             }
             Value::Object(o) => {
                 // `callable(*args)` (REDUCE) or `cls.__new__(cls, *args)` (NEWOBJ), as
-                // CPython's `save_reduce` writes them, made at the exit; records that are
-                // more than that call were refused before anything was written
-                // (`Unwritable::Record`), so the walk meets only the callable and the args.
+                // CPython's `save_reduce` writes them, made at the exit, or before the state
+                // of one whose BUILD a policy check found to be its writer's (then BUILD at
+                // the exit); records that are more than that were refused before anything
+                // was written (`Unwritable::Record`), so the walk meets only the callable, the
+                // args and such a state.
                 if o.kind == CallKind::NewObjEx {
                     self.failed = Some(Unwritable::Record);
                     return Step::Leaf;
@@ -486,15 +497,23 @@ impl<'d> Visitor<'d> for Writer {
                 }
             }
             Value::Object(o) => {
-                let op = if o.kind == CallKind::NewObj {
-                    Opcode::Newobj
+                if o.state.is_some() {
+                    // The call was made before the state (`before_state`).
+                    self.out.push(Opcode::Build.byte());
                 } else {
-                    Opcode::Reduce
-                };
-                self.out.push(op.byte());
+                    self.call(o.kind);
+                }
                 self.memoize_if_shared(marks, id);
             }
             _ => {}
         }
+    }
+
+    /// A record's call, then its memo entry (when shared), before its BUILD state: as
+    /// `save_reduce` writes `func, args, REDUCE, MEMOIZE, state, BUILD`. Only a record whose
+    /// BUILD a check accepted has a state here, and those checks accept only REDUCE calls.
+    fn before_state(&mut self, marks: &mut Marks, id: NodeId) {
+        self.call(CallKind::Reduce);
+        self.memoize_if_shared(marks, id);
     }
 }
